@@ -1,0 +1,1 @@
+"""The ``ragmon`` command line."""

@@ -1,0 +1,129 @@
+"""The root ``ragmon`` command: global options, error handling, and the registry of subcommands.
+
+Each subcommand lives in its own module under ``ragmon/cli/`` and is registered in ``_register``. Expected
+errors (``RagmonError``) print one clear message per problem and exit non-zero without a traceback:
+2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from ragmon import __version__
+from ragmon.config import Settings, load_settings
+from ragmon.errors import ConfigError, InputError, RagmonError
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+err_console = Console(stderr=True)
+console = Console()
+
+app = typer.Typer(
+    name="ragmon",
+    help="Production monitoring for retrieval-augmented generation: ingest traces, score live traffic, "
+    "detect retrieval drift, review a weekly sample, compare shadow retrievers, gate releases.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+class State:
+    """What the root callback passes to subcommands."""
+
+    def __init__(self, config_path: Path | None):
+        self.config_path = config_path
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path)
+        return self._settings
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"ragmon {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            envvar="RAGMON_CONFIG",
+            help="YAML settings file. RAGMON_<SECTION>__<FIELD> environment variables override it.",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    ctx.obj = State(config)
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The validated settings for this invocation (loaded once, on first use)."""
+    state = ctx.find_root().obj
+    if not isinstance(state, State):
+        state = State(None)
+    return state.settings
+
+
+def print_error(message: str) -> None:
+    """Print ``error: message`` to stderr; the message is shown as plain text, never as markup."""
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print ``error: message`` to stderr and return the Exit to raise."""
+    print_error(message)
+    return typer.Exit(code)
+
+
+def _register() -> None:
+    from ragmon.cli import config_cmd, schema_cmd, store_cmd
+
+    app.add_typer(schema_cmd.app, name="schema")
+    app.add_typer(store_cmd.app, name="store")
+    app.add_typer(config_cmd.app, name="config")
+
+
+_register()
+
+
+def main() -> None:
+    """Console entry point: run the app, turning expected errors into clean messages and exit codes."""
+    try:
+        app()
+    except ConfigError as exc:
+        print_error("invalid configuration")
+        for problem in exc.problems:
+            err_console.print(Text(f"  {problem}"), highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    except InputError as exc:
+        print_error(str(exc))
+        sys.exit(EXIT_USAGE)
+    except RagmonError as exc:
+        print_error(str(exc))
+        sys.exit(EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

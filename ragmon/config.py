@@ -1,0 +1,236 @@
+"""Settings: one pydantic-settings model per section, loaded from YAML (``--config``) and the environment.
+
+Environment variables are ``RAGMON_<SECTION>__<FIELD>`` (e.g. ``RAGMON_STORE__DSN``) and win over the file.
+Secrets are ``SecretStr`` (masked by ``config show`` and in logs); each secret may also be read from a file
+named by its ``*_file`` sibling, so Kubernetes Secrets can be mounted. ``load_settings`` validates everything
+at start-up and raises ``ConfigError`` with one line per problem. Field names carry their unit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from ragmon.errors import ConfigError
+
+DEFAULT_DSN = "chdb://./.ragmon/clickhouse"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class StoreSettings(_Section):
+    dsn: SecretStr = Field(
+        SecretStr(DEFAULT_DSN),
+        description="ClickHouse DSN: 'chdb:///abs/dir' or 'chdb://./rel/dir' for the embedded engine (default, on local disk) or "
+        "'http(s)://user:password@host:port/database' for a server. May contain a password: masked.",
+    )
+    dsn_file: Path | None = Field(None, description="Read the DSN from this file instead (a mounted Secret).")
+    database: str = Field("ragmon", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="Database for ragmon's tables.")
+    cluster: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$",
+        description="ClickHouse cluster name: DDL runs ON CLUSTER and tables use Replicated engines.",
+    )
+    traces_ttl_days: int = Field(90, ge=1, le=36500, description="Days to keep traces (and scores) before TTL deletes them.")
+    drift_checks_ttl_days: int = Field(365, ge=1, le=36500, description="Days to keep drift check results.")
+    connect_timeout_seconds: float = Field(10.0, gt=0, le=300, description="Connect timeout for a server store.")
+    query_timeout_seconds: float = Field(60.0, gt=0, le=3600, description="Per-query timeout for a server store.")
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Comma-separated host:port list of Kafka brokers.")
+    topic: str = Field("rag.traces", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Topic the RAG app writes traces to.")
+    group_id: str = Field("ragmon-ingest", min_length=1, description="Consumer group of the ingest role.")
+    dead_letter_topic: str = Field(
+        "rag.traces.dlq", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Where invalid messages go, with reason headers."
+    )
+    input_format: Literal["auto", "native", "otlp_proto", "otlp_json"] = Field(
+        "auto",
+        description="Message encoding: native ragmon JSON traces, OTLP protobuf or OTLP JSON (as the OpenTelemetry "
+        "Collector's Kafka exporter writes them); 'auto' tells them apart per message.",
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="Kafka security protocol."
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(None, description="SASL mechanism.")
+    sasl_username: str | None = Field(None, description="SASL user name.")
+    sasl_password: SecretStr | None = Field(None, description="SASL password (masked).")
+    sasl_password_file: Path | None = Field(None, description="Read the SASL password from this file.")
+    session_timeout_ms: int = Field(30_000, ge=6_000, le=300_000, description="Consumer group session timeout.")
+    max_poll_records: int = Field(5_000, ge=1, le=100_000, description="Upper bound on records returned per poll.")
+    fetch_max_bytes: int = Field(52_428_800, ge=1_048_576, description="Upper bound on bytes per fetch response.")
+    max_partition_fetch_bytes: int = Field(8_388_608, ge=65_536, description="Upper bound on bytes per partition per fetch.")
+
+
+class IngestSettings(_Section):
+    max_batch_rows: int = Field(10_000, ge=1, le=1_000_000, description="Flush a batch at this many traces.")
+    max_batch_bytes: int = Field(33_554_432, ge=1_024, description="Flush a batch at this many message bytes.")
+    flush_interval_seconds: float = Field(1.0, gt=0, le=300, description="Flush a non-empty batch after this long.")
+    max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600, description="Larger messages are dead-lettered.")
+    redact_fields: list[str] = Field(
+        default_factory=lambda: ["question", "answer"],
+        description="Trace fields the redaction patterns apply to (question, answer, retrieved_text, quotes).",
+    )
+    redact_patterns: dict[str, str] = Field(
+        default_factory=lambda: {
+            "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+            "phone": r"\+?\d[\d ()-]{7,}\d",
+        },
+        description="Name → regular expression; matches are replaced by '[REDACTED:<name>]' before storage.",
+    )
+    store_retry_max_seconds: float = Field(30.0, gt=0, le=3600, description="Cap of the exponential retry backoff.")
+    shutdown_grace_seconds: float = Field(20.0, gt=0, le=600, description="Time to flush and commit on SIGTERM.")
+    otlp_assembly_wait_seconds: float = Field(
+        10.0, gt=0, le=600, description="How long spans of one OTLP trace are buffered waiting for the rest."
+    )
+    otlp_max_pending_traces: int = Field(10_000, ge=1, description="Bound on OTLP traces being assembled at once.")
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for name, pattern in v.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {name!r} is not a valid regular expression: {exc}") from exc
+        return v
+
+
+class ServerSettings(_Section):
+    host: str = Field("127.0.0.1", description="Address the HTTP server (/metrics, /healthz, /readyz, review UI) binds.")
+    port: int = Field(9108, ge=0, le=65535, description="HTTP port (0 picks a free one).")
+
+
+class RolesSettings(_Section):
+    ingest: bool = Field(True, description="Run the Kafka → ClickHouse ingest loop.")
+    score: bool = Field(True, description="Score sampled traces with the judge.")
+    drift: bool = Field(True, description="Run drift checks on a schedule.")
+    review: bool = Field(True, description="Serve the review UI and select the weekly sample.")
+
+
+class Settings(BaseSettings):
+    """Every ragmon setting. Sections are added by the subsystems that own them."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGMON_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    store: StoreSettings = Field(default_factory=StoreSettings, description="ClickHouse store.")
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings, description="Kafka source.")
+    ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest batching and redaction.")
+    server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP server.")
+    roles: RolesSettings = Field(default_factory=RolesSettings, description="Which daemon roles `ragmon run` starts.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # environment beats the YAML file (passed as init kwargs) so a Deployment can override one field
+        return env_settings, init_settings
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Load and validate settings from ``path`` (YAML, optional) and ``RAGMON_*`` environment variables.
+
+    Raises ``ConfigError`` listing every problem, one per line.
+    """
+    data: dict[str, Any] = _read_yaml(Path(path)) if path is not None else {}
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError([_problem_line(err, path) for err in exc.errors()]) from None
+    return _resolve_secret_files(settings)
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    return None if secret is None else secret.get_secret_value()
+
+
+def masked_dump(settings: Settings) -> dict[str, Any]:
+    """The effective settings as plain data, every secret (and any password inside a DSN) masked."""
+    data = settings.model_dump(mode="json")
+    data["store"]["dsn"] = mask_dsn(secret_value(settings.store.dsn) or "")
+    return data
+
+
+def mask_dsn(dsn: str) -> str:
+    """Hide the password part of a DSN: ``http://u:pw@h`` → ``http://u:****@h``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "****"
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":****@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read the config file ({exc.strerror or exc})"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([f"{path}: the top level must be a mapping of sections (store:, kafka:, …)"])
+    return data
+
+
+def _problem_line(err: Any, path: str | Path | None) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+    env_name = "RAGMON_" + "__".join(str(p).upper() for p in err.get("loc", ()))
+    msg = err.get("msg", "invalid")
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown setting (check the spelling; `ragmon config show` lists every setting)"
+    where = f" (file {path} or env {env_name})" if path else f" (env {env_name})"
+    given = err.get("input")
+    shown = "" if isinstance(given, dict | list) or given is None or "password" in loc or "dsn" in loc else f", got {given!r}"
+    return f"{loc}: {msg}{given and shown or ''}{where}"
+
+
+def _resolve_secret_files(settings: Settings) -> Settings:
+    problems: list[str] = []
+    updates: dict[str, dict[str, Any]] = {}
+    for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file")):
+        section = getattr(settings, section_name)
+        file_path = getattr(section, file_field)
+        if file_path is None:
+            continue
+        try:
+            value = Path(file_path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
+            continue
+        updates.setdefault(section_name, {})[field] = SecretStr(value)
+    if problems:
+        raise ConfigError(problems)
+    for section_name, fields in updates.items():
+        settings = settings.model_copy(
+            update={section_name: getattr(settings, section_name).model_copy(update=fields)}
+        )
+    return settings

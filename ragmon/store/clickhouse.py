@@ -1,0 +1,158 @@
+"""``ClickHouseStore``: the one place that talks to ClickHouse (server or embedded chDB).
+
+Owns: opening the client, migrations, columnar batch inserts with an insert deduplication token, and
+parameterized reads. Every clickhouse-connect/chDB exception is translated here into a ``StoreError``
+(retryable or permanent); callers never see a client-library exception.
+
+Thread-safety: chDB runs queries of one process through one engine; calls are serialized with a lock so the
+ingest, score, drift and review roles of ``ragmon run`` can share one store object.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragmon.config import StoreSettings
+from ragmon.errors import PermanentStoreError, StoreError
+from ragmon.store.client import open_client, parse_dsn, translate
+from ragmon.store.migrate import load_migrations, render, tracking_table_sql
+
+TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labels", "drift_checks")
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ClickHouseStore:
+    """A ClickHouse database holding ragmon's tables.
+
+    Blocking: every method blocks until ClickHouse answers. Raises ``RetryableStoreError`` for outages and
+    timeouts, ``PermanentStoreError`` for everything else (including bad SQL and bad data).
+    """
+
+    def __init__(self, settings: StoreSettings, client: Any):
+        self.settings = settings
+        self.database = settings.database
+        self.embedded = parse_dsn(settings.dsn.get_secret_value()).embedded
+        self._client = client
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, settings: StoreSettings, *, migrate: bool = True) -> ClickHouseStore:
+        """Connect (fail fast with a clear ``StoreError``) and, by default, apply pending migrations."""
+        store = cls(settings, open_client(settings))
+        store.ping()
+        if migrate:
+            store.migrate()
+        return store
+
+    def table(self, name: str) -> str:
+        """Fully qualified table name; only known identifiers are ever formatted into SQL."""
+        if not _TABLE_NAME.match(name):
+            raise PermanentStoreError(f"invalid table name {name!r}")
+        return f"{self.database}.{name}"
+
+    # -- schema ---------------------------------------------------------------------------------------------
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; return the names applied (empty when up to date). Idempotent."""
+        on_cluster = f"ON CLUSTER {self.settings.cluster}" if self.settings.cluster else ""
+        self.command(f"CREATE DATABASE IF NOT EXISTS {self.database} {on_cluster}")
+        self.command(tracking_table_sql(self.settings))
+        applied = {
+            row[0]
+            for row in self.query(f"SELECT version FROM {self.table('schema_migrations')} FINAL").result_rows
+        }
+        done = []
+        for migration in load_migrations():
+            if migration.version in applied:
+                continue
+            for statement in render(migration, self.settings):
+                self.command(statement)
+            self.insert_rows(
+                "schema_migrations",
+                [[migration.version, migration.name, migration.checksum]],
+                ["version", "name", "checksum"],
+            )
+            done.append(f"{migration.version:04d}_{migration.name}")
+        return done
+
+    def applied_migrations(self) -> list[tuple[int, str, str]]:
+        rows = self.query(
+            f"SELECT version, name, checksum FROM {self.table('schema_migrations')} FINAL ORDER BY version"
+        ).result_rows
+        return [(int(v), str(n), str(c)) for v, n, c in rows]
+
+    # -- I/O --------------------------------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        """Raise ``StoreError`` unless the store answers a trivial query."""
+        self.command("SELECT 1")
+
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
+        with self._lock:
+            try:
+                return self._client.command(sql, parameters=parameters)
+            except StoreError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - translated at the boundary
+                raise translate(exc, "ClickHouse command failed") from None
+
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> Any:
+        """Run a parameterized query (``{name:Type}`` placeholders); values never go into the SQL text."""
+        with self._lock:
+            try:
+                return self._client.query(sql, parameters=parameters, settings=settings)
+            except Exception as exc:  # noqa: BLE001
+                raise translate(exc, "ClickHouse query failed") from None
+
+    def query_rows(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows as dicts keyed by column name."""
+        result = self.query(sql, parameters)
+        names = result.column_names
+        return [dict(zip(names, row, strict=True)) for row in result.result_rows]
+
+    def query_columns(self, sql: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Sequence[Any]]:
+        """Columns keyed by name (cheaper than rows for large numeric results)."""
+        result = self.query(sql, parameters)
+        return dict(zip(result.column_names, result.result_columns, strict=True)) if result.result_rows else {
+            name: [] for name in result.column_names
+        }
+
+    def insert_columns(self, table: str, columns: Mapping[str, Sequence[Any]], *, dedup_token: str | None = None) -> int:
+        """Insert one columnar batch; return its row count.
+
+        ``dedup_token`` makes a retried insert of the same batch a no-op (ClickHouse insert deduplication);
+        derive it from what identifies the batch (topic/partition/offset range), never reuse it for other rows.
+        """
+        names = list(columns)
+        data = [columns[n] for n in names]
+        n_rows = len(data[0]) if data else 0
+        if n_rows == 0:
+            return 0
+        settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
+        with self._lock:
+            try:
+                self._client.insert(
+                    self.table(table), data, column_names=names, column_oriented=True, settings=settings
+                )
+            except Exception as exc:  # noqa: BLE001
+                raise translate(exc, f"insert into {table} failed") from None
+        return n_rows
+
+    def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str],
+                    *, dedup_token: str | None = None) -> int:
+        """Insert row-oriented data (small tables: labels, queue items, check results)."""
+        if not rows:
+            return 0
+        columns = {name: [row[i] for row in rows] for i, name in enumerate(column_names)}
+        return self.insert_columns(table, columns, dedup_token=dedup_token)
+
+    def close(self) -> None:
+        """Close a server client. The embedded engine lives as long as the process (chDB's rule)."""
+        if not self.embedded:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001,S110 - closing is best effort
+                pass

@@ -1,0 +1,151 @@
+"""Opening ClickHouse from one DSN, and translating clickhouse-connect/chDB exceptions into ragmon errors.
+
+``chdb:///path`` opens the embedded engine in-process through clickhouse-connect's chDB interface (the same
+driver, SQL and tables as a server); ``http(s)://user:password@host:port/database`` opens a server.
+
+chDB allows one engine per process and one process per data directory. ``open_client`` keeps one client per
+data directory for the life of the process (a second ``open_client`` with the same path shares it) and turns
+the "directory already in use" failure into ``StoreLockedError`` with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ragmon.config import StoreSettings, mask_dsn, secret_value
+from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError, StoreLockedError
+
+_CHDB_CLIENTS: dict[str, Any] = {}
+_CHDB_LOCK = threading.Lock()
+
+# ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
+_RETRYABLE_CODES = {159, 160, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
+
+
+@dataclass(frozen=True)
+class Dsn:
+    """A parsed store DSN. ``path`` is set for chDB, the network fields for a server."""
+
+    scheme: str
+    path: Path | None = None
+    host: str = ""
+    port: int | None = None
+    username: str = "default"
+    password: str = ""
+    database: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.scheme == "chdb"
+
+
+def parse_dsn(dsn: str) -> Dsn:
+    """Parse and check a DSN; raise ``PermanentStoreError`` naming what is wrong and how to write it."""
+    example = "use chdb:///absolute/dir, chdb://./relative/dir or http(s)://user:password@host:8123/database"
+    text = dsn.strip()
+    if text.startswith("chdb://"):
+        raw = text[len("chdb://"):]
+        if raw in ("", "/") or "?" in raw or raw == "memory" or raw.startswith("memory/"):
+            raise PermanentStoreError(f"store.dsn {dsn!r} names no data directory on disk; {example}")
+        return Dsn(scheme="chdb", path=Path(raw))
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} is not a valid URL ({exc}); {example}") from None
+    if parts.scheme in ("http", "https"):
+        if not parts.hostname:
+            raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} has no host; {example}")
+        database = parts.path.strip("/") or None
+        return Dsn(
+            scheme=parts.scheme,
+            host=parts.hostname,
+            port=port,
+            username=unquote(parts.username) if parts.username else "default",
+            password=unquote(parts.password) if parts.password else "",
+            database=database,
+        )
+    raise PermanentStoreError(f"store.dsn scheme {parts.scheme or '(none)'!r} is not supported; {example}")
+
+
+def open_client(settings: StoreSettings) -> Any:
+    """Open (or share, for chDB) a clickhouse-connect client. Fails fast with a ``StoreError``."""
+    dsn = parse_dsn(secret_value(settings.dsn) or "")
+    if dsn.embedded:
+        return _open_chdb(dsn.path)  # type: ignore[arg-type]
+    import clickhouse_connect
+
+    try:
+        client = clickhouse_connect.get_client(
+            interface=dsn.scheme,
+            host=dsn.host,
+            port=dsn.port,
+            username=dsn.username,
+            password=dsn.password,
+            connect_timeout=settings.connect_timeout_seconds,
+            send_receive_timeout=settings.query_timeout_seconds,
+        )
+    except Exception as exc:  # noqa: BLE001 - translated at the boundary
+        raise translate(exc, f"cannot reach the ClickHouse server at {dsn.host}:{dsn.port or 8123}") from None
+    return client
+
+
+def _open_chdb(path: Path) -> Any:
+    import clickhouse_connect
+
+    key = str(path.resolve())
+    with _CHDB_LOCK:
+        client = _CHDB_CLIENTS.get(key)
+        if client is not None:
+            return client
+        if _CHDB_CLIENTS:
+            other = next(iter(_CHDB_CLIENTS))
+            raise StoreLockedError(
+                f"this process already runs the embedded engine on {other}; chDB allows one data directory per "
+                f"process, so {key} cannot be opened too. Use the same store.dsn everywhere in one process."
+            )
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PermanentStoreError(f"cannot create the chDB data directory {key}: {exc.strerror or exc}") from None
+        try:
+            client = clickhouse_connect.get_client(dsn=f"chdb://{key}")
+            client.command("SELECT 1")
+        except Exception as exc:  # noqa: BLE001
+            text = str(exc)
+            if "EmbeddedServer" in text or "Cannot lock file" in text or "already running" in text:
+                raise StoreLockedError(
+                    f"the embedded ClickHouse data directory {key} is in use by another process (chDB allows one "
+                    "process per directory). Stop the other ragmon process, point this one at a server with "
+                    "RAGMON_STORE__DSN=http://…, or give it its own directory with RAGMON_STORE__DSN=chdb:///other/dir."
+                ) from None
+            raise translate(exc, f"cannot open the embedded ClickHouse engine at {key}") from None
+        _CHDB_CLIENTS[key] = client
+        return client
+
+
+def translate(exc: BaseException, context: str) -> StoreError:
+    """Map a clickhouse-connect / chDB / network exception to a retryable or permanent ``StoreError``."""
+    from clickhouse_connect.driver import exceptions as ch
+
+    text = f"{context}: {_first_line(exc)}"
+    code = getattr(exc, "code", None)
+    if isinstance(exc, ch.OperationalError | ConnectionError | TimeoutError | OSError):
+        return RetryableStoreError(text)
+    if isinstance(code, int) and code in _RETRYABLE_CODES:
+        return RetryableStoreError(text)
+    if isinstance(exc, ch.DatabaseError):
+        for marker in ("TIMEOUT_EXCEEDED", "TOO_MANY_PARTS", "TOO_MANY_SIMULTANEOUS_QUERIES", "MEMORY_LIMIT_EXCEEDED",
+                       "NETWORK_ERROR", "SOCKET_TIMEOUT", "TABLE_IS_READ_ONLY", "KEEPER_EXCEPTION"):
+            if marker in str(exc):
+                return RetryableStoreError(text)
+    return PermanentStoreError(text)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:400]

@@ -1,0 +1,76 @@
+"""Every ``ragmon_*`` Prometheus metric, defined in one catalogue.
+
+Metrics are created on a ``CollectorRegistry`` passed in (a fresh one per test), never on the global default
+registry, so two pipelines in one test never share counters. Names follow Prometheus conventions:
+``ragmon_<subsystem>_<thing>_<unit>``, counters end in ``_total``, base units (seconds, bytes), and label
+values are bounded (retriever, variant, stratum, reason, partition — never a trace id, user or query text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from ragmon import __version__
+
+
+@dataclass
+class Telemetry:
+    """The metric objects of one ragmon process, registered on ``registry``."""
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.build_info = Info("ragmon_build", "ragmon build information.", registry=r)
+        self.build_info.info({"version": __version__})
+
+        # -- ingest ---------------------------------------------------------------------------------------
+        self.ingest_messages_consumed = Counter(
+            "ragmon_ingest_messages_consumed_total", "Messages read from the traces topic.", ["topic"], registry=r
+        )
+        self.ingest_traces_stored = Counter(
+            "ragmon_ingest_traces_stored_total", "Traces written to the store (acknowledged inserts).", registry=r
+        )
+        self.ingest_dead_letters = Counter(
+            "ragmon_ingest_dead_letters_total", "Messages sent to the dead-letter topic, by reason.", ["reason"],
+            registry=r,
+        )
+        self.ingest_unknown_fields = Counter(
+            "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields.", registry=r
+        )
+        self.ingest_redactions = Counter(
+            "ragmon_ingest_redactions_total", "Redactions applied before storage, by pattern.", ["pattern"],
+            registry=r,
+        )
+        self.ingest_batch_rows = Histogram(
+            "ragmon_ingest_batch_rows", "Traces per insert batch.",
+            buckets=(1, 10, 100, 500, 1000, 2000, 5000, 10000, 20000, 50000), registry=r,
+        )
+        self.ingest_write_seconds = Histogram(
+            "ragmon_ingest_write_duration_seconds", "Time to insert one batch into the store.",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30), registry=r,
+        )
+        self.ingest_store_retries = Counter(
+            "ragmon_ingest_store_retries_total", "Store writes retried after a retryable failure.", registry=r
+        )
+        self.ingest_consumer_lag = Gauge(
+            "ragmon_ingest_consumer_lag_messages", "Messages behind the partition end.", ["topic", "partition"],
+            registry=r,
+        )
+        self.ingest_last_commit = Gauge(
+            "ragmon_ingest_last_commit_timestamp_seconds", "Unix time of the last successful offset commit.",
+            registry=r,
+        )
+        self.ingest_last_poll = Gauge(
+            "ragmon_ingest_last_poll_timestamp_seconds", "Unix time the consume loop last polled.", registry=r
+        )
+        self.ingest_paused = Gauge(
+            "ragmon_ingest_paused", "1 while consumption is paused for backpressure (store unavailable).",
+            registry=r,
+        )
+        self.ingest_otlp_incomplete = Counter(
+            "ragmon_ingest_otlp_incomplete_traces_total",
+            "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
+        )
