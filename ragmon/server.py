@@ -1,0 +1,120 @@
+"""The one HTTP port of a ragmon process: ``/metrics``, ``/healthz``, ``/readyz`` and any role's routers.
+
+Roles register what they serve: health checks (``Health.add_liveness`` / ``add_readiness``) and FastAPI
+routers (the review UI). ``serve`` runs uvicorn in a background thread so the role loops keep the main
+thread. Liveness says a loop is alive (e.g. the consume loop polled recently); readiness says its
+dependencies answer (e.g. the store). Neither check may block for long: they run on every probe.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import uvicorn
+from fastapi import APIRouter, FastAPI, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ragmon.telemetry import Telemetry
+
+#: a check returns (ok, detail)
+Check = Callable[[], tuple[bool, str]]
+
+
+@dataclass
+class Health:
+    """Named liveness and readiness checks, evaluated on each probe."""
+
+    liveness: dict[str, Check] = field(default_factory=dict)
+    readiness: dict[str, Check] = field(default_factory=dict)
+
+    def add_liveness(self, name: str, check: Check) -> None:
+        self.liveness[name] = check
+
+    def add_readiness(self, name: str, check: Check) -> None:
+        self.readiness[name] = check
+
+    @staticmethod
+    def evaluate(checks: dict[str, Check]) -> tuple[bool, dict[str, dict[str, object]]]:
+        results: dict[str, dict[str, object]] = {}
+        ok_all = True
+        for name, check in checks.items():
+            try:
+                ok, detail = check()
+            except Exception as exc:  # noqa: BLE001 - a failing check is a failed probe, not a crash
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            results[name] = {"ok": ok, "detail": detail}
+            ok_all = ok_all and ok
+        return ok_all, results
+
+
+def heartbeat_check(last_beat: Callable[[], float], max_age_seconds: float, what: str) -> Check:
+    """Liveness check: ``last_beat()`` (a monotonic time) is at most ``max_age_seconds`` old."""
+
+    def check() -> tuple[bool, str]:
+        age = time.monotonic() - last_beat()
+        return age <= max_age_seconds, f"{what} {age:.1f}s ago (limit {max_age_seconds:.0f}s)"
+
+    return check
+
+
+def create_app(telemetry: Telemetry, health: Health, routers: Iterable[APIRouter] = (), *,
+               title: str = "ragmon") -> FastAPI:
+    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> JSONResponse:
+        ok, results = Health.evaluate(health.liveness)
+        return JSONResponse({"ok": ok, "checks": results}, status_code=200 if ok else 503)
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> JSONResponse:
+        ok, results = Health.evaluate(health.readiness)
+        return JSONResponse({"ok": ok, "checks": results}, status_code=200 if ok else 503)
+
+    for router in routers:
+        app.include_router(router)
+    return app
+
+
+class ServerHandle:
+    """A uvicorn server running in a daemon thread."""
+
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread):
+        self._server = server
+        self._thread = thread
+
+    @property
+    def port(self) -> int:
+        for s in self._server.servers:
+            for sock in s.sockets:
+                return int(sock.getsockname()[1])
+        raise RuntimeError("server is not listening")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+
+
+def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0) -> ServerHandle:
+    """Start ``app`` on ``host:port`` (0 = any free port) in a background thread; return once listening."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
+    thread = threading.Thread(target=server.run, name="ragmon-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive():
+            raise OSError(f"the HTTP server could not start on {host}:{port} (is the port in use?)")
+        if time.monotonic() > deadline:
+            raise OSError(f"the HTTP server did not start on {host}:{port} within {startup_timeout:.0f}s")
+        time.sleep(0.01)
+    return ServerHandle(server, thread)
