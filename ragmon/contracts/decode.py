@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from ragmon.contracts.trace import Trace
+from ragmon.contracts.trace import RFC3339, UINT32_MAX, Trace, rfc3339_problem
 
 #: messages larger than this are rejected before parsing (configurable per call)
 DEFAULT_MAX_BYTES = 1_048_576
@@ -25,6 +25,7 @@ REASONS = ("invalid_json", "not_an_object", "schema", "too_large", "non_finite_s
 
 Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 Label = Annotated[str, msgspec.Meta(max_length=256)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=UINT32_MAX)]
 
 
 class Retriever(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -37,7 +38,7 @@ class Retriever(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     chunk_id: Identifier
     score: float
-    rank: Annotated[int, msgspec.Meta(ge=1)]
+    rank: Annotated[int, msgspec.Meta(ge=1, le=UINT32_MAX)]
     doc_id: Label = ""
     doc_version: Label = ""
     text: Annotated[str, msgspec.Meta(max_length=200_000)] | None = None
@@ -46,11 +47,11 @@ class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 class Context(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     chunk_ids: list[Identifier] = []
-    tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    tokens: Count | None = None
 
 
 class Citation(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    sentence: Annotated[int, msgspec.Meta(ge=0)]
+    sentence: Count
     chunk_id: Identifier
     quote: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
 
@@ -66,8 +67,8 @@ class Prompt(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 
 class Tokens(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    prompt: Annotated[int, msgspec.Meta(ge=0)] = 0
-    completion: Annotated[int, msgspec.Meta(ge=0)] = 0
+    prompt: Count = 0
+    completion: Count = 0
 
 
 class Feedback(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -144,7 +145,7 @@ def decode_trace(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedT
             trace = msgspec.convert(raw, FastTrace)
         except msgspec.ValidationError as exc:
             return Rejection("schema", _jsonpath_detail(str(exc)))
-        problem = _semantic_problem(trace)
+        problem = _semantic_problem(trace, raw)
         if problem is not None:
             return problem
         unknown = tuple(k for k in raw if k not in KNOWN_FIELDS)
@@ -158,8 +159,8 @@ def to_model(trace: FastTrace) -> Trace:
     return Trace.model_validate_json(msgspec.json.encode(trace))
 
 
-def _semantic_problem(trace: FastTrace) -> Rejection | None:
-    """Checks msgspec's type system cannot express: finiteness, time zones."""
+def _semantic_problem(trace: FastTrace, raw: dict) -> Rejection | None:
+    """Checks msgspec's type system cannot express: finiteness, time zones, the RFC 3339 grammar."""
     for i, chunk in enumerate(trace.retrieved):
         if not math.isfinite(chunk.score):
             return Rejection("non_finite_score", f"$.retrieved[{i}].score is {chunk.score}")
@@ -170,6 +171,8 @@ def _semantic_problem(trace: FastTrace) -> Rejection | None:
         return Rejection("invalid_value", f"$.cost_usd is {trace.cost_usd}; expected a finite number >= 0")
     if trace.timestamp.tzinfo is None:
         return Rejection("schema", "$.timestamp has no time zone; use RFC 3339, e.g. 2026-04-01T12:00:00Z")
+    if not RFC3339.fullmatch(raw["timestamp"]):  # msgspec also takes e.g. '+0100' offsets; the contract does not
+        return Rejection("schema", f"$.timestamp: {rfc3339_problem(raw['timestamp'])}")
     return None
 
 

@@ -8,6 +8,7 @@ against it by tests. It holds types only: no I/O.
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
@@ -18,6 +19,12 @@ SCHEMA_ID = "trace.v1"
 
 Identifier = Annotated[str, Field(min_length=1, max_length=256)]
 Label = Annotated[str, Field(max_length=256)]
+#: counts and positions are stored as UInt32; larger values would fail the whole insert batch
+UINT32_MAX = 4_294_967_295
+#: RFC 3339 date-time with an offset ('t', ' ' and a lower-case 'z' tolerated, up to 9 fraction digits).
+#: Both decoders enforce this grammar so they agree on what a timestamp is.
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+NonNegativeMs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class Variant(StrEnum):
@@ -56,7 +63,7 @@ class RetrievedChunk(_Strict):
     doc_id: Label = Field("", description="Parent document; used for unique-document and duplicate counts.")
     doc_version: Label = Field("", description="Version of the parent document; stale versions signal index lag.")
     score: float = Field(description="Retriever score as emitted (finite). Distributions of these are drift-checked.")
-    rank: int = Field(ge=1, description="1-based rank before truncation to the context.")
+    rank: int = Field(ge=1, le=UINT32_MAX, description="1-based rank before truncation to the context.")
     text: str | None = Field(
         None, max_length=200_000, description="Chunk text. Untrusted data: never rendered or prompted as instructions."
     )
@@ -74,11 +81,11 @@ class Context(_Strict):
     chunk_ids: list[Identifier] = Field(
         default_factory=list, description="Chunks actually passed to the model, in prompt order (after truncation)."
     )
-    tokens: int | None = Field(None, ge=0, description="Token count of the assembled context.")
+    tokens: int | None = Field(None, ge=0, le=UINT32_MAX, description="Token count of the assembled context.")
 
 
 class Citation(_Strict):
-    sentence: int = Field(ge=0, description="0-based index of the answer sentence that carries the citation.")
+    sentence: int = Field(ge=0, le=UINT32_MAX, description="0-based index of the answer sentence that carries the citation.")
     chunk_id: Identifier = Field(description="The chunk cited as support.")
     quote: str | None = Field(
         None, max_length=20_000, description="Quoted evidence; verified in code to occur in the cited chunk."
@@ -96,8 +103,8 @@ class Prompt(_Strict):
 
 
 class Tokens(_Strict):
-    prompt: int = Field(0, ge=0, description="Prompt (input) tokens of the generation call.")
-    completion: int = Field(0, ge=0, description="Completion (output) tokens of the generation call.")
+    prompt: int = Field(0, ge=0, le=UINT32_MAX, description="Prompt (input) tokens of the generation call.")
+    completion: int = Field(0, ge=0, le=UINT32_MAX, description="Completion (output) tokens of the generation call.")
 
 
 class Feedback(_Strict):
@@ -120,7 +127,7 @@ class Trace(_Strict):
     query_id: Identifier = Field(
         description="Shared by a production trace and its shadow twins; sampling hashes it so twins are sampled together."
     )
-    timestamp: datetime = Field(description="When the query was received, RFC 3339 with a time zone.")
+    timestamp: datetime = Field(strict=False, description="When the query was received, RFC 3339 with a time zone.")
     retriever: Retriever = Field(description="Which retriever produced the ranking.")
     corpus_snapshot: Label = Field(
         "", description="Corpus snapshot the index was built from; without it corpus drift looks like failures."
@@ -142,13 +149,13 @@ class Trace(_Strict):
     citations: list[Citation] = Field(default_factory=list, max_length=1000, description="Citations in the answer.")
     model: Model = Field(default_factory=Model, description="Generator model.")
     prompt: Prompt = Field(default_factory=Prompt, description="Prompt template.")
-    latency_ms: dict[Label, float] = Field(
+    latency_ms: dict[Label, NonNegativeMs] = Field(
         default_factory=dict,
         description="Latency per stage in milliseconds (e.g. retrieve, rerank, generate, total). "
         "'total' is derived as the sum of stages when absent.",
     )
     tokens: Tokens = Field(default_factory=Tokens, description="Generation token counts.")
-    cost_usd: float = Field(0.0, ge=0, description="Cost of serving this query in US dollars.")
+    cost_usd: float = Field(0.0, ge=0, allow_inf_nan=False, description="Cost of serving this query in US dollars.")
     error: str = Field("", max_length=10_000, description="Error message if the query failed; empty on success.")
     feedback: Feedback | None = Field(None, description="Optional user feedback. Never used to choose review samples.")
     attributes: dict[Label, str] = Field(
@@ -163,9 +170,27 @@ class Trace(_Strict):
                 raise ValueError(f"latency_ms[{stage!r}] must be a finite non-negative number")
         return v
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _rfc3339(cls, v: object) -> object:
+        # the field is parsed in lax mode (a before-validator hands the inner one a Python str, which strict
+        # mode refuses), so only a datetime or an RFC 3339 string may pass: no Unix seconds, no bare dates
+        if isinstance(v, str) and not RFC3339.fullmatch(v):
+            raise ValueError(rfc3339_problem(v))
+        if not isinstance(v, str | datetime):
+            raise ValueError("timestamp must be an RFC 3339 string, e.g. '2026-04-01T12:00:00Z'")
+        return v
+
     @field_validator("timestamp")
     @classmethod
     def _aware(cls, v: datetime) -> datetime:
         if v.tzinfo is None:
             raise ValueError("timestamp needs a time zone (e.g. '2026-04-01T12:00:00Z')")
         return v
+
+
+def rfc3339_problem(text: str) -> str:
+    """Why ``text`` is not an RFC 3339 timestamp with a time zone (shared by both decoders)."""
+    if RFC3339.fullmatch(text + "Z"):
+        return "timestamp needs a time zone (e.g. '2026-04-01T12:00:00Z')"
+    return "timestamp must be RFC 3339 with seconds and a time zone, e.g. '2026-04-01T12:00:00Z'"
