@@ -21,7 +21,7 @@ def show(
     """Print the effective configuration with every secret masked."""
     data = masked_dump(settings_of(ctx))
     text = json.dumps(data, indent=2) if as_json else yaml.safe_dump(data, sort_keys=False)
-    console.print(text, markup=False, highlight=False)
+    console.print(text, markup=False, highlight=False, soft_wrap=True)  # wrapped YAML is wrong YAML
 
 
 @app.command("check")

@@ -28,6 +28,6 @@ def check(directory: DirOption = Path("schemas")) -> None:
     problems = schemas.check(directory)
     if problems:
         for line in problems:
-            console.print(line, markup=False)
+            console.print(line, markup=False, soft_wrap=True)  # paths must not wrap
         raise fail(f"{len(problems)} schema file(s) out of date", code=1)
     console.print(f"schemas in {directory} match the models ({len(schemas.SCHEMAS)} files)")
