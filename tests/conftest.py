@@ -74,3 +74,62 @@ def make_trace(**overrides: Any) -> dict[str, Any]:
     }
     trace.update(overrides)
     return trace
+
+
+# --- Kafka (the real broker from scripts/kafka-broker) ------------------------------------------------------
+
+_KAFKA_HINT = "start one with: scripts/kafka-broker start (or point RAGMON_TEST_KAFKA at a broker)"
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> str:
+    """Bootstrap address of a reachable Kafka broker (RAGMON_TEST_KAFKA, default 127.0.0.1:9092).
+
+    No broker: the test fails when CI=true (CI must never silently skip Kafka tests) and is skipped otherwise.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    address = os.environ.get("RAGMON_TEST_KAFKA", "127.0.0.1:9092")
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=address, client_id="ragmon-tests-probe",
+                                 request_timeout_ms=5000, bootstrap_timeout_ms=5000)
+        try:
+            brokers = admin.describe_cluster()["brokers"]
+        finally:
+            admin.close()
+        if not brokers:
+            raise KafkaError("the cluster reports no brokers")
+    except (KafkaError, OSError, ValueError) as exc:
+        message = f"no Kafka broker reachable at {address} ({exc!r}); {_KAFKA_HINT}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return address
+
+
+@pytest.fixture
+def new_topic(kafka_bootstrap: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Factory ``new_topic(partitions=3) -> name``: a uniquely named topic, ready (leaders elected), deleted after."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="ragmon-tests-admin",
+                             request_timeout_ms=15000)
+    created: list[str] = []
+    base = "".join(c if c.isalnum() or c in "._-" else "-" for c in request.node.name)[:60]
+
+    def make(partitions: int = 3, *, configs: dict[str, str] | None = None) -> str:
+        name = f"ragmon-test-{base}-{uuid.uuid4().hex[:8]}"
+        spec: dict[str, Any] = {"num_partitions": partitions, "replication_factor": 1}
+        if configs:
+            spec["configs"] = configs
+        admin.create_topics({name: spec}, timeout_ms=15000, wait_for_metadata=True)
+        created.append(name)
+        return name
+
+    try:
+        yield make
+    finally:
+        if created:
+            admin.delete_topics(created, timeout_ms=15000, raise_errors=False)
+        admin.close()
