@@ -1,0 +1,108 @@
+"""Running daemon roles in one process: threads, a shared store and telemetry, one HTTP port, clean shutdown.
+
+A role is anything with a ``name`` and a blocking ``run(stop: threading.Event)`` that returns soon after
+``stop`` is set. ``PeriodicRole`` wraps a function called every ``interval_seconds`` (drift checks, shadow
+comparisons, weekly review selection). ``Daemon`` starts each role in its own thread, records a heartbeat
+per role for ``/healthz``, and on SIGTERM/SIGINT sets the stop event and joins every role within the grace
+period. A role whose loop raises is logged, counted and restarted after a pause: one failing role never
+takes the others down.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+log = logging.getLogger("ragmon.daemon")
+
+
+class Role(Protocol):
+    """A daemon role. ``run`` blocks until ``stop`` is set; it must return within the shutdown grace period."""
+
+    name: str
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+@dataclass
+class PeriodicRole:
+    """Calls ``fn()`` now and then every ``interval_seconds`` until stopped. Failures are logged, not fatal."""
+
+    name: str
+    interval_seconds: float
+    fn: Callable[[], object]
+    run_at_start: bool = True
+    last_success: float | None = None
+    last_error: str | None = None
+
+    def run(self, stop: threading.Event) -> None:
+        if not self.run_at_start and stop.wait(self.interval_seconds):
+            return
+        while not stop.is_set():
+            try:
+                self.fn()
+                self.last_success = time.time()
+                self.last_error = None
+            except Exception as exc:  # noqa: BLE001 - a periodic job failing must not kill the daemon
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("role %s failed; retrying in %.0fs", self.name, self.interval_seconds)
+            if stop.wait(self.interval_seconds):
+                return
+
+
+@dataclass
+class Daemon:
+    """Runs roles in threads until a signal (or ``stop()``) arrives."""
+
+    roles: list[Role]
+    grace_seconds: float = 20.0
+    restart_pause_seconds: float = 5.0
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    _threads: dict[str, threading.Thread] = field(default_factory=dict)
+    _beats: dict[str, float] = field(default_factory=dict)
+
+    def alive(self) -> dict[str, bool]:
+        return {name: t.is_alive() for name, t in self._threads.items()}
+
+    def liveness_check(self) -> tuple[bool, str]:
+        dead = [name for name, ok in self.alive().items() if not ok]
+        return (not dead, "all roles running" if not dead else f"stopped: {', '.join(dead)}")
+
+    def start(self) -> None:
+        for role in self.roles:
+            thread = threading.Thread(target=self._supervise, args=(role,), name=f"ragmon-{role.name}", daemon=True)
+            self._threads[role.name] = thread
+            thread.start()
+
+    def _supervise(self, role: Role) -> None:
+        while not self.stop_event.is_set():
+            try:
+                role.run(self.stop_event)
+                return
+            except Exception:  # noqa: BLE001
+                log.exception("role %s crashed; restarting in %.0fs", role.name, self.restart_pause_seconds)
+                if self.stop_event.wait(self.restart_pause_seconds):
+                    return
+
+    def stop(self) -> list[str]:
+        """Signal every role and wait for them within the grace period; return the names still running."""
+        self.stop_event.set()
+        deadline = time.monotonic() + self.grace_seconds
+        for thread in self._threads.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return [name for name, t in self._threads.items() if t.is_alive()]
+
+    def run_until_signal(self, signals: Iterable[int] = (signal.SIGTERM, signal.SIGINT)) -> list[str]:
+        """Start, block until a signal arrives, then stop. Must be called from the main thread."""
+        for sig in signals:
+            signal.signal(sig, lambda *_: self.stop_event.set())
+        self.start()
+        while not self.stop_event.wait(0.5):
+            if self._threads and not any(t.is_alive() for t in self._threads.values()):
+                break
+        return self.stop()
