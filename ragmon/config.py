@@ -8,16 +8,19 @@ at start-up and raises ``ConfigError`` with one line per problem. Field names ca
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from ragmon.errors import ConfigError
 
 DEFAULT_DSN = "chdb://./.ragmon/clickhouse"
+#: a config with thousands of wrong list items still fits on a screen
+MAX_PROBLEM_LINES = 30
 
 
 class _Section(BaseModel):
@@ -109,6 +112,35 @@ class ServerSettings(_Section):
     port: int = Field(9108, ge=0, le=65535, description="HTTP port (0 picks a free one).")
 
 
+class ReviewUser(_Section):
+    username: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$", description="Reviewer name, recorded on every label.")
+    password_hash: SecretStr | None = Field(
+        None, description="scrypt hash from `ragmon review hash-password` (never the password itself). Masked."
+    )
+    token_sha256: SecretStr | None = Field(
+        None, description="SHA-256 (hex) of this reviewer's JSON API bearer token, from `ragmon review new-token`. Masked."
+    )
+
+
+class ReviewSettings(_Section):
+    users: list[ReviewUser] = Field(
+        default_factory=list, description="Who may sign in. Empty: the review UI refuses to start (no anonymous access)."
+    )
+    users_file: Path | None = Field(None, description="YAML list of users (same fields), e.g. a mounted Secret; added to users.")
+    session_secret: SecretStr | None = Field(
+        None, description="Key that signs session cookies (≥ 32 chars). Unset: a random key per process. Masked."
+    )
+    session_secret_file: Path | None = Field(None, description="Read the session key from this file instead.")
+    session_max_age_seconds: int = Field(28_800, ge=60, le=2_592_000, description="A session expires this long after sign-in.")
+    cookie_secure: bool = Field(False, description="Mark cookies Secure (set true behind HTTPS).")
+    login_max_failures: int = Field(5, ge=1, le=1000, description="Failed sign-ins per user and address before a lock-out.")
+    login_lockout_seconds: int = Field(300, ge=1, le=86_400, description="Window of the sign-in failure count.")
+    sample_size: int = Field(50, ge=1, le=100_000, description="Traces in each week's random sample.")
+    stratify: bool = Field(False, description="Guarantee min_per_stratum traces per category in the sample.")
+    min_per_stratum: int = Field(0, ge=0, le=10_000, description="Minimum per category when stratify is on.")
+    refresh_interval_seconds: float = Field(60.0, gt=0, le=3600, description="How often the review gauges are recomputed.")
+
+
 class RolesSettings(_Section):
     ingest: bool = Field(True, description="Run the Kafka → ClickHouse ingest loop.")
     score: bool = Field(True, description="Score sampled traces with the judge.")
@@ -131,6 +163,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest batching and redaction.")
     server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP server.")
     roles: RolesSettings = Field(default_factory=RolesSettings, description="Which daemon roles `ragmon run` starts.")
+    review: ReviewSettings = Field(default_factory=ReviewSettings, description="Weekly human review UI and sample.")
 
     @classmethod
     def settings_customise_sources(
@@ -154,7 +187,14 @@ def load_settings(path: str | Path | None = None) -> Settings:
     try:
         settings = Settings(**data)
     except ValidationError as exc:
-        raise ConfigError([_problem_line(err, path) for err in exc.errors()]) from None
+        lines = [_problem_line(err, path) for err in exc.errors()]
+        if len(lines) > MAX_PROBLEM_LINES:
+            lines[MAX_PROBLEM_LINES:] = [f"… and {len(lines) - MAX_PROBLEM_LINES} more problems"]
+        raise ConfigError(lines) from None
+    except SettingsError as exc:  # a RAGMON_* variable for a list/mapping setting that is not JSON
+        names = sorted(n for n in os.environ if n.upper().startswith("RAGMON_") and "__" in n)
+        raise ConfigError([f"environment: {exc}; list and mapping settings take JSON, e.g. "
+                           f"RAGMON_INGEST__REDACT_FIELDS='[\"question\"]' (set: {', '.join(names) or 'none'})"]) from None
     return _resolve_secret_files(settings)
 
 
@@ -203,20 +243,28 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _problem_line(err: Any, path: str | Path | None) -> str:
     loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
-    env_name = "RAGMON_" + "__".join(str(p).upper() for p in err.get("loc", ()))
+    # RAGMON_<SECTION>__<FIELD>: deeper locations (list items, mapping keys) are inside that one variable
+    env_name = "RAGMON_" + "__".join(str(p).upper() for p in err.get("loc", ())[:2])
     msg = err.get("msg", "invalid")
     if err.get("type") == "extra_forbidden":
         msg = "unknown setting (check the spelling; `ragmon config show` lists every setting)"
     where = f" (file {path} or env {env_name})" if path else f" (env {env_name})"
     given = err.get("input")
-    shown = "" if isinstance(given, dict | list) or given is None or "password" in loc or "dsn" in loc else f", got {given!r}"
+    secret = "password" in loc or "dsn" in loc
+    shown = "" if isinstance(given, dict | list) or given is None or secret else f", got {_clip(repr(given))}"
     return f"{loc}: {msg}{given and shown or ''}{where}"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """One problem stays one readable line even when the offending value is megabytes long."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def _resolve_secret_files(settings: Settings) -> Settings:
     problems: list[str] = []
     updates: dict[str, dict[str, Any]] = {}
-    for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file")):
+    for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file"),
+                                             ("review", "session_secret", "session_secret_file")):
         section = getattr(settings, section_name)
         file_path = getattr(section, file_field)
         if file_path is None:
