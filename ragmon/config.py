@@ -228,6 +228,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read the config file ({exc.strerror or exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text (byte {exc.start}); save the config file as UTF-8 YAML"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
