@@ -300,3 +300,37 @@ def test_cli_config_show_with_env_secrets(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert DSN_PASSWORD not in result.stdout + result.stderr and SASL_PASSWORD not in result.stdout + result.stderr
     assert yaml.safe_load(result.stdout)["store"]["dsn"] == "http://u:****@h:8123/d"
+
+
+def _secret_fields() -> list[tuple[str, str]]:
+    """(section, field) for every SecretStr setting of every section, found from the models."""
+    from pydantic import SecretStr
+
+    from ragmon.config import Settings
+
+    found = []
+    for section, info in Settings.model_fields.items():
+        for name, field in info.annotation.model_fields.items():
+            if SecretStr in (field.annotation, *getattr(field.annotation, "__args__", ())):
+                found.append((section, name))
+    return found
+
+
+@pytest.mark.parametrize(("section", "field"), _secret_fields())
+def test_every_secret_setting_is_masked_and_readable_from_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, section: str, field: str
+):
+    secret = f"S3cret-{section}-{field}-value"
+    value = f"http://u:{secret}@h:8123/d" if field == "dsn" else secret
+    monkeypatch.setenv(f"RAGMON_{section.upper()}__{field.upper()}", value)
+    result = CliRunner().invoke(app, ["config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    assert secret not in result.output
+    from ragmon.config import Settings
+
+    if f"{field}_file" in Settings.model_fields[section].annotation.model_fields:
+        secret_file = tmp_path / "secret"
+        secret_file.write_text(value.replace(secret, secret + "-from-file") + "\n", encoding="utf-8")
+        monkeypatch.setenv(f"RAGMON_{section.upper()}__{field.upper()}_FILE", str(secret_file))
+        loaded = secret_value(getattr(getattr(load_settings(), section), field))
+        assert loaded == value.replace(secret, secret + "-from-file")
