@@ -73,3 +73,6 @@ class Verdicts:
     chunks: tuple[ChunkRelevance, ...] = ()
     #: sentences of the answer that the judge split claims and citations against
     sentences: tuple[str, ...] = ()
+    #: what the answer text does, when the judge saw it differ from the trace's ``behaviour`` (e.g. a
+    #: "refusal" written as an answer: 'refuse'); None means the judge took the trace's word for it
+    observed_behaviour: str | None = None
