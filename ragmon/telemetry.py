@@ -74,3 +74,13 @@ class Telemetry:
             "ragmon_ingest_otlp_incomplete_traces_total",
             "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
         )
+
+        # -- review ---------------------------------------------------------------------------------------
+        self.review_items_due = Gauge(
+            "ragmon_review_items_due", "Items in the newest selected review week's queue, by stratum.", ["stratum"],
+            registry=r,
+        )
+        self.review_items_reviewed = Gauge(
+            "ragmon_review_items_reviewed", "Items of that queue with at least one human label, by stratum.",
+            ["stratum"], registry=r,
+        )
