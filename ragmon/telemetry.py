@@ -84,3 +84,33 @@ class Telemetry:
             "ragmon_review_items_reviewed", "Items of that queue with at least one human label, by stratum.",
             ["stratum"], registry=r,
         )
+
+        # -- judge and live scoring -------------------------------------------------------------------------
+        self.judge_calls = Counter(
+            "ragmon_judge_calls_total", "Judge calls by judge kind and outcome (ok, error, retry).",
+            ["judge", "outcome"], registry=r,
+        )
+        self.judge_info = Gauge(
+            "ragmon_judge_info", "1 for the judge fingerprint in force (model, prompt, temperature, parser).",
+            ["fingerprint", "judge", "model"], registry=r,
+        )
+        self.judge_tokens = Counter(
+            "ragmon_judge_tokens_total", "Tokens spent by the judge, by kind (prompt, completion).", ["kind"],
+            registry=r,
+        )
+        self.judge_cost_usd = Counter("ragmon_judge_cost_usd_total", "Judge spend in US dollars.", registry=r)
+        self.score_traces_scored = Counter(
+            "ragmon_score_traces_scored_total", "Sampled traces scored successfully.", registry=r
+        )
+        self.score_failures = Counter(
+            "ragmon_score_failures_total", "Sampled traces the judge failed on after retries (recorded as failed).",
+            registry=r,
+        )
+        self.score_sampling_decisions = Counter(
+            "ragmon_score_sampling_decisions_total",
+            "Live-scoring sampling decisions by decision (sampled, not_sampled, capped, over_budget).",
+            ["decision"], registry=r,
+        )
+        self.score_last_batch = Gauge(
+            "ragmon_score_last_batch_timestamp_seconds", "Unix time the score loop last stored a batch.", registry=r
+        )
