@@ -1,13 +1,16 @@
-"""``ragmon config``: show and validate the effective configuration."""
+"""``ragmon config``: show and validate the effective configuration, and generate its reference page."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Annotated
 
 import typer
 import yaml
 
-from ragmon.cli.app import console, settings_of
+from ragmon.cli import config_reference
+from ragmon.cli.app import console, fail, settings_of
 from ragmon.config import masked_dump
 
 app = typer.Typer(help="Effective configuration (file + environment).", no_args_is_help=True)
@@ -29,3 +32,29 @@ def check(ctx: typer.Context) -> None:
     """Validate the configuration; exit 2 with one line per problem."""
     settings_of(ctx)
     console.print("configuration is valid")
+
+
+@app.command("reference")
+def reference(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Markdown file to write ('-' prints to stdout).")
+    ] = config_reference.DEFAULT_PATH,
+    check_only: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing; exit 1 if the file differs from the settings models (CI runs this)."),
+    ] = False,
+) -> None:
+    """Generate the Markdown configuration reference (every setting, its type, default and env var)."""
+    if check_only:
+        problem = config_reference.check(output)
+        if problem:
+            raise fail(problem, code=1)
+        console.print(f"{output} matches the settings models")
+        return
+    text = config_reference.render()
+    if str(output) == "-":
+        console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    console.print(f"wrote {output}")
