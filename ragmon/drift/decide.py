@@ -1,0 +1,82 @@
+"""The drift decision for one check: run the tests, adjust p-values across the check, apply the three gates.
+
+Drift is declared for a (group, feature, test) only when all three hold:
+
+1. **sample size** — both windows hold at least ``min_samples`` observations (else status
+   ``insufficient_data``, no p-value, not part of the multiple-testing family);
+2. **significance** — the Benjamini–Hochberg adjusted p-value over *every* test run in this check is at most
+   ``threshold`` (the false-discovery rate; under no drift at all, the chance that a check raises any alarm
+   is at most ``threshold``);
+3. **effect** — the test's effect size is at least ``effect_threshold`` (a significant but negligible shift,
+   which large windows always find, is not drift).
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ragmon.drift.registry import DriftTest, TestOutcome
+from ragmon.drift.stats import benjamini_hochberg
+from ragmon.drift.summary import Summary
+
+Status = Literal["ok", "insufficient_data", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One test to run in a check, with the thresholds that apply to it."""
+
+    test: DriftTest
+    reference: Summary
+    current: Summary
+    threshold: float
+    effect_threshold: float
+    min_samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one candidate. ``outcome`` is None unless ``status`` is ``ok``."""
+
+    status: Status
+    outcome: TestOutcome | None
+    p_adjusted: float
+    drifted: bool
+    reason: str
+
+
+def decide(candidates: Sequence[Candidate], *, adjust: bool = True) -> list[Decision]:
+    """Decide every candidate; p-values are BH-adjusted across all candidates that ran (``adjust=False``: raw)."""
+    outcomes: list[TestOutcome | None] = []
+    reasons: list[str] = []
+    for c in candidates:
+        if c.reference.n < c.min_samples or c.current.n < c.min_samples:
+            outcomes.append(None)
+            reasons.append(f"needs ≥ {c.min_samples} per window, got {c.reference.n} reference / "
+                           f"{c.current.n} current")
+            continue
+        try:
+            outcomes.append(c.test.run(c.reference, c.current))
+            reasons.append("")
+        except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+            outcomes.append(None)
+            reasons.append(f"error: {exc}")
+    raw = [o.p_value if o is not None and math.isfinite(o.p_value) else math.nan for o in outcomes]
+    adjusted = benjamini_hochberg(raw) if adjust else raw
+    decisions = []
+    for c, o, reason, p_adj in zip(candidates, outcomes, reasons, adjusted, strict=True):
+        if o is None:
+            status: Status = "error" if reason.startswith("error") else "insufficient_data"
+            decisions.append(Decision(status, None, math.nan, False, reason))
+            continue
+        significant = bool(p_adj <= c.threshold)
+        large = bool(o.effect >= c.effect_threshold)
+        why = ("drift" if significant and large else
+               "not significant" if not significant else f"{c.test.effect_name} below {c.effect_threshold:g}")
+        decisions.append(Decision("ok", o, float(p_adj), significant and large, why))
+    return decisions
