@@ -10,6 +10,7 @@ the "directory already in use" failure into ``StoreLockedError`` with a message 
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,10 @@ from ragmon.config import StoreSettings, mask_dsn, secret_value
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError, StoreLockedError
 
 _CHDB_CLIENTS: dict[str, Any] = {}
+# Every client exception is translated here into a StoreError that the caller reports once. clickhouse-connect
+# also logs an "Unexpected Http Driver Exception" warning, which Python prints on stderr when logging is not
+# configured (the CLI): the NullHandler keeps it out of CLI output; configured daemons still log it.
+logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 _CHDB_LOCK = threading.Lock()
 
 # ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
@@ -90,7 +95,10 @@ def open_client(settings: StoreSettings) -> Any:
             send_receive_timeout=settings.query_timeout_seconds,
         )
     except Exception as exc:  # noqa: BLE001 - translated at the boundary
-        raise translate(exc, f"cannot reach the ClickHouse server at {dsn.host}:{dsn.port or 8123}") from None
+        where = f"{dsn.host}:{dsn.port or (8443 if dsn.scheme == 'https' else 8123)}"
+        raise translate(
+            exc, f"cannot reach the ClickHouse server at {where} (is it running, and is store.dsn / RAGMON_STORE__DSN right?)"
+        ) from None
     return client
 
 
