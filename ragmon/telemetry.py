@@ -114,3 +114,42 @@ class Telemetry:
         self.score_last_batch = Gauge(
             "ragmon_score_last_batch_timestamp_seconds", "Unix time the score loop last stored a batch.", registry=r
         )
+
+        # -- drift --------------------------------------------------------------------------------------------
+        # labels: retriever = "<name>@<version>", stratum = the trace category; bounded by drift.max_groups
+        drift_labels = ["retriever", "variant", "stratum", "feature", "test"]
+        window_labels = ["retriever", "variant", "stratum", "feature", "window"]
+        self.drift_statistic = Gauge(
+            "ragmon_drift_statistic", "Test statistic of the last drift check (KS D, PSI, z, chi-square).",
+            drift_labels, registry=r,
+        )
+        self.drift_p_value = Gauge(
+            "ragmon_drift_p_value", "Benjamini–Hochberg adjusted p-value of the last drift check.", drift_labels,
+            registry=r,
+        )
+        self.drift_effect = Gauge(
+            "ragmon_drift_effect", "Effect size of the last drift check (Wasserstein in reference σ, PSI, Cohen's h).",
+            drift_labels, registry=r,
+        )
+        self.drift_detected = Gauge(
+            "ragmon_drift_detected",
+            "1 when the last check declared drift (significant, effect over threshold, enough samples), else 0.",
+            drift_labels, registry=r,
+        )
+        self.drift_sample_size = Gauge(
+            "ragmon_drift_sample_size", "Observations in the reference or current window of the last check.",
+            window_labels, registry=r,
+        )
+        self.drift_feature_value = Gauge(
+            "ragmon_drift_feature_value", "Feature mean (or rate) in the reference or current window.",
+            window_labels, registry=r,
+        )
+        self.drift_last_check = Gauge(
+            "ragmon_drift_last_check_timestamp_seconds", "Unix time the last drift check completed.", registry=r
+        )
+        self.drift_check_duration = Gauge(
+            "ragmon_drift_check_duration_seconds", "Wall time of the last drift check.", registry=r
+        )
+        self.drift_checks = Counter(
+            "ragmon_drift_checks_total", "Drift checks run, by outcome (ok, error).", ["outcome"], registry=r
+        )
