@@ -1,0 +1,191 @@
+"""``ragmon review``: serve the review UI, select a week's random sample, show progress, export to the golden set,
+and make the credentials the ``review`` config section takes."""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.review.auth import hash_password, token_digest
+from ragmon.review.queue import NO_STRATUM, load_week, weeks
+from ragmon.review.selection import previous_week, select_week
+from ragmon.store import ClickHouseStore
+
+app = typer.Typer(
+    help="Weekly human review of a random sample of production traces. Without a subcommand: serve the UI.",
+    invoke_without_command=True,
+)
+
+HostOpt = Annotated[str | None, typer.Option("--host", help="Bind address (default: server.host).", show_default=False)]
+PortOpt = Annotated[int | None, typer.Option("--port", help="HTTP port (default: server.port; 0 = any free port).",
+                                             show_default=False)]
+
+
+@app.callback()
+def review(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None) -> None:
+    """Serve the review UI and API at http://HOST:PORT/review/ (with /metrics and /healthz on the same port)."""
+    if ctx.invoked_subcommand is None:
+        _serve(ctx, host, port)
+
+
+@app.command("serve")
+def serve_cmd(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None) -> None:
+    """Serve the review UI and JSON API (same as `ragmon review` without a subcommand). Stops on Ctrl-C/SIGTERM."""
+    _serve(ctx, host, port)
+
+
+def _serve(ctx: typer.Context, host: str | None, port: int | None) -> None:
+    from ragmon.review.role import ReviewRole
+    from ragmon.server import Health, create_app, serve
+    from ragmon.telemetry import Telemetry
+
+    settings = settings_of(ctx)
+    store = ClickHouseStore.open(settings.store)
+    telemetry = Telemetry()
+    role = ReviewRole(settings.review, store, telemetry)
+    health = Health()
+    health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
+    app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
+    handle = serve(app_, host or settings.server.host, settings.server.port if port is None else port)
+    if role.context.auth.ephemeral_key:
+        err_console.print("warning: review.session_secret is not set: sessions end when this process restarts and "
+                          "are not shared between replicas", highlight=False)
+    bound = host or settings.server.host
+    console.print(f"review UI on http://{bound}:{handle.port}/review/ "
+                  f"({len(role.context.auth.users)} reviewers; Ctrl-C stops)", highlight=False)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            try:
+                role.refresh_gauges()
+            except Exception as exc:  # noqa: BLE001 - a failed refresh is reported; the UI keeps serving
+                err_console.print(f"warning: could not refresh the review gauges: {exc}", highlight=False)
+            stop.wait(settings.review.refresh_interval_seconds)
+    finally:
+        handle.stop()
+
+
+@app.command("select")
+def select(
+    ctx: typer.Context,
+    week: Annotated[str | None, typer.Option(help="ISO week such as 2026-W49 (default: the last complete week).",
+                                             show_default=False)] = None,
+    size: Annotated[int | None, typer.Option(help="Traces to sample (default: review.sample_size).",
+                                             show_default=False)] = None,
+    stratify: Annotated[bool | None, typer.Option(
+        "--stratify/--no-stratify", help="Guarantee --min-per-stratum traces per category (default: review.stratify).",
+        show_default=False)] = None,
+    min_per_stratum: Annotated[int | None, typer.Option(
+        help="Minimum per category with --stratify (default: review.min_per_stratum).", show_default=False)] = None,
+    seed: Annotated[str | None, typer.Option(
+        help="Seed of the random order (default: a fresh random one). It is recorded; pass a recorded seed with "
+        "--dry-run to reproduce a sample.", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the sample without writing the queue.")] = False,
+) -> None:
+    """Choose the week's review sample uniformly at random from its production traces (never by complaint or
+    judge score) and put it in the queue. Running it again for the same week changes nothing."""
+    settings = settings_of(ctx)
+    cfg = settings.review
+    week = week or previous_week(datetime.now(UTC))
+    size = cfg.sample_size if size is None else size
+    stratify = cfg.stratify if stratify is None else stratify
+    min_per = cfg.min_per_stratum if min_per_stratum is None else min_per_stratum
+    if min_per_stratum is not None and not stratify:
+        raise fail("--min-per-stratum needs --stratify")
+    store = ClickHouseStore.open(settings.store)
+    result = select_week(store, week, size, seed=seed, stratify=stratify, min_per_stratum=min_per,
+                         now=datetime.now(UTC), dry_run=dry_run)
+    if result.already_selected:
+        console.print(f"{week} was already selected (seed {result.seed}, {len(result.items)} items): nothing changed",
+                      highlight=False)
+        return
+    if not result.items:
+        raise fail(f"{week} has no production traces stored; nothing selected (check the week, or that ingest ran)")
+    table = Table("stratum", "production traces", "selected", title=f"review sample {week}")
+    chosen = result.selected_by_stratum()
+    for stratum, n in sorted(result.population_by_stratum.items()):
+        table.add_row(stratum or NO_STRATUM, f"{n:,}", str(chosen.get(stratum, 0)))
+    table.add_row("total", f"{result.population:,}", str(len(result.items)), style="bold")
+    console.print(table)
+    what = "would select (dry run, nothing written)" if dry_run else "selected and queued"
+    console.print(f"{what}: {len(result.items)} traces, seed {result.seed}"
+                  f"{f', at least {result.min_per_stratum} per stratum' if result.stratified else ''}", highlight=False)
+
+
+@app.command("status")
+def status(ctx: typer.Context,
+           week: Annotated[str | None, typer.Option(help="ISO week (default: the newest selected).",
+                                                    show_default=False)] = None) -> None:
+    """Show a week's progress per stratum: items, reviewed (at least one label), and disagreements."""
+    settings = settings_of(ctx)
+    store = ClickHouseStore.open(settings.store)
+    from ragmon.review.labels import disagreements
+
+    names = weeks(store)
+    week = week or (names[0] if names else None)
+    data = load_week(store, week) if week else None
+    if data is None:
+        raise fail(f"no review queue for {week or 'any week'}; select one with `ragmon review select --week ...`")
+    disputed: dict[str, int] = {}
+    for item in data.items:
+        if disagreements(list(item.labels)):
+            disputed[item.category or NO_STRATUM] = disputed.get(item.category or NO_STRATUM, 0) + 1
+    table = Table("stratum", "items", "reviewed", "disagreements", title=f"review {data.week} (seed {data.seed})")
+    for p in data.progress():
+        table.add_row(p.stratum, str(p.total), str(p.reviewed), str(disputed.get(p.stratum, 0)))
+    console.print(table)
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    golden: Annotated[Path, typer.Option("--golden", help="Golden set file (JSON array of golden-case.v1); created "
+                                         "if missing, existing cases kept.", dir_okay=False)],
+    week: Annotated[str | None, typer.Option(help="Only this ISO week (default: every week).",
+                                             show_default=False)] = None,
+) -> None:
+    """Write the items reviewers marked "add to golden set" as golden cases, with the adjudication filled in."""
+    from ragmon.review.export import export_golden
+
+    settings = settings_of(ctx)
+    store = ClickHouseStore.open(settings.store)
+    result = export_golden(store, golden, week=week)
+    console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present",
+                  highlight=False)
+    for cid, why in result.skipped.items():
+        err_console.print(f"skipped {cid}: {why}", highlight=False, markup=False)
+    if result.skipped:
+        raise typer.Exit(1)
+
+
+@app.command("hash-password")
+def hash_password_cmd(
+    stdin: Annotated[bool, typer.Option("--stdin", help="Read the password from standard input (one line).")] = False,
+) -> None:
+    """Print the scrypt hash to put in review.users[].password_hash (the password itself is never stored)."""
+    if stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    if len(password) < 8:
+        raise fail("use a password of at least 8 characters")
+    console.print(hash_password(password), highlight=False, soft_wrap=True)
+
+
+@app.command("new-token")
+def new_token() -> None:
+    """Make a random API token for the JSON API: give the token to the reviewer, put its SHA-256 in
+    review.users[].token_sha256."""
+    token = secrets.token_urlsafe(32)
+    console.print(f"token:        {token}\ntoken_sha256: {token_digest(token)}", highlight=False, soft_wrap=True)

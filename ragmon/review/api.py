@@ -1,0 +1,126 @@
+"""The review JSON API under ``/review/api/v1``: weeks, a week's queue, one item, and the caller's label.
+
+Authenticated by ``Authorization: Bearer <token>`` (a reviewer's API token) or by the web session cookie; a
+PUT made with the cookie must carry the session's CSRF token in ``X-CSRF-Token``. Responses are the pydantic
+models of ``models.py`` so the OpenAPI schema describes every body, including the errors (401, 403, 404, 410,
+422). Same visibility rule as the pages: verdicts and others' labels only after the caller's own label.
+Must not: return a 5xx for any request a client can make (fuzzed with schemathesis).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ragmon.errors import InputError
+from ragmon.review.auth import SESSION_COOKIE, csrf_ok
+from ragmon.review.item_view import build_item_view
+from ragmon.review.labels import disagreements, labels_for, save_label
+from ragmon.review.models import (
+    ErrorOut,
+    ItemOut,
+    LabelIn,
+    LabelOut,
+    QueueItemOut,
+    QueueOut,
+    WeekOut,
+    WeeksOut,
+)
+from ragmon.review.queue import Week, in_queue, load_trace, load_verdicts, load_week, weeks
+from ragmon.review.role import ReviewContext
+from ragmon.review.selection import parse_week
+
+WEEK_PATTERN = r"^\d{4}-W\d{2}$"
+WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]
+TraceParam = Annotated[str, Path(min_length=1, max_length=256, description="The trace id.")]
+_ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
+           404: {"model": ErrorOut, "description": "No such week or item in the queue."}}
+_bearer = HTTPBearer(auto_error=False, description="A reviewer's API token (`ragmon review new-token`).")
+
+
+def api_router(ctx: ReviewContext) -> APIRouter:
+    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS)
+
+    class Caller:
+        def __init__(self, username: str, via_cookie: bool, csrf: str):
+            self.username, self.via_cookie, self.csrf = username, via_cookie, csrf
+
+    def caller(request: Request,
+               credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
+        if credentials is not None:
+            user = ctx.auth.check_token(credentials.credentials)
+            if user is not None:
+                return Caller(user, False, "")
+        else:
+            session = ctx.auth.read_session(request.cookies.get(SESSION_COOKIE))
+            if session is not None:
+                return Caller(session.username, True, session.csrf)
+        raise HTTPException(401, "sign in: send 'Authorization: Bearer <token>' or the review session cookie",
+                            headers={"WWW-Authenticate": "Bearer"})
+
+    Who = Annotated[Caller, Depends(caller)]
+
+    def week_or_404(week: str) -> Week:
+        try:
+            parse_week(week)
+        except InputError as exc:
+            raise HTTPException(404, str(exc)) from None
+        data = load_week(ctx.store, week)
+        if data is None:
+            raise HTTPException(404, f"week {week} has no review queue; select it with `ragmon review select`")
+        return data
+
+    @router.get("/weeks", response_model=WeeksOut, summary="Selected weeks with progress per stratum")
+    def list_weeks(who: Who) -> WeeksOut:
+        loaded = [w for w in (load_week(ctx.store, name) for name in weeks(ctx.store)) if w is not None]
+        return WeeksOut(weeks=[WeekOut.of(w, who.username) for w in loaded])
+
+    @router.get("/weeks/{week}/queue", response_model=QueueOut, summary="A week's queue and its progress")
+    def queue(week: WeekParam, who: Who) -> QueueOut:
+        data = week_or_404(week)
+        return QueueOut(**WeekOut.of(data, who.username).model_dump(),
+                        items=[QueueItemOut.of(i, who.username) for i in data.items])
+
+    @router.get("/weeks/{week}/items/{trace_id}", response_model=ItemOut,
+                responses={410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."}},
+                summary="One item; verdicts and others' labels once the caller labelled it")
+    def item(week: WeekParam, trace_id: TraceParam, who: Who) -> ItemOut:
+        week_or_404(week)
+        if not in_queue(ctx.store, week, trace_id):
+            raise HTTPException(404, "this item is not in that week's review queue")
+        trace = load_trace(ctx.store, trace_id)
+        if trace is None:
+            raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
+        labels = labels_for(ctx.store, trace_id)
+        revealed = any(lab.reviewer == who.username for lab in labels)
+        return ItemOut.of(week, build_item_view(trace), labels, disagreements(labels),
+                          load_verdicts(ctx.store, trace_id) if revealed else [], who.username)
+
+    @router.put("/weeks/{week}/items/{trace_id}/label", response_model=LabelOut,
+                responses={403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
+                           410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."},
+                           422: {"model": ErrorOut, "description": "The label is not valid for this item."}},
+                summary="Store (or replace) the caller's label of an item")
+    def put_label(week: WeekParam, trace_id: TraceParam, body: LabelIn, who: Who, request: Request) -> LabelOut:
+        if who.via_cookie and not csrf_ok(who.csrf, request.headers.get("X-CSRF-Token")):
+            raise HTTPException(403, "a cookie session must send its CSRF token in X-CSRF-Token")
+        week_or_404(week)
+        if not in_queue(ctx.store, week, trace_id):
+            raise HTTPException(404, "this item is not in that week's review queue")
+        trace = load_trace(ctx.store, trace_id)
+        if trace is None:
+            raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
+        try:
+            label = body.to_label(week, trace_id, who.username, datetime.fromtimestamp(ctx.clock(), UTC),
+                                  {c["chunk_id"] for c in trace["retrieved"]})
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        save_label(ctx.store, label)
+        ctx.refresh_gauges()
+        return LabelOut.of(label)
+
+    return router
+

@@ -1,0 +1,211 @@
+"""Reviewer sign-in: password and token checks, signed session cookies, CSRF tokens, sign-in rate limiting.
+
+Owns who a request is. Users come from the ``review`` config section (and ``users_file``); passwords are
+stored only as scrypt hashes and API tokens only as SHA-256 digests, compared in constant time. A session is a
+cookie signed with HMAC (itsdangerous) holding the user name, an expiry and the session's CSRF token, so no
+session table is needed; every replica sharing ``session_secret`` accepts it. Rotating the secret, or removing
+the user from config, ends every session of theirs. Must not: render pages, touch the store, or log secrets.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from itsdangerous import BadSignature, URLSafeSerializer
+from pydantic import TypeAdapter, ValidationError
+
+from ragmon.config import ReviewSettings, ReviewUser, secret_value
+from ragmon.errors import ConfigError
+
+SESSION_COOKIE = "ragmon_review_session"
+LOGIN_COOKIE = "ragmon_review_login"
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+#: hashed when the user is unknown, so a wrong user name costs as much time as a wrong password
+_DUMMY_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """``scrypt$n$r$p$salt$hash`` (base64), the form ``review.users[].password_hash`` takes."""
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, maxmem=64 * 2**20, dklen=32, **_SCRYPT)
+    b64 = base64.b64encode
+    return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """Constant-time check of ``password`` against an encoded scrypt hash; False for a malformed hash."""
+    try:
+        scheme, n, r, p, salt_b64, hash_b64 = encoded.split("$")
+        if scheme != "scrypt":
+            return False
+        salt, expected = base64.b64decode(salt_b64), base64.b64decode(hash_b64)
+        digest = hashlib.scrypt(password.encode(), salt=salt, n=int(n), r=int(r), p=int(p), maxmem=64 * 2**20,
+                                dklen=len(expected) or 32)
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(digest, expected)
+
+
+def token_digest(token: str) -> str:
+    """SHA-256 hex of an API token: what the config stores as ``token_sha256``."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def load_users(settings: ReviewSettings) -> dict[str, ReviewUser]:
+    """Users from the config and ``users_file``; raises ``ConfigError`` if none can sign in."""
+    users = list(settings.users)
+    if settings.users_file is not None:
+        users += _read_users_file(settings.users_file)
+    problems = []
+    by_name: dict[str, ReviewUser] = {}
+    for user in users:
+        if user.username in by_name:
+            problems.append(f"review.users: {user.username!r} is listed twice")
+        if user.password_hash is None and user.token_sha256 is None:
+            problems.append(f"review.users: {user.username!r} has neither password_hash nor token_sha256")
+        by_name[user.username] = user
+    if not by_name:
+        problems.append("review.users: no reviewers configured, and the review UI allows no anonymous access; add "
+                        "users with `ragmon review hash-password` (see docs/review.md)")
+    if problems:
+        raise ConfigError(problems)
+    return by_name
+
+
+def _read_users_file(path: Path) -> list[ReviewUser]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        return TypeAdapter(list[ReviewUser]).validate_python(data)
+    except OSError as exc:
+        raise ConfigError([f"review.users_file: cannot read {path} ({exc.strerror or exc})"]) from None
+    except yaml.YAMLError:
+        raise ConfigError([f"review.users_file: {path} is not valid YAML"]) from None
+    except ValidationError as exc:
+        raise ConfigError([f"review.users_file: {path}: {e['loc']}: {e['msg']}" for e in exc.errors()]) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A signed-in reviewer. ``csrf`` must accompany every state-changing request made with the cookie."""
+
+    username: str
+    csrf: str
+    expires_at: float
+
+
+class LoginThrottle:
+    """Counts failed sign-ins per (user, address) in a sliding window; thread-safe, in memory, bounded."""
+
+    def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float], max_keys: int = 10_000):
+        self.max_failures, self.window, self._clock, self._max_keys = max_failures, window_seconds, clock, max_keys
+        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: tuple[str, str]) -> deque[float]:
+        q = self._failures.get(key, deque())
+        while q and q[0] <= self._clock() - self.window:
+            q.popleft()
+        return q
+
+    def blocked(self, username: str, address: str) -> bool:
+        with self._lock:
+            return len(self._recent((username, address))) >= self.max_failures
+
+    def failed(self, username: str, address: str) -> None:
+        with self._lock:
+            if len(self._failures) >= self._max_keys:  # bounded: forget the oldest keys first
+                for key in list(self._failures)[: self._max_keys // 10]:
+                    del self._failures[key]
+            q = self._recent((username, address))
+            q.append(self._clock())
+            self._failures[(username, address)] = q
+
+    def succeeded(self, username: str, address: str) -> None:
+        with self._lock:
+            self._failures.pop((username, address), None)
+
+
+class Authenticator:
+    """Checks credentials and issues/reads session cookies. Thread-safe; ``clock`` is injected for tests."""
+
+    def __init__(self, settings: ReviewSettings, clock: Callable[[], float]):
+        self.users = load_users(settings)
+        self.max_age = settings.session_max_age_seconds
+        self.cookie_secure = settings.cookie_secure
+        self._clock = clock
+        key = secret_value(settings.session_secret)
+        if key is not None and len(key) < 32:
+            raise ConfigError(["review.session_secret: must be at least 32 characters (e.g. `openssl rand -hex 32`)"])
+        self.ephemeral_key = key is None
+        self._serializer = URLSafeSerializer(key or secrets.token_hex(32), salt="ragmon-review-session")
+        self._login_serializer = URLSafeSerializer(key or secrets.token_hex(32), salt="ragmon-review-login")
+        self.throttle = LoginThrottle(settings.login_max_failures, settings.login_lockout_seconds, clock)
+
+    # -- credentials ------------------------------------------------------------------------------------------
+
+    def check_password(self, username: str, password: str) -> bool:
+        user = self.users.get(username)
+        encoded = secret_value(user.password_hash) if user else None
+        ok = verify_password(password, encoded or _DUMMY_HASH)
+        return ok and encoded is not None
+
+    def check_token(self, token: str) -> str | None:
+        """The user whose API token this is, or None. Every user is compared, in constant time."""
+        digest = token_digest(token)
+        found = None
+        for name, user in self.users.items():
+            expected = secret_value(user.token_sha256)
+            if expected is not None and hmac.compare_digest(digest, expected.strip().lower()):
+                found = name
+        return found
+
+    # -- sessions ---------------------------------------------------------------------------------------------
+
+    def new_session(self, username: str) -> tuple[Session, str]:
+        """A fresh session for ``username`` and its signed cookie value."""
+        session = Session(username, secrets.token_urlsafe(32), self._clock() + self.max_age)
+        cookie = self._serializer.dumps({"u": session.username, "c": session.csrf, "e": session.expires_at})
+        return session, cookie
+
+    def read_session(self, cookie: str | None) -> Session | None:
+        """The session in a cookie, or None when missing, forged, expired, or the user was removed."""
+        if not cookie:
+            return None
+        try:
+            data: Any = self._serializer.loads(cookie)
+            session = Session(str(data["u"]), str(data["c"]), float(data["e"]))
+        except (BadSignature, KeyError, TypeError, ValueError):
+            return None
+        if session.expires_at <= self._clock() or session.username not in self.users:
+            return None
+        return session
+
+    # -- CSRF for the sign-in form (before a session exists: a signed double-submit token) ------------------
+
+    def new_login_token(self) -> tuple[str, str]:
+        """(token for the form, signed cookie value)."""
+        token = secrets.token_urlsafe(24)
+        return token, self._login_serializer.dumps({"t": token, "e": self._clock() + 3600})
+
+    def check_login_token(self, form_token: str, cookie: str | None) -> bool:
+        try:
+            data: Any = self._login_serializer.loads(cookie or "")
+            token, expires = str(data["t"]), float(data["e"])
+        except (BadSignature, KeyError, TypeError, ValueError):
+            return False
+        return expires > self._clock() and hmac.compare_digest(form_token.encode(), token.encode())
+
+
+def csrf_ok(expected: str, presented: str | None) -> bool:
+    """Constant-time check of a form field or X-CSRF-Token header against the session's CSRF token."""
+    return bool(expected) and bool(presented) and hmac.compare_digest(str(presented).encode(), expected.encode())
