@@ -1,0 +1,126 @@
+"""``ragmon ingest``: consume the traces topic into ClickHouse until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ragmon.cli.app import EXIT_USAGE, err_console, fail, settings_of
+from ragmon.config import Settings, mask_dsn, secret_value
+from ragmon.errors import ConfigError
+
+_FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
+
+
+def _apply(settings: Settings, section: str, **values: Any) -> Settings:
+    values = {k: v for k, v in values.items() if v is not None}
+    if not values:
+        return settings
+    merged = getattr(settings, section).model_dump() | values
+    try:
+        new_section = type(getattr(settings, section)).model_validate(merged)
+    except Exception as exc:  # noqa: BLE001 - pydantic ValidationError: one line per problem
+        errors = getattr(exc, "errors", lambda: [])()
+        raise ConfigError([f"{section}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors] or [str(exc)]) \
+            from None
+    return settings.model_copy(update={section: new_section})
+
+
+def ingest(
+    ctx: typer.Context,
+    bootstrap_servers: Annotated[str | None, typer.Option(
+        help="Kafka brokers, host:port[,host:port] (kafka.bootstrap_servers).", show_default=False)] = None,
+    topic: Annotated[str | None, typer.Option(help="Topic to read traces from (kafka.topic).", show_default=False)] = None,
+    group_id: Annotated[str | None, typer.Option(
+        help="Consumer group; run more replicas with the same group to scale out (kafka.group_id).",
+        show_default=False)] = None,
+    dead_letter_topic: Annotated[str | None, typer.Option(
+        help="Topic for invalid messages, with ragmon.reason/detail/source headers (kafka.dead_letter_topic).",
+        show_default=False)] = None,
+    input_format: Annotated[str | None, typer.Option(
+        help="native | otlp_proto | otlp_json | auto (tell them apart per message) (kafka.input_format).",
+        show_default=False)] = None,
+    max_batch_rows: Annotated[int | None, typer.Option(
+        help="Write a batch at this many traces (ingest.max_batch_rows).", show_default=False)] = None,
+    flush_interval_seconds: Annotated[float | None, typer.Option(
+        help="Write a non-empty batch after this long; bounds freshness (ingest.flush_interval_seconds).",
+        show_default=False)] = None,
+    host: Annotated[str | None, typer.Option(
+        help="Address for /metrics, /healthz, /readyz (server.host).", show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(
+        help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
+    exit_when_idle: Annotated[float | None, typer.Option(
+        help="Exit after this many seconds with nothing read and everything committed (batch jobs, benchmarks).",
+        show_default=False)] = None,
+    stats_json: Annotated[Path | None, typer.Option(
+        help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
+        show_default=False)] = None,
+    log_level: Annotated[str, typer.Option(help="Logging level: DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+) -> None:
+    """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
+
+    Every valid trace is stored exactly once as read with FINAL (at-least-once delivery plus idempotent writes); invalid messages go to the dead-letter topic with the reason.
+
+    While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within ingest.shutdown_grace_seconds.
+
+    Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
+    """
+    from ragmon.daemon import Daemon
+    from ragmon.ingest.role import build_ingest
+    from ragmon.server import Health, create_app, serve
+    from ragmon.store import ClickHouseStore
+    from ragmon.telemetry import Telemetry
+
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise fail(f"--log-level {log_level!r} is not one of DEBUG, INFO, WARNING, ERROR", EXIT_USAGE)
+    if input_format is not None and input_format not in _FORMATS:
+        raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    settings = settings_of(ctx)
+    settings = _apply(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
+                      dead_letter_topic=dead_letter_topic, input_format=input_format)
+    settings = _apply(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
+    settings = _apply(settings, "server", host=host, port=port)
+
+    store = ClickHouseStore.open(settings.store)          # fails fast: unreachable, locked, migration failed
+    telemetry, health = Telemetry(), Health()
+    pipeline = build_ingest(settings, store, telemetry, health)  # fails fast: bad config, broker unreachable
+    server = serve(create_app(telemetry, health, title="ragmon ingest"), settings.server.host, settings.server.port)
+    err_console.print(
+        f"ragmon ingest: {settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
+        f"format {settings.kafka.input_format}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; "
+        f"metrics on http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)
+    daemon = Daemon([pipeline], grace_seconds=settings.ingest.shutdown_grace_seconds)
+    started = time.monotonic()
+    if exit_when_idle is not None:
+        threading.Thread(target=_idle_watch, args=(pipeline, daemon.stop_event, exit_when_idle),
+                         name="ragmon-idle-watch", daemon=True).start()
+    still_running = daemon.run_until_signal()
+    server.stop()
+    s = pipeline.stats
+    elapsed = time.monotonic() - started
+    summary = {"consumed": s.consumed, "stored": s.stored, "dead_letters": dict(s.dead_letters),
+               "batches": s.batches, "retries": s.retries, "commits": s.commits, "seconds": round(elapsed, 3)}
+    err_console.print(f"ragmon ingest stopped: {json.dumps(summary)}", highlight=False, soft_wrap=True)
+    if stats_json is not None:
+        stats_json.write_text(json.dumps(summary) + "\n", encoding="utf-8")
+    if still_running:
+        raise fail(f"the ingest loop did not stop within {settings.ingest.shutdown_grace_seconds}s; uncommitted "
+                   "messages will be re-read on the next start (nothing is lost)", 1)
+
+
+def _idle_watch(pipeline: Any, stop: threading.Event, seconds: float) -> None:
+    last_count, since = -1, time.monotonic()
+    while not stop.wait(0.2):
+        consumed = pipeline.stats.consumed
+        if consumed != last_count or not pipeline.idle():
+            last_count, since = consumed, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            stop.set()

@@ -1,0 +1,365 @@
+"""The ingest loop: poll → decode → redact → batch → write (retry, backpressure) → dead letters → commit.
+
+Owns the delivery semantics. Offsets are committed only for messages whose obligations are closed (see
+``offsets.py``): a native trace once the store acknowledged its batch, an invalid message once its dead letter
+was acknowledged, an OTLP message once every trace that used its spans was stored or explicitly dropped.
+Writes are idempotent (insert deduplication token + ReplacingMergeTree), so a crash anywhere replays at most
+the uncommitted tail, which collapses under FINAL: every valid trace stored exactly once.
+
+Backpressure: while a batch cannot be written (store down) or its dead letters cannot be produced, the
+source is paused, the batch is retried with bounded exponential backoff and jitter (interruptible by
+shutdown), and nothing new is read: memory stays bounded by one batch. It must not talk to Kafka or
+ClickHouse directly (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from ragmon.config import IngestSettings
+from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
+from ragmon.errors import RagmonError, SourceError, StoreError
+from ragmon.ingest.batcher import Batch, BatchLimits
+from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
+from ragmon.ingest.faults import FaultPoints
+from ragmon.ingest.offsets import OffsetLedger, release_trace
+from ragmon.ingest.otlp import detect_format, parse_otlp
+from ragmon.ingest.otlp_assembly import Assembled, OtlpAssembler
+from ragmon.ingest.redact import Redactor
+from ragmon.ingest.source import Partition, RawMessage, TraceSource
+from ragmon.ingest.writer import TraceWriter
+from ragmon.store.trace_rows import SourcePosition
+from ragmon.telemetry import Telemetry
+
+log = logging.getLogger("ragmon.ingest")
+
+#: DateTime64(3) ends in 2299; a later timestamp would make the whole batch fail, so it is rejected here
+_MAX_TS = datetime(2299, 12, 31, tzinfo=UTC)
+
+
+@dataclass
+class IngestStats:
+    """What the loop did (for tests, the shutdown log and the benchmark)."""
+
+    consumed: int = 0
+    stored: int = 0
+    dead_letters: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    retries: int = 0
+    commits: int = 0
+
+
+class IngestPipeline:
+    """One consumer's ingest loop. ``run(stop)`` blocks until ``stop`` is set; not thread-safe otherwise."""
+
+    name = "ingest"
+
+    def __init__(self, source: TraceSource, writer: TraceWriter, dead_letters: DeadLetterSink,
+                 settings: IngestSettings, telemetry: Telemetry, *, input_format: str = "auto",
+                 retention_days: int = 90, faults: FaultPoints | None = None,
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+        self.source = source
+        self.writer = writer
+        self.dead_letters = dead_letters
+        self.settings = settings
+        self.t = telemetry
+        self.input_format = input_format
+        self.retention = timedelta(days=retention_days)
+        self.faults = faults or FaultPoints()
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.stats = IngestStats()
+        self.redactor = Redactor(settings.redact_patterns, settings.redact_fields)
+        self.ledger = OffsetLedger()
+        self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces)
+        self._limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
+        self._batch = Batch(self._limits, clock())
+        self._sealed: Batch | None = None
+        self._attempts = 0
+        self._retry_at = 0.0
+        self._paused = False
+        self._stop = threading.Event()
+        self._next_lag = 0.0
+        self._in_revoke = False
+        self.last_poll = clock()
+        self.last_error: str | None = None
+        source.set_revoke_handler(self._on_revoke)
+
+    # -- the loop ---------------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> IngestStats:
+        self._stop = stop
+        try:
+            while not stop.is_set():
+                self.step()
+        finally:
+            self.shutdown()
+        return self.stats
+
+    def step(self) -> None:
+        """One iteration: retry a blocked batch, or poll and process; flush when due."""
+        now = self.clock()
+        if self._sealed is not None:
+            if now < self._retry_at:
+                self._poll(min(self._retry_at - now, 0.25))  # paused: keeps group membership, returns nothing
+                return
+            if not self._flush(self._sealed):
+                return
+        wait = max(0.0, min(0.25, self._limits.max_wait_seconds - (now - self._batch.opened_at)))
+        for msg in self._poll(wait if self._batch.empty else 0.25):
+            self._handle(msg)
+            if self._batch.full():
+                self._seal()
+                if not self._flush(self._sealed):  # type: ignore[arg-type]
+                    break
+        now = self.clock()
+        for done in self.assembler.expire(now):
+            self._emit(done)
+        if self._sealed is None and self._batch.due(now):
+            self._seal()
+            self._flush(self._sealed)  # type: ignore[arg-type]
+        elif self._sealed is None and self._batch.empty:
+            self._commit()
+        if now >= self._next_lag:
+            self._next_lag = now + 5.0
+            self._update_lag()
+
+    def shutdown(self) -> None:
+        """Flush what is buffered (one attempt within the grace period), commit, close. Never raises."""
+        try:
+            if self._sealed is not None:
+                self._flush(self._sealed)
+            if self._sealed is None and not self._batch.empty:
+                self._seal()
+                self._flush(self._sealed)  # type: ignore[arg-type]
+            if self._sealed is not None:
+                log.warning("shutdown with an unwritten batch of %d traces: not committed, will be re-read",
+                            len(self._sealed))
+            pending = self.assembler.pending()
+            if pending:
+                log.info("shutdown with %d OTLP traces still assembling: their offsets stay uncommitted", pending)
+        except Exception:  # noqa: BLE001 - shutdown must finish
+            log.exception("error while flushing at shutdown")
+        finally:
+            for closer in (self.source.close, self.dead_letters.close):
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001
+                    log.exception("error while closing")
+
+    def idle(self) -> bool:
+        """Nothing buffered, nothing waiting for a write, every consumed offset committed."""
+        return (self._sealed is None and self._batch.empty and self.assembler.pending() == 0
+                and self.ledger.pending() == 0 and not self.ledger.committable())
+
+    # -- per message ------------------------------------------------------------------------------------------
+
+    def _poll(self, timeout: float) -> list[RawMessage]:
+        try:
+            msgs = self.source.poll(timeout, self.settings.max_batch_rows)
+        except SourceError as exc:
+            self.last_error = str(exc)
+            log.warning("%s; retrying", exc)
+            self._stop.wait(min(1.0, timeout) or 0.1)
+            msgs = []
+        self.last_poll = self.clock()
+        self.t.ingest_last_poll.set(time.time())
+        if msgs:
+            self.stats.consumed += len(msgs)
+            by_topic = Counter(m.topic for m in msgs)
+            for topic, n in by_topic.items():
+                self.t.ingest_messages_consumed.labels(topic).inc(n)
+        return msgs
+
+    def _handle(self, msg: RawMessage) -> None:
+        fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
+        if fmt == "native":
+            self._handle_native(msg)
+            return
+        parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
+        if isinstance(parsed, Rejection):
+            self._reject(msg, parsed, [self.ledger.track((msg.topic, msg.partition), msg.offset, 1)])
+            return
+        for item in self.assembler.add(msg, parsed, self.ledger, self.clock()):
+            self._emit(item)
+
+    def _handle_native(self, msg: RawMessage) -> None:
+        entry = self.ledger.track((msg.topic, msg.partition), msg.offset, 1)
+        result = decode_trace(msg.value, max_bytes=self.settings.max_message_bytes)
+        if isinstance(result, DecodedTrace):
+            result = self._check_time(result)
+        if isinstance(result, Rejection):
+            self._reject(msg, result, [entry])
+            return
+        self._add(result, SourcePosition(msg.topic, msg.partition, msg.offset), [entry])
+
+    def _add(self, decoded: DecodedTrace, source: SourcePosition, entries: list) -> None:
+        if decoded.unknown_fields:
+            self.t.ingest_unknown_fields.inc()
+        trace = self.redactor.trace(decoded.trace)
+        self._batch.add_trace(trace, source, decoded.size_bytes, entries)
+
+    def _check_time(self, d: DecodedTrace) -> DecodedTrace | Rejection:
+        ts = d.trace.timestamp
+        if ts > _MAX_TS:
+            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31, the store's limit")
+        if ts < datetime.now(UTC) - self.retention:
+            return Rejection("outside_retention", f"$.timestamp {ts.isoformat()} is older than the "
+                             f"{self.retention.days}-day retention; the store would delete it on insert")
+        return d
+
+    def _emit(self, item: Assembled) -> None:
+        """An OTLP trace left the assembler: decode it like a native trace, or drop it (counted)."""
+        if item.outcome != "complete":
+            self.t.ingest_otlp_incomplete.labels(item.outcome).inc()
+        if item.document is None:          # dropped: nothing to store, its obligations close now
+            release_trace(item.entries)
+            return
+        src = item.source
+        if item.rejection is not None:
+            self._reject(RawMessage(src.topic, src.partition, src.offset, item.document), item.rejection,
+                         item.entries)
+            return
+        result = decode_trace(item.document, max_bytes=self.settings.max_message_bytes)
+        if isinstance(result, DecodedTrace):
+            result = self._check_time(result)
+        if isinstance(result, Rejection):
+            self._reject(RawMessage(src.topic, src.partition, src.offset, item.document), result, item.entries)
+            return
+        self._add(result, src, item.entries)
+
+    def _reject(self, msg: RawMessage, rejection: Rejection, entries: list) -> None:
+        letter = DeadLetter(msg.topic, msg.partition, msg.offset, msg.value, rejection.reason, rejection.detail,
+                            msg.headers)
+        self._batch.add_dead_letter(letter, entries)
+
+    # -- writing ----------------------------------------------------------------------------------------------
+
+    def _seal(self) -> None:
+        self._sealed, self._batch = self._batch, Batch(self._limits, self.clock())
+        self._attempts = 0
+
+    def _flush(self, batch: Batch) -> bool:
+        """Write the batch and its dead letters, then commit. On failure pause and schedule a retry."""
+        try:
+            if not batch.stored and len(batch):
+                token = batch.dedup_token()
+                self.faults.hit("before_insert", rows=len(batch), token=token)
+                started = time.perf_counter()
+                self.faults.hit("during_insert", rows=len(batch), token=token)
+                self.writer.write(batch.columns.columns, token)
+                self.t.ingest_write_seconds.observe(time.perf_counter() - started)
+                self.t.ingest_batch_rows.observe(len(batch))
+                self.t.ingest_traces_stored.inc(len(batch))
+                self.stats.stored += len(batch)
+                self.stats.batches += 1
+                batch.stored = True
+                self.faults.hit("after_insert", rows=len(batch), token=token)
+            if not batch.dead_letters_sent and batch.dead_letters:
+                self.dead_letters.send(batch.dead_letters)
+                batch.dead_letters_sent = True
+                for reason, n in Counter(d.reason for d in batch.dead_letters).items():
+                    self.t.ingest_dead_letters.labels(reason).inc(n)
+                    self.stats.dead_letters[reason] += n
+        except (StoreError, SourceError) as exc:
+            self._backoff(exc, "store" if isinstance(exc, StoreError) else "dead_letter")
+            return False
+        for pattern, n in self.redactor.take_counts().items():
+            self.t.ingest_redactions.labels(pattern).inc(n)
+        batch.release()
+        self._sealed = None
+        self._attempts = 0
+        if self._paused:
+            self._paused = False
+            self.source.resume()
+            self.t.ingest_paused.set(0)
+            log.info("write succeeded again: consumption resumed")
+        self._commit()
+        return True
+
+    def _backoff(self, exc: RagmonError, stage: str) -> None:
+        self._attempts += 1
+        self.stats.retries += 1
+        self.last_error = str(exc)
+        self.t.ingest_store_retries.inc()
+        self.t.ingest_flush_failures.labels(stage, "retryable" if exc.retryable else "permanent").inc()
+        cap = self.settings.store_retry_max_seconds
+        base = cap if not exc.retryable else min(cap, 0.1 * 2 ** min(self._attempts, 20))
+        delay = base / 2 + self.rng.uniform(0, base / 2)
+        self._retry_at = self.clock() + delay
+        if not self._paused:
+            self._paused = True
+            self.source.pause()
+            self.t.ingest_paused.set(1)
+        log.warning("%s write failed (%s, attempt %d): consumption paused, retrying in %.2fs", stage, exc,
+                    self._attempts, delay)
+
+    def _commit(self) -> None:
+        if self._in_revoke:  # the rebalance listener commits the revoked partitions itself
+            return
+        offsets = self.ledger.committable()
+        if not offsets:
+            return
+        try:
+            self.source.commit(offsets)
+        except SourceError as exc:
+            self.t.ingest_flush_failures.labels("commit", "retryable").inc()
+            log.warning("%s; the offsets stay uncommitted and are committed with the next batch", exc)
+            return
+        self.ledger.mark_committed(offsets)
+        self.stats.commits += 1
+        self.t.ingest_last_commit.set(time.time())
+
+    def _update_lag(self) -> None:
+        try:
+            for (topic, part), lag in self.source.lag().items():
+                self.t.ingest_consumer_lag.labels(topic, str(part)).set(lag)
+        except Exception as exc:  # noqa: BLE001 - a metric must never stop the loop
+            log.debug("lag update failed: %s", exc)
+
+    # -- rebalance --------------------------------------------------------------------------------------------
+
+    def _on_revoke(self, parts: set[Partition]) -> dict[Partition, int]:
+        """Called from inside ``source.poll``: flush once; commit what is safe; otherwise leave it uncommitted.
+
+        Assumes the eager protocol (every partition is revoked at once): when the flush fails, the whole
+        buffer is dropped and every partition's state forgotten; all of it is re-read from the committed offsets.
+        """
+        self._in_revoke = True
+        try:
+            return self._revoke(parts)
+        finally:
+            self._in_revoke = False
+
+    def _revoke(self, parts: set[Partition]) -> dict[Partition, int]:
+        ok = True
+        for batch in [b for b in (self._sealed, None) if b is not None] + [self._batch]:
+            if batch is self._batch:
+                if batch.empty:
+                    continue
+                self._seal()
+                batch = self._sealed  # type: ignore[assignment]
+            if not self._flush(batch):  # type: ignore[arg-type]
+                ok = False
+                break
+        offsets = {p: o for p, o in self.ledger.committable().items() if p in parts} if ok else {}
+        if not ok:  # the store is down: drop the buffered rows; the partitions' next owner re-reads them
+            log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",
+                        sorted(parts))
+            self._sealed = None
+            self._batch = Batch(self._limits, self.clock())
+            parts = parts | self.ledger.partitions()
+            if self._paused:  # nothing is buffered any more; the re-read batch will pause again if need be
+                self._paused = False
+                self.source.resume()
+                self.t.ingest_paused.set(0)
+        self.assembler.forget(parts)
+        self.ledger.forget(parts)
+        return offsets

@@ -1,0 +1,81 @@
+"""Redaction of configured trace fields before storage (e-mail addresses, phone numbers, …).
+
+Owns: compiling the named patterns of ``ingest.redact_patterns`` into one regular expression, replacing each
+match in the fields named by ``ingest.redact_fields`` with ``[REDACTED:<name>]``, and counting matches per
+pattern. It must not do I/O or touch anything but the listed fields. A trace without a match is returned as
+is (the common case costs one regex scan per field).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from ragmon.contracts.decode import FastTrace
+
+FIELDS = ("question", "answer", "retrieved_text", "quotes", "error", "feedback_comment")
+
+
+class Redactor:
+    """Applies named patterns to the configured fields of a trace. Not thread-safe (counts)."""
+
+    def __init__(self, patterns: Mapping[str, str], fields: Sequence[str]):
+        unknown = [f for f in fields if f not in FIELDS]
+        if unknown:
+            raise ValueError(f"unknown redact field(s) {unknown}; expected some of {list(FIELDS)}")
+        self.fields = frozenset(fields)
+        self._names = list(patterns)
+        self.counts: Counter[str] = Counter()
+        if patterns:
+            alternation = "|".join(f"(?P<g{i}>{p})" for i, p in enumerate(patterns.values()))
+            self._regex: re.Pattern[str] | None = re.compile(alternation)
+        else:
+            self._regex = None
+
+    def _sub(self, match: re.Match[str]) -> str:
+        name = self._names[int(match.lastgroup[1:])]  # type: ignore[index]
+        self.counts[name] += 1
+        return f"[REDACTED:{name}]"
+
+    def text(self, value: str) -> str:
+        """Redact one string (returns the same object when nothing matched)."""
+        if self._regex is None or not value or self._regex.search(value) is None:
+            return value
+        return self._regex.sub(self._sub, value)
+
+    def trace(self, t: FastTrace) -> FastTrace:
+        """Return ``t`` with every configured field redacted (``t`` itself when nothing matched)."""
+        if self._regex is None or not self.fields:
+            return t
+        changes: dict[str, object] = {}
+        f = self.fields
+        if "question" in f and (q := self.text(t.question)) is not t.question:
+            changes["question"] = q
+        if "answer" in f and (a := self.text(t.answer)) is not t.answer:
+            changes["answer"] = a
+        if "error" in f and (e := self.text(t.error)) is not t.error:
+            changes["error"] = e
+        if "retrieved_text" in f and t.retrieved:
+            chunks = [c if not c.text or (x := self.text(c.text)) is c.text else msgspec.structs.replace(c, text=x)
+                      for c in t.retrieved]
+            if any(a is not b for a, b in zip(chunks, t.retrieved, strict=True)):
+                changes["retrieved"] = chunks
+        if "quotes" in f and t.citations:
+            cites = [c if not c.quote or (x := self.text(c.quote)) is c.quote else msgspec.structs.replace(c, quote=x)
+                     for c in t.citations]
+            if any(a is not b for a, b in zip(cites, t.citations, strict=True)):
+                changes["citations"] = cites
+        if "feedback_comment" in f and t.feedback is not None and t.feedback.comment:
+            c = self.text(t.feedback.comment)
+            if c is not t.feedback.comment:
+                changes["feedback"] = msgspec.structs.replace(t.feedback, comment=c)
+        return msgspec.structs.replace(t, **changes) if changes else t
+
+    def take_counts(self) -> dict[str, int]:
+        """Counts since the last call (for the metrics), then reset."""
+        out = dict(self.counts)
+        self.counts.clear()
+        return out

@@ -1,0 +1,68 @@
+"""Where batches of traces are written: the ``TraceWriter`` contract, the ClickHouse one, an in-memory double.
+
+Owns the seam between the ingest loop and the store. It must not retry (the pipeline decides) nor swallow
+errors: ``write`` either returns after the store acknowledged, or raises a ``StoreError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ragmon.errors import PermanentStoreError, RetryableStoreError
+
+
+class TraceWriter(Protocol):
+    """Writes one columnar batch of traces (``TRACE_COLUMNS``). Blocking.
+
+    Idempotent for a repeated ``dedup_token`` (a retry after an ambiguous failure is a no-op). Raises
+    ``RetryableStoreError`` (try again later) or ``PermanentStoreError``. Not thread-safe.
+    """
+
+    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int: ...
+
+
+class StoreTraceWriter:
+    """``TraceWriter`` over ``ClickHouseStore``: one columnar insert into ``traces`` with the token."""
+
+    def __init__(self, store: Any):
+        self._store = store
+
+    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int:
+        return self._store.insert_columns("traces", columns, dedup_token=dedup_token)
+
+
+@dataclass
+class InMemoryTraceWriter:
+    """Test double with ClickHouse's token semantics: a repeated token is acknowledged and ignored.
+
+    ``fail_next`` makes that many writes raise ``RetryableStoreError`` (``permanent=True``: the permanent
+    kind); ``fail_after_write`` makes that many writes store the rows and THEN raise (an ambiguous failure:
+    the ack was lost), which the token must absorb on retry.
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    fail_next: int = 0
+    fail_after_write: int = 0
+    permanent: bool = False
+    attempts: int = 0
+
+    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int:
+        self.attempts += 1
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise (PermanentStoreError if self.permanent else RetryableStoreError)("in-memory store down (test)")
+        n = len(columns["trace_id"])
+        if dedup_token not in self.tokens:
+            self.tokens.append(dedup_token)
+            names = list(columns)
+            self.rows.extend({k: columns[k][i] for k in names} for i in range(n))
+        if self.fail_after_write > 0:
+            self.fail_after_write -= 1
+            raise RetryableStoreError("in-memory ack lost (test)")
+        return n
+
+    def trace_ids(self) -> list[str]:
+        return [r["trace_id"] for r in self.rows]

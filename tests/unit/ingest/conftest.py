@@ -1,0 +1,68 @@
+"""Fixtures for the ingest unit tests: a pipeline over the in-memory source, writer and dead-letter sink."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ragmon.config import IngestSettings
+from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
+from ragmon.ingest.pipeline import IngestPipeline
+from ragmon.ingest.source import InMemoryTraceSource
+from ragmon.ingest.writer import InMemoryTraceWriter
+from ragmon.telemetry import Telemetry
+from tests.conftest import make_trace
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Rig:
+    pipeline: IngestPipeline
+    source: InMemoryTraceSource
+    writer: InMemoryTraceWriter
+    dlq: InMemoryDeadLetterSink
+    clock: FakeClock
+    telemetry: Telemetry
+
+    def drive(self, steps: int = 50, advance: float = 0.3) -> None:
+        """Run the loop ``steps`` times, moving the fake clock so time-based flushes and retries happen."""
+        for _ in range(steps):
+            self.pipeline.step()
+            self.clock.advance(advance)
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        return self.telemetry.registry.get_sample_value(name, labels or {}) or 0.0
+
+
+@pytest.fixture
+def rig() -> Callable[..., Rig]:
+    def make(**settings: Any) -> Rig:
+        input_format = settings.pop("input_format", "auto")
+        base: dict[str, Any] = {"max_batch_rows": 50, "flush_interval_seconds": 1.0, "store_retry_max_seconds": 2.0}
+        base.update(settings)
+        source, writer, dlq, clock, tel = (InMemoryTraceSource(), InMemoryTraceWriter(), InMemoryDeadLetterSink(),
+                                           FakeClock(), Telemetry())
+        pipeline = IngestPipeline(source, writer, dlq, IngestSettings(**base), tel, input_format=input_format,
+                                  clock=clock, rng=random.Random(0))
+        return Rig(pipeline, source, writer, dlq, clock, tel)
+
+    return make
+
+
+def trace_bytes(**overrides: Any) -> bytes:
+    return json.dumps(make_trace(**overrides)).encode()

@@ -1,0 +1,223 @@
+"""The ingest loop against in-memory doubles: delivery, backpressure, dead letters, commits, rebalance."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.unit.ingest.conftest import trace_bytes
+
+T = "rag.traces"
+
+
+def test_every_trace_is_stored_once_and_offsets_committed_to_the_end(rig):
+    r = rig(max_batch_rows=7)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"a{i}") for i in range(20)])
+    r.source.append(T, 1, [trace_bytes(trace_id=f"b{i}") for i in range(13)])
+    r.drive(20)
+    assert sorted(r.writer.trace_ids()) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(13)])
+    assert r.source.committed == {(T, 0): 20, (T, 1): 13}
+    assert r.metric("ragmon_ingest_traces_stored_total") == 33
+    assert r.metric("ragmon_ingest_messages_consumed_total", {"topic": T}) == 33
+    # every committed offset was covered by an acknowledged write when it was committed
+    rows = r.writer.rows
+    assert {(row["source_partition"], row["source_offset"]) for row in rows} == \
+        {(0, i) for i in range(20)} | {(1, i) for i in range(13)}
+
+
+def test_store_down_pauses_consumption_commits_nothing_then_recovers(rig):
+    r = rig(max_batch_rows=10)
+    r.writer.fail_next = 4
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(25)])
+    r.pipeline.step()  # reads 25 (max_poll = max_batch_rows... in-memory returns up to max_batch_rows)
+    assert r.source.paused, "a failed write must pause consumption"
+    assert r.source.committed == {}
+    assert r.metric("ragmon_ingest_paused") == 1
+    position_while_paused = dict(r.source.position)
+    for _ in range(3):
+        r.pipeline.step()
+        assert r.source.position == position_while_paused, "nothing new is read while paused"
+        assert r.source.committed == {}
+    r.drive(60)
+    assert not r.source.paused and r.metric("ragmon_ingest_paused") == 0
+    assert sorted(r.writer.trace_ids()) == sorted(f"t{i}" for i in range(25))
+    assert r.source.committed == {(T, 0): 25}
+    assert r.metric("ragmon_ingest_store_retries_total") == 4
+    assert r.metric("ragmon_ingest_flush_failures_total", {"stage": "store", "kind": "retryable"}) == 4
+
+
+def test_retry_backoff_grows_and_is_capped(rig):
+    r = rig(max_batch_rows=5, store_retry_max_seconds=1.0)
+    r.writer.fail_next = 30
+    r.source.append(T, 0, [trace_bytes() for _ in range(5)])
+    r.pipeline.step()
+    delays = []
+    for _ in range(8):
+        delays.append(r.pipeline._retry_at - r.clock.now)  # noqa: SLF001 - the schedule is the behaviour here
+        r.clock.advance(delays[-1])
+        r.pipeline.step()
+    assert delays[0] < delays[3] and max(delays) <= 1.0
+    assert r.source.committed == {}
+
+
+def test_lost_ack_is_absorbed_by_the_dedup_token(rig):
+    r = rig(max_batch_rows=10)
+    r.writer.fail_after_write = 1  # the rows land, the acknowledgement is lost, the batch is retried
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(10)])
+    r.drive(20)
+    assert sorted(r.writer.trace_ids()) == sorted(f"t{i}" for i in range(10))
+    assert r.writer.attempts == 2 and len(r.writer.tokens) == 1
+
+
+def test_crash_after_insert_before_commit_replays_without_loss(rig):
+    r = rig(max_batch_rows=10)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(10)])
+    r.source.fail_commits = 100  # commits fail, as a kill -9 between insert and commit would leave them
+    r.pipeline.step()
+    assert r.source.committed == {} and len(r.writer.rows) == 10
+    r.source.crash()
+    r.source.fail_commits = 0
+    fresh = rig(max_batch_rows=10)  # a restarted process: same source, same store
+    fresh.pipeline.source = r.source
+    r.source.set_revoke_handler(fresh.pipeline._on_revoke)  # noqa: SLF001
+    fresh.pipeline.writer = r.writer
+    fresh.drive(5)
+    assert sorted(set(r.writer.trace_ids())) == sorted(f"t{i}" for i in range(10))
+    assert r.source.committed == {(T, 0): 10}
+
+
+def test_dead_letter_failure_blocks_the_commit(rig):
+    r = rig(max_batch_rows=100)
+    r.dlq.fail_next = 3
+    r.source.append(T, 0, [trace_bytes(trace_id="good1"), b"{not json", trace_bytes(trace_id="good2")])
+    r.drive(6)
+    assert r.source.committed == {}, "no commit while the dead letter is not acknowledged"
+    assert r.writer.trace_ids() == ["good1", "good2"]  # the store write happened once and is not repeated
+    r.drive(40)
+    assert r.source.committed == {(T, 0): 3}
+    assert [d.reason for d in r.dlq.letters] == ["invalid_json"]
+    assert r.writer.trace_ids() == ["good1", "good2"]
+    assert r.metric("ragmon_ingest_flush_failures_total", {"stage": "dead_letter", "kind": "retryable"}) == 3
+
+
+def test_dead_letters_carry_reason_source_and_original_bytes(rig):
+    r = rig()
+    bad = {
+        "invalid_json": b"{nope",
+        "schema": trace_bytes(retrieved="not a list"),
+        "non_finite_score": trace_bytes(retrieved=[{"chunk_id": "c", "score": float("nan"), "rank": 1}]),
+        "too_large": trace_bytes(question="x" * 2_000_000),
+        "outside_retention": trace_bytes(timestamp=(datetime.now(UTC) - timedelta(days=400)).isoformat()),
+        "not_an_object": b"[1, 2]",
+    }
+    r.source.append(T, 3, list(bad.values()) + [trace_bytes(trace_id="ok")])
+    r.drive(10)
+    assert r.writer.trace_ids() == ["ok"]
+    letters = {d.reason: d for d in r.dlq.letters}
+    assert set(letters) == set(bad)
+    for i, (reason, value) in enumerate(bad.items()):
+        d = letters[reason]
+        assert d.value == value and (d.topic, d.partition, d.offset) == (T, 3, i)
+        headers = dict(d.kafka_headers())
+        assert headers["ragmon.reason"] == reason.encode()
+        assert headers["ragmon.source.offset"] == str(i).encode() and headers["ragmon.detail"]
+        assert r.metric("ragmon_ingest_dead_letters_total", {"reason": reason}) == 1
+    assert r.source.committed == {(T, 3): 7}
+
+
+def test_unknown_fields_are_counted_and_redaction_applies(rig):
+    r = rig()
+    doc = json.loads(trace_bytes(trace_id="u1", question="mail me at ann@example.com or +44 20 7946 0958"))
+    doc["new_field_from_the_future"] = 1
+    r.source.append(T, 0, [json.dumps(doc).encode()])
+    r.drive(5)
+    row = r.writer.rows[0]
+    assert "ann@example.com" not in row["question"] and "[REDACTED:email]" in row["question"]
+    assert "[REDACTED:phone]" in row["question"]
+    assert r.metric("ragmon_ingest_unknown_fields_total") == 1
+    assert r.metric("ragmon_ingest_redactions_total", {"pattern": "email"}) == 1
+
+
+def test_revoke_flushes_and_returns_offsets_to_commit(rig):
+    r = rig(max_batch_rows=1000, flush_interval_seconds=100)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(5)])
+    r.pipeline.step()
+    assert r.writer.rows == []  # buffered, not yet due
+    r.source.revoke({(T, 0)})
+    assert len(r.writer.rows) == 5 and r.source.committed == {(T, 0): 5}
+
+
+def test_revoke_while_store_down_commits_nothing_and_loses_nothing(rig):
+    r = rig(max_batch_rows=1000, flush_interval_seconds=100)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(5)])
+    r.pipeline.step()
+    r.writer.fail_next = 1
+    r.source.revoke({(T, 0)})
+    assert r.writer.rows == [] and r.source.committed == {}
+    assert not r.source.paused  # nothing buffered any more: the re-read batch pauses again if need be
+    r.drive(40, advance=5)
+    assert sorted(r.writer.trace_ids()) == [f"t{i}" for i in range(5)]
+    assert r.source.committed == {(T, 0): 5}
+
+
+def test_shutdown_flushes_and_commits(rig):
+    r = rig(max_batch_rows=1000, flush_interval_seconds=100)
+    r.source.append(T, 0, [trace_bytes() for _ in range(3)])
+    stop = threading.Event()
+    r.pipeline.step()
+    stop.set()
+    r.pipeline.run(stop)
+    assert len(r.writer.rows) == 3 and r.source.committed == {(T, 0): 3}
+
+
+# -- property: mixed valid/invalid streams ------------------------------------------------------------------
+
+_INVALID = {
+    "invalid_json": b"{\"trace_id\": ",
+    "schema": json.dumps({"trace_id": "x"}).encode(),
+    "non_finite_score": None,  # built per message below
+}
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(1, 60))
+    kinds = draw(st.lists(st.sampled_from(["valid", "valid", "invalid_json", "schema", "non_finite_score"]),
+                          min_size=n, max_size=n))
+    parts = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    return list(zip(kinds, parts, strict=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stream=streams(), batch=st.integers(1, 20), store_failures=st.integers(0, 3), dlq_failures=st.integers(0, 2))
+def test_mixed_streams_store_every_valid_once_and_dead_letter_every_invalid(rig, stream, batch, store_failures,
+                                                                           dlq_failures):
+    r = rig(max_batch_rows=batch)
+    r.writer.fail_next = store_failures
+    r.dlq.fail_next = dlq_failures
+    expected_valid, expected_invalid = set(), {}
+    for i, (kind, part) in enumerate(stream):
+        if kind == "valid":
+            value = trace_bytes(trace_id=f"v{i}")
+            expected_valid.add(f"v{i}")
+        elif kind == "non_finite_score":
+            value = trace_bytes(trace_id=f"x{i}", retrieved=[{"chunk_id": "c", "score": float("inf"), "rank": 1}])
+        else:
+            value = _INVALID[kind]
+        offset = len(r.source.partitions.get((T, part), []))
+        if kind != "valid":
+            expected_invalid[(part, offset)] = kind
+        r.source.append(T, part, [value])
+    r.drive(200)
+    stored = r.writer.trace_ids()
+    assert sorted(stored) == sorted(expected_valid), "every valid trace stored exactly once"
+    got = {}
+    for d in r.dlq.letters:
+        got.setdefault((d.partition, d.offset), d.reason)
+    assert got == expected_invalid, "every invalid message dead-lettered once with its reason"
+    ends = {(T, p): len(v) for p_, v in r.source.partitions.items() for p in [p_[1]]}
+    assert r.source.committed == ends
