@@ -70,6 +70,11 @@ class Telemetry:
             "ragmon_ingest_paused", "1 while consumption is paused for backpressure (store unavailable).",
             registry=r,
         )
+        self.ingest_flush_failures = Counter(
+            "ragmon_ingest_flush_failures_total",
+            "Failed writes of a batch, by stage (store, dead_letter, commit) and kind (retryable, permanent).",
+            ["stage", "kind"], registry=r,
+        )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",
             "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,

@@ -102,9 +102,17 @@ def _register() -> None:
     app.add_typer(store_cmd.app, name="store")
     app.add_typer(config_cmd.app, name="config")
 
+    from ragmon.cli import gate_cmd
+
+    app.command("gate")(gate_cmd.gate)
+
     from ragmon.cli import review_cmd
 
     app.add_typer(review_cmd.app, name="review")
+
+    from ragmon.cli import ingest_cmd
+
+    app.command("ingest")(ingest_cmd.ingest)
 
 
 _register()
