@@ -106,6 +106,10 @@ def _register() -> None:
 
     app.command("gate")(gate_cmd.gate)
 
+    from ragmon.cli import gate_cmd
+
+    app.command("gate")(gate_cmd.gate)
+
     from ragmon.cli import review_cmd
 
     app.add_typer(review_cmd.app, name="review")

@@ -1,0 +1,173 @@
+"""Running a retriever over a golden set: import it, call it once per answerable case, time it, score it.
+
+The retriever is user code, called as ``f(question, k)``; it returns ranked chunk ids, ``(chunk_id, score)``
+pairs, or mappings with ``chunk_id`` (and optionally ``score``), best first. Whatever it does on one case — raise,
+return ``None``, a string, a list of numbers, an endless generator — is recorded for that case as an error and
+the run goes on; an errored case is scored as having retrieved nothing, so a crash never improves a score.
+Cases whose expected behaviour is not ``answer`` have no passage to find: they are excluded from retrieval
+scoring, not called, and counted. This module owns the calls and the clock; the metrics stay pure.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ragmon.contracts.golden import GoldenCase
+from ragmon.contracts.trace import Behaviour
+from ragmon.errors import InputError
+from ragmon.metrics.summary import RankingScores, score_ranking
+
+Retriever = Callable[[str, int], Any]
+MAX_ERROR_CHARS = 500
+MAX_ID_CHARS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    """One golden case through the retriever: what came back, how long it took, how it scored."""
+
+    case_id: str
+    category: str
+    expected_behaviour: str
+    excluded: bool  # not an answerable case: not called, not scored
+    ranking: tuple[str, ...] = ()
+    scores: tuple[float, ...] | None = None  # when the retriever returned scores
+    latency_ms: float | None = None
+    error: str | None = None
+    returned_more: bool = False  # the retriever returned more than it was asked for (truncated)
+    metrics: RankingScores | None = None
+
+
+class RetrieverOutputError(ValueError):
+    """The retriever returned something that is not a ranking."""
+
+
+def load_retriever(spec: str) -> tuple[Retriever, ModuleType]:
+    """Resolve ``module:function`` (or ``path/to/file.py:function``); ``InputError`` saying what is wrong."""
+    module_name, sep, function_name = spec.rpartition(":")
+    if not sep or not module_name or not function_name:
+        raise InputError(f"--retriever {spec!r}: expected module:function, e.g. examples.retriever:search")
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            if not path.is_file():
+                raise InputError(f"--retriever {spec!r}: no such file {path}")
+            loader_spec = importlib.util.spec_from_file_location(f"_ragmon_retriever_{path.stem}", path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise InputError(f"--retriever {spec!r}: cannot load {path} as a Python module")
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))  # like `python -m`: modules of the working directory import
+            module = importlib.import_module(module_name)
+    except InputError:
+        raise
+    except Exception as exc:  # user code failed at import: say so, with its message
+        raise InputError(f"--retriever {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if function is None:
+        raise InputError(f"--retriever {spec!r}: {module_name} has no attribute {function_name!r}")
+    if not callable(function):
+        raise InputError(f"--retriever {spec!r}: {function_name} is not callable")
+    return function, module
+
+
+def _item(value: object, position: int) -> tuple[str, float | None]:
+    score: object = None
+    if isinstance(value, str):
+        chunk = value
+    elif isinstance(value, Mapping):
+        chunk, score = value.get("chunk_id"), value.get("score")
+    elif isinstance(value, tuple | list) and len(value) == 2:
+        chunk, score = value
+    else:
+        raise RetrieverOutputError(
+            f"item {position} is {type(value).__name__}; expected a chunk id string or a (chunk_id, score) pair"
+        )
+    if not isinstance(chunk, str) or not chunk or len(chunk) > MAX_ID_CHARS:
+        raise RetrieverOutputError(f"item {position}: chunk id must be a non-empty string of at most {MAX_ID_CHARS} chars")
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise RetrieverOutputError(f"item {position}: score must be a finite number, got {score!r}")
+        score = float(score)
+    return chunk, score  # type: ignore[return-value]
+
+
+def normalise_output(value: object, limit: int) -> tuple[tuple[str, ...], tuple[float, ...] | None, bool]:
+    """(chunk ids, scores or None, returned more than ``limit``) from whatever the retriever returned.
+
+    Reads at most ``limit + 1`` items, so an endless generator cannot hang the gate.
+    """
+    if value is None or isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise RetrieverOutputError(f"returned {type(value).__name__}; expected a list of chunk ids or (id, score) pairs")
+    items = [_item(v, i) for i, v in enumerate(itertools.islice(value, limit + 1))]
+    more = len(items) > limit
+    items = items[:limit]
+    ids = tuple(c for c, _ in items)
+    has_scores = [s is not None for _, s in items]
+    if any(has_scores) and not all(has_scores):
+        raise RetrieverOutputError("some items carry a score and some do not; return all pairs or all ids")
+    scores = tuple(s for _, s in items) if items and all(has_scores) else None  # type: ignore[misc]
+    return ids, scores, more
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def run_case(
+    case: GoldenCase, retriever: Retriever, k: int, depth: int, clock: Callable[[], float] = time.perf_counter
+) -> CaseRun:
+    """Call the retriever for one case (answerable cases only) and score what it returned."""
+    base = {"case_id": case.id, "category": case.category, "expected_behaviour": str(case.expected_behaviour)}
+    if case.expected_behaviour != Behaviour.answer:
+        return CaseRun(**base, excluded=True)
+    grades = case.relevance()
+    started = clock()
+    try:
+        # a generator does its work while it is read, so the clock stops after reading it
+        ids, scores, more = normalise_output(retriever(case.question, depth), depth)
+        latency_ms = (clock() - started) * 1000.0
+    except (Exception, SystemExit) as exc:  # user code: one bad case must not stop the run
+        error = f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError) else _describe(exc)
+        return CaseRun(**base, excluded=False, error=error, metrics=score_ranking((), grades, k, depth))
+    return CaseRun(
+        **base,
+        excluded=False,
+        ranking=ids,
+        scores=scores,
+        latency_ms=latency_ms,
+        returned_more=more,
+        metrics=score_ranking(ids, grades, k, depth),
+    )
+
+
+def run_gate_cases(
+    cases: Iterable[GoldenCase],
+    retriever: Retriever,
+    k: int,
+    depth: int,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    on_case: Callable[[CaseRun], None] | None = None,
+) -> list[CaseRun]:
+    """Every case through :func:`run_case`, in file order; ``on_case`` is told after each (progress bars)."""
+    runs = []
+    for case in cases:
+        run = run_case(case, retriever, k, depth, clock)
+        runs.append(run)
+        if on_case is not None:
+            on_case(run)
+    return runs
