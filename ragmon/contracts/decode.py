@@ -127,6 +127,9 @@ class Rejection:
 
 
 _decoder = msgspec.json.Decoder()
+_typed = msgspec.json.Decoder(FastTrace)
+#: top-level keys only, values skipped unparsed: for the unknown-field report next to the typed pass
+_keys = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def decode_trace(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedTrace | Rejection:
@@ -136,22 +139,37 @@ def decode_trace(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedT
         if size > max_bytes:
             return Rejection("too_large", f"message is {size} bytes, over the limit of {max_bytes}")
         try:
-            raw = _decoder.decode(data)
-        except msgspec.DecodeError as exc:
-            return _classify_unparseable(data, exc)
-        if not isinstance(raw, dict):
-            return Rejection("not_an_object", f"top level is a JSON {type(raw).__name__}, expected an object")
-        try:
-            trace = msgspec.convert(raw, FastTrace)
-        except msgspec.ValidationError as exc:
-            return Rejection("schema", _jsonpath_detail(str(exc)))
-        problem = _semantic_problem(trace, raw)
+            # Valid traces (nearly all traffic) take one typed pass plus a key scan: about 20% faster than
+            # parse-then-convert (bench/decode.py). Anything the typed pass refuses is decoded again the slow
+            # way, which classifies the failure (and keeps "last duplicate key wins", as pydantic does).
+            trace = _typed.decode(data)
+            fields = _keys.decode(data)
+        except msgspec.DecodeError:  # ValidationError is a DecodeError
+            return _decode_slowly(data, size)
+        problem = _semantic_problem(trace, _decoder.decode(fields["timestamp"]))
         if problem is not None:
             return problem
-        unknown = tuple(k for k in raw if k not in KNOWN_FIELDS)
-        return DecodedTrace(trace, unknown, size)
+        return DecodedTrace(trace, tuple(k for k in fields if k not in KNOWN_FIELDS), size)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"; anything odd is a rejection
         return Rejection("invalid_value", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _decode_slowly(data: bytes, size: int) -> DecodedTrace | Rejection:
+    """Parse to Python objects, then convert: slower, but says exactly what is wrong."""
+    try:
+        raw = _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        return _classify_unparseable(data, exc)
+    if not isinstance(raw, dict):
+        return Rejection("not_an_object", f"top level is a JSON {type(raw).__name__}, expected an object")
+    try:
+        trace = msgspec.convert(raw, FastTrace)
+    except msgspec.ValidationError as exc:
+        return Rejection("schema", _jsonpath_detail(str(exc)))
+    problem = _semantic_problem(trace, raw["timestamp"])
+    if problem is not None:
+        return problem
+    return DecodedTrace(trace, tuple(k for k in raw if k not in KNOWN_FIELDS), size)
 
 
 def to_model(trace: FastTrace) -> Trace:
@@ -159,7 +177,7 @@ def to_model(trace: FastTrace) -> Trace:
     return Trace.model_validate_json(msgspec.json.encode(trace))
 
 
-def _semantic_problem(trace: FastTrace, raw: dict) -> Rejection | None:
+def _semantic_problem(trace: FastTrace, timestamp: str) -> Rejection | None:
     """Checks msgspec's type system cannot express: finiteness, time zones, the RFC 3339 grammar."""
     for i, chunk in enumerate(trace.retrieved):
         if not math.isfinite(chunk.score):
@@ -171,8 +189,8 @@ def _semantic_problem(trace: FastTrace, raw: dict) -> Rejection | None:
         return Rejection("invalid_value", f"$.cost_usd is {trace.cost_usd}; expected a finite number >= 0")
     if trace.timestamp.tzinfo is None:
         return Rejection("schema", "$.timestamp has no time zone; use RFC 3339, e.g. 2026-04-01T12:00:00Z")
-    if not RFC3339.fullmatch(raw["timestamp"]):  # msgspec also takes e.g. '+0100' offsets; the contract does not
-        return Rejection("schema", f"$.timestamp: {rfc3339_problem(raw['timestamp'])}")
+    if not RFC3339.fullmatch(timestamp):  # msgspec also takes e.g. '+0100' offsets; the contract does not
+        return Rejection("schema", f"$.timestamp: {rfc3339_problem(timestamp)}")
     return None
 
 
