@@ -1,0 +1,190 @@
+"""``LiveScorer``: trace → sampler → judge → the metrics library → ``scores`` and ``sampling_decisions`` rows.
+
+Owns one scoring round over a batch of traces: every trace gets a sampling decision row with its reason; a
+sampled trace is judged (``judge.scoring.score_trace``, the path the gate uses) with ``judge_attempts`` tries,
+and its metric values are written with the judge fingerprint. A judge that still fails — or returns verdicts
+the metrics reject — is written as ``status='failed'`` rows with the error and a NaN value: a failure, never a
+score. Rows go in two columnar inserts per batch with deduplication tokens; retryable store errors are retried
+with backoff, others propagate (the caller must not commit the batch's offsets). Not thread-safe: one per loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ragmon.errors import JudgeError, RetryableStoreError
+from ragmon.judge.base import Judge, JudgeInput
+from ragmon.judge.scoring import METRICS, TraceScores, score_trace
+from ragmon.sampling.sampler import ScoreSampler
+from ragmon.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+DECISION_COLUMNS = ("trace_id", "query_id", "ts", "decided_at", "retriever_name", "variant", "category", "sampler",
+                    "decision", "rate")
+SCORE_COLUMNS = ("trace_id", "query_id", "ts", "scored_at", "retriever_name", "retriever_version", "variant",
+                 "category", "metric", "value", "status", "error", "judge_name", "judge_fingerprint", "details")
+
+
+@dataclass
+class BatchResult:
+    """What one round did: decisions by reason, traces scored and failed, metric sums per fingerprint."""
+
+    decisions: Counter = field(default_factory=Counter)
+    scored: int = 0
+    failed: int = 0
+    cost_usd: float = 0.0
+    #: (fingerprint, metric) → [sum, n] of ok values, so a summary never mixes fingerprints
+    sums: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def merge(self, other: BatchResult) -> None:
+        self.decisions.update(other.decisions)
+        self.scored += other.scored
+        self.failed += other.failed
+        self.cost_usd += other.cost_usd
+        for key, (s, n) in other.sums.items():
+            acc = self.sums.setdefault(key, [0.0, 0])
+            acc[0] += s
+            acc[1] += n
+
+
+class LiveScorer:
+    """Scores batches of traces into the store. See the module docstring."""
+
+    def __init__(self, store: Any, judge: Judge, sampler: ScoreSampler, telemetry: Telemetry | None = None, *,
+                 judge_attempts: int = 2, store_attempts: int = 5, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.store = store
+        self.judge = judge
+        self.sampler = sampler
+        self.telemetry = telemetry or Telemetry()
+        self.judge_attempts = judge_attempts
+        self.store_attempts = store_attempts
+        self._clock = clock
+        self._sleep = sleep
+        self.telemetry.judge_info.labels(judge.fingerprint, judge.name, judge.model or "-").set(1)
+
+    def announce(self) -> str | None:
+        """Log the fingerprint in force; warn when it differs from the last one this judge kind wrote.
+
+        Returns the previous fingerprint when it changed (None otherwise).
+        """
+        rows = self.store.query_rows(
+            f"SELECT judge_fingerprint FROM {self.store.table('scores')} WHERE judge_name = {{name:String}} "
+            "ORDER BY scored_at DESC LIMIT 1",
+            {"name": self.judge.name},
+        )
+        previous = rows[0]["judge_fingerprint"] if rows else None
+        if previous is not None and previous != self.judge.fingerprint:
+            log.warning("judge fingerprint changed: %s judge %s was %s. Scores of different fingerprints are never "
+                        "compared; calibrate the new one with `ragmon calibrate --min-kappa`.", self.judge.name,
+                        self.judge.fingerprint, previous)
+            return previous
+        log.info("judge %s (model %r) fingerprint %s", self.judge.name, self.judge.model, self.judge.fingerprint)
+        return None
+
+    def process(self, traces: Sequence[Any], *, batch_key: str | None = None) -> BatchResult:
+        """Decide, judge and store one batch. ``batch_key`` (e.g. topic/partition/offsets) seeds the dedup tokens."""
+        result = BatchResult()
+        decisions: dict[str, list[Any]] = {c: [] for c in DECISION_COLUMNS}
+        scores: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
+        for trace in traces:
+            item = JudgeInput.of(trace)
+            meta = _meta(trace)
+            decision = self.sampler.decide(item.query_id, item.retriever, item.category)
+            now = datetime.fromtimestamp(self._clock(), UTC)
+            for col, value in zip(DECISION_COLUMNS, (
+                item.trace_id, item.query_id, meta["ts"], now, item.retriever, item.variant, item.category,
+                self.sampler.name, decision.decision.value, decision.rate,
+            ), strict=True):
+                decisions[col].append(value)
+            result.decisions[decision.decision.value] += 1
+            self.telemetry.score_sampling_decisions.labels(decision.decision.value).inc()
+            if not decision.sampled:
+                continue
+            outcome = self._judge(trace)
+            if isinstance(outcome, TraceScores):
+                result.scored += 1
+                result.cost_usd += outcome.usage.cost_usd
+                self.sampler.record_cost(outcome.usage.cost_usd)
+                rows = [(v.metric, v.value, "ok" if v.value is not None else "not_applicable", "", v.details)
+                        for v in outcome.values]
+                for metric, value, _, _, _ in rows:
+                    if value is not None:
+                        acc = result.sums.setdefault((self.judge.fingerprint, metric), [0.0, 0])
+                        acc[0] += value
+                        acc[1] += 1
+            else:
+                result.failed += 1
+                rows = [(metric, None, "failed", outcome, {}) for metric in METRICS]
+            for metric, value, status, error, details in rows:
+                for col, v in zip(SCORE_COLUMNS, (
+                    item.trace_id, item.query_id, meta["ts"], now, item.retriever, meta["retriever_version"],
+                    item.variant, item.category, metric, math.nan if value is None else float(value), status,
+                    error, self.judge.name, self.judge.fingerprint, json.dumps(details, sort_keys=True),
+                ), strict=True):
+                    scores[col].append(v)
+        self._insert("sampling_decisions", decisions, batch_key)
+        self._insert("scores", scores, batch_key)
+        self.telemetry.score_traces_scored.inc(result.scored)
+        self.telemetry.score_failures.inc(result.failed)
+        self.telemetry.score_last_batch.set(self._clock())
+        return result
+
+    def _judge(self, trace: Any) -> TraceScores | str:
+        """Scores, or the error text after ``judge_attempts`` tries (permanent errors are not retried)."""
+        error = ""
+        for attempt in range(1, self.judge_attempts + 1):
+            try:
+                return score_trace(self.judge, trace)
+            except JudgeError as exc:
+                error = str(exc)
+                if not exc.retryable:
+                    break
+            except ValueError as exc:  # impossible verdicts (e.g. relevance 3.0): the judge is broken
+                error = f"the judge returned verdicts the metrics reject: {exc}"
+                break
+            except Exception as exc:  # noqa: BLE001 - one bad trace must not stop the loop; unknown is permanent
+                log.exception("judge %s crashed on a trace", self.judge.name)
+                error = f"internal error in the {self.judge.name} judge: {type(exc).__name__}: {exc}"
+                break
+            if attempt < self.judge_attempts:
+                self._sleep(min(30.0, 2.0 ** attempt) * random.random())
+        return error[:2000] or "judge failed"
+
+    def _insert(self, table: str, columns: dict[str, list[Any]], batch_key: str | None) -> None:
+        if not columns["trace_id"]:
+            return
+        token = None
+        if batch_key:
+            token = hashlib.sha256(f"{table}|{self.judge.fingerprint}|{batch_key}".encode()).hexdigest()
+        for attempt in range(1, self.store_attempts + 1):
+            try:
+                self.store.insert_columns(table, columns, dedup_token=token)
+                return
+            except RetryableStoreError:
+                if attempt == self.store_attempts:
+                    raise
+                self._sleep(min(30.0, 0.5 * 2 ** attempt) * (0.5 + random.random() / 2))
+
+
+def _meta(trace: Any) -> dict[str, Any]:
+    get = (lambda o, n: o.get(n)) if isinstance(trace, dict) else (lambda o, n: getattr(o, n, None))
+    ts = get(trace, "timestamp")
+    if isinstance(ts, str):
+        ts = datetime.fromisoformat(ts.replace("Z", "+00:00").replace("z", "+00:00"))
+    if isinstance(ts, datetime) and ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    retriever = get(trace, "retriever")
+    version = (retriever.get("version") if isinstance(retriever, dict) else getattr(retriever, "version", "")) or ""
+    return {"ts": ts, "retriever_version": version}

@@ -1,0 +1,62 @@
+"""Reading scores back: per judge fingerprint, per metric, per stratum — never averaged across fingerprints.
+
+Owns the report query over the ``scores`` table (read with FINAL, so a re-scored trace counts once). Every
+row of the result carries the fingerprint; there is no code path that groups scores without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+#: the stratum label of the all-strata row
+ALL = "*"
+#: grouping(category) on the all-strata row (SQL-standard semantics: 1 = aggregated over)
+WHOLE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreReportRow:
+    """One (fingerprint, metric, stratum) cell: mean of ok values, counts by status."""
+
+    judge_fingerprint: str
+    judge_name: str
+    metric: str
+    category: str
+    n_ok: int
+    n_not_applicable: int
+    n_failed: int
+    mean: float | None
+
+
+def score_report(store: Any, since: datetime, until: datetime, *, retriever: str | None = None,
+                 variant: str | None = None) -> list[ScoreReportRow]:
+    """Rows ordered by fingerprint, metric, stratum; stratum '' holds the all-strata row (ALL) per metric."""
+    where = ["ts >= {since:DateTime64(3, 'UTC')}", "ts < {until:DateTime64(3, 'UTC')}"]
+    params: dict[str, Any] = {"since": since, "until": until}
+    if retriever is not None:
+        where.append("retriever_name = {retriever:String}")
+        params["retriever"] = retriever
+    if variant is not None:
+        where.append("variant = {variant:String}")
+        params["variant"] = variant
+    rows = store.query_rows(
+        f"SELECT judge_fingerprint, any(judge_name) AS judge_name, metric, "
+        f"category, grouping(category) AS whole, "
+        f"countIf(status = 'ok') AS n_ok, countIf(status = 'not_applicable') AS n_na, "
+        f"countIf(status = 'failed') AS n_failed, avgIf(value, status = 'ok') AS mean "
+        f"FROM {store.table('scores')} FINAL WHERE {' AND '.join(where)} "
+        f"GROUP BY GROUPING SETS ((judge_fingerprint, metric, category), (judge_fingerprint, metric)) "
+        f"ORDER BY judge_fingerprint, metric, whole, category",
+        params,
+    )
+    out = []
+    for r in rows:
+        mean = r["mean"]
+        out.append(ScoreReportRow(
+            r["judge_fingerprint"], r["judge_name"], r["metric"], ALL if r["whole"] == WHOLE else r["category"],
+            int(r["n_ok"]), int(r["n_na"]),
+            int(r["n_failed"]), None if mean is None or mean != mean else float(mean),
+        ))
+    return out

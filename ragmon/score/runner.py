@@ -1,0 +1,99 @@
+"""The score role's loops: Kafka consumer (live) and store backfill, both driving one ``LiveScorer``.
+
+Owns building the scorer from settings (judge, sampler, telemetry), the consume → score → store → commit
+loop with a stop event (SIGTERM sets it; the current batch is finished, stored and committed), and the
+backfill over stored traces. ``run_score_role`` is what ``ragmon run`` calls for the score role.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ragmon.errors import RetryableSourceError
+from ragmon.judge import make_judge
+from ragmon.sampling.sampler import ScoreSampler
+from ragmon.score.pipeline import BatchResult, LiveScorer
+from ragmon.score.sources import KafkaScoreSource, StoreScoreSource
+from ragmon.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, BatchResult], None]
+
+
+def build_scorer(settings: Any, store: Any, telemetry: Telemetry, *, judge: Any = None,
+                 sampler: ScoreSampler | None = None) -> LiveScorer:
+    """A scorer with the judge and sampler the settings pin (either may be passed in instead)."""
+    judge = judge or make_judge(settings.judge, telemetry)
+    sampler = sampler or ScoreSampler.from_settings(settings.sampling)
+    return LiveScorer(store, judge, sampler, telemetry, judge_attempts=settings.score.judge_attempts)
+
+
+def backfill(scorer: LiveScorer, store: Any, since: datetime, until: datetime, *, page_size: int = 500,
+             progress: Progress | None = None, stop: threading.Event | None = None) -> BatchResult:
+    """Score stored traces with ``since <= ts < until``. Re-running it rewrites the same rows (idempotent)."""
+    total = BatchResult()
+    source = StoreScoreSource(store, since, until, page_size=page_size)
+    read = 0
+    for traces, key in source.batches():
+        total.merge(scorer.process(traces, batch_key=key))
+        read += len(traces)
+        if progress:
+            progress(read, total)
+        if stop is not None and stop.is_set():
+            break
+    return total
+
+
+def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Event,
+            max_traces: int | None = None, idle_exit_seconds: float | None = None,
+            progress: Progress | None = None, clock: Callable[[], float] = time.monotonic) -> BatchResult:
+    """Poll, score, store, commit until ``stop`` is set (or ``max_traces`` read, or idle for ``idle_exit_seconds``).
+
+    Offsets are committed only after the batch's rows are in the store; a crash in between re-scores the batch
+    (rows are keyed by trace and fingerprint, so FINAL reads see each once).
+    """
+    total = BatchResult()
+    read = 0
+    last_data = clock()
+    backoff = 0.5
+    while not stop.is_set():
+        try:
+            traces, key = source.poll()
+        except RetryableSourceError as exc:
+            log.warning("%s; retrying in %.1fs", exc, backoff)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
+            continue
+        backoff = 0.5
+        if key is None:
+            if idle_exit_seconds is not None and clock() - last_data >= idle_exit_seconds:
+                break
+            continue
+        last_data = clock()
+        total.merge(scorer.process(traces, batch_key=key))
+        source.commit()
+        read += len(traces)
+        if progress:
+            progress(read, total)
+        if max_traces is not None and read >= max_traces:
+            break
+    return total
+
+
+def run_score_role(settings: Any, store: Any, telemetry: Telemetry, stop: threading.Event) -> BatchResult:
+    """The score role of ``ragmon run``: consume the traces topic until ``stop`` is set."""
+    scorer = build_scorer(settings, store, telemetry)
+    scorer.announce()
+    source = KafkaScoreSource(settings.kafka, topic=settings.score.topic or settings.kafka.topic,
+                              group_id=settings.score.group_id, max_records=settings.score.max_batch_traces,
+                              poll_timeout_seconds=settings.score.poll_timeout_seconds)
+    try:
+        return consume(scorer, source, stop=stop)
+    finally:
+        source.close()
