@@ -7,7 +7,7 @@ models of ``models.py`` so the OpenAPI schema describes every body, including th
 Must not: return a 5xx for any request a client can make (fuzzed with schemathesis).
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: FastAPI must see the locally defined dependency types
 
 from datetime import UTC, datetime
 from typing import Annotated

@@ -1,0 +1,222 @@
+"""The review pages through FastAPI's TestClient against chDB: sign-in, expiry, CSRF, escaping, hidden verdicts,
+labels and disagreement, gauges."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragmon.review.labels import labels_for
+from ragmon.review.selection import select_week
+from tests.integration.review.support import (
+    PASSWORDS,
+    Clock,
+    insert_score,
+    insert_traces,
+    review_app,
+    week_traces,
+)
+
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+@pytest.fixture
+def queue(store):
+    week, traces = week_traces(12, ["billing", "consent"], seed=7)
+    evil = traces[0]
+    evil["question"] = f"What does {HOSTILE} mean?"
+    evil["answer"] = f"It means {HOSTILE}. Done."
+    evil["retrieved"][0]["text"] = f"Consent can be withdrawn at any time. {HOSTILE}"
+    evil["retrieved"][1]["chunk_id"] = 'x"><script>alert(1)</script>'
+    insert_traces(store, traces)
+    result = select_week(store, week, 12, seed="s", now=datetime.now(UTC))
+    insert_score(store, evil, "faithfulness_hidden_metric", 0.25)
+    return week, traces, result
+
+
+def signed_in(app, user: str = "alice") -> TestClient:
+    client = TestClient(app, follow_redirects=False)
+    page = client.get("/review/login")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+    r = client.post("/review/login", data={"username": user, "password": PASSWORDS[user], "csrf_token": token,
+                                           "next": "/review/"})
+    assert r.status_code == 303, r.text
+    return client
+
+
+def csrf_of(html: str) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+
+
+def item_url(week: str, trace_id: str) -> str:
+    from urllib.parse import quote
+
+    return f"/review/weeks/{week}/items/{quote(trace_id, safe='')}"
+
+
+def label_form(csrf: str, **overrides) -> dict:
+    form = {"csrf_token": csrf, "answer_correct": "yes", "grounded": "yes", "citations_supported": "yes",
+            "refusal_appropriate": "yes", "expected_behaviour": "answer", "note": "", "relevant": ["policy@c41"]}
+    form.update(overrides)
+    return form
+
+
+def test_no_anonymous_access(store, queue):
+    app, _ = review_app(store)
+    client = TestClient(app, follow_redirects=False)
+    week, traces, _ = queue
+    for url in ("/review/", f"/review/weeks/{week}", item_url(week, traces[0]["trace_id"])):
+        r = client.get(url)
+        assert r.status_code == 303 and r.headers["location"].startswith("/review/login?next="), url
+    r = client.post(f"/review/weeks/{week}/label/{traces[0]['trace_id']}", data=label_form("x"))
+    assert r.status_code == 303 and not labels_for(store, traces[0]["trace_id"])
+    assert client.get("/review/api/v1/weeks").status_code == 401
+    forged = TestClient(app, follow_redirects=False, cookies={"ragmon_review_session": "eyJ1IjoiYWxpY2UifQ.forged"})
+    assert forged.get("/review/").status_code == 303
+
+
+def test_sign_in_checks_password_csrf_and_rate_limits(store, queue):
+    app, _ = review_app(store, login_max_failures=3)
+    client = TestClient(app, follow_redirects=False)
+    token = csrf_of(client.get("/review/login").text)
+    no_csrf = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"]})
+    assert no_csrf.status_code == 403
+    token = csrf_of(client.get("/review/login").text)
+    wrong = client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
+    assert wrong.status_code == 401 and "Wrong user name or password" in wrong.text
+    assert "ragmon_review_session" not in client.cookies
+    for _ in range(3):
+        token = csrf_of(client.get("/review/login").text)
+        client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
+    token = csrf_of(client.get("/review/login").text)
+    locked = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"],
+                                                "csrf_token": token})
+    assert locked.status_code == 429
+    # another user is not locked out
+    bob = signed_in(app, "bob")
+    assert bob.get("/review/").status_code == 200
+
+
+def test_no_open_redirect_after_sign_in(store, queue):
+    app, _ = review_app(store)
+    client = TestClient(app, follow_redirects=False)
+    token = csrf_of(client.get("/review/login").text)
+    r = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"], "csrf_token": token,
+                                           "next": "//evil.example/x"})
+    assert r.headers["location"] == "/review/"
+
+
+def test_sessions_expire(store, queue):
+    clock = Clock()
+    app, _ = review_app(store, clock=clock, session_max_age_seconds=600)
+    client = signed_in(app)
+    assert client.get("/review/").status_code == 200
+    clock.now += 599
+    assert client.get("/review/").status_code == 200
+    clock.now += 2
+    r = client.get("/review/")
+    assert r.status_code == 303 and "/review/login" in r.headers["location"]
+
+
+def test_queue_page_shows_progress_per_stratum(store, queue):
+    week, traces, result = queue
+    app, _ = review_app(store)
+    client = signed_in(app)
+    page = client.get(f"/review/weeks/{week}")
+    assert page.status_code == 200
+    for stratum, n in result.selected_by_stratum().items():
+        assert re.search(rf'data-stratum="{stratum}">\s*<td>{stratum}</td>\s*<td class="count">0 / {n}</td>', page.text)
+    assert client.get("/review/weeks/2026-W01").status_code == 404
+    assert client.get("/review/weeks/not-a-week").status_code == 404
+
+
+def test_hostile_text_is_escaped(store, queue):
+    week, traces, _ = queue
+    app, _ = review_app(store)
+    client = signed_in(app)
+    page = client.get(item_url(week, traces[0]["trace_id"]))
+    assert page.status_code == 200
+    assert "<script>window" not in page.text and "<img src=x" not in page.text and "<script>alert" not in page.text
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page.text
+    assert "&lt;img src=x onerror=&#34;window.__pwned=2&#34;&gt;" in page.text
+    assert 'value="x&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    # the only script on the page is our own file
+    assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/review/static/review.js" defer>']
+
+
+def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
+    week, traces, _ = queue
+    trace_id = traces[0]["trace_id"]
+    app, telemetry = review_app(store)
+    client = signed_in(app)
+    before = client.get(item_url(week, trace_id))
+    assert "faithfulness_hidden_metric" not in before.text and 'id="verdicts-hidden"' in before.text
+    csrf = csrf_of(before.text)
+    # without the CSRF token: rejected, nothing stored
+    r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form("wrong"))
+    assert r.status_code == 403 and not labels_for(store, trace_id)
+    r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, note="looks <b>fine</b>"))
+    assert r.status_code == 303, r.text
+    [label] = labels_for(store, trace_id)
+    assert (label.reviewer, label.answer_correct, label.note, label.relevant_chunk_ids) == (
+        "alice", True, "looks <b>fine</b>", ("policy@c41",))
+    after = client.get(item_url(week, trace_id))
+    assert "faithfulness_hidden_metric" in after.text and "verdicts-hidden" not in after.text
+    assert "looks &lt;b&gt;fine&lt;/b&gt;" in after.text
+    metrics = client.get("/metrics").text
+    assert re.search(r'ragmon_review_items_reviewed\{stratum="\w+"\} 1\.0', metrics)
+    assert sum(float(v) for v in re.findall(r"ragmon_review_items_due\{[^}]*\} (\S+)", metrics)) == 12
+
+
+def test_bad_label_values_are_rejected(store, queue):
+    week, traces, _ = queue
+    trace_id = traces[1]["trace_id"]
+    app, _ = review_app(store)
+    client = signed_in(app)
+    csrf = csrf_of(client.get(item_url(week, trace_id)).text)
+    for bad in ({"answer_correct": "maybe"}, {"expected_behaviour": "dance"}, {"relevant": ["not-retrieved"]},
+                {"note": "x" * 10_001}):
+        r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, **bad))
+        assert r.status_code == 400, bad
+    assert not labels_for(store, trace_id)
+    r = client.post(f"/review/weeks/{week}/label/not-in-queue", data=label_form(csrf))
+    assert r.status_code == 404
+
+
+def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
+    week, traces, _ = queue
+    trace_id = traces[2]["trace_id"]
+    app, _ = review_app(store)
+    alice, bob = signed_in(app, "alice"), signed_in(app, "bob")
+    for client, correct in ((alice, "yes"), (bob, "no")):
+        csrf = csrf_of(client.get(item_url(week, trace_id)).text)
+        r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, answer_correct=correct))
+        assert r.status_code == 303
+    labels = {lab.reviewer: lab.answer_correct for lab in labels_for(store, trace_id)}
+    assert labels == {"alice": True, "bob": False}
+    page = alice.get(item_url(week, trace_id)).text
+    assert 'id="disagreement"' in page and "answer_correct" in page
+    assert page.count("<tr") - page.count("<tr><th") >= 2  # both labels listed
+    # a reviewer who has not labelled yet sees neither label nor disagreement
+    app2, _ = review_app(store)
+    fresh = signed_in(app2, "bob")
+    other = traces[3]["trace_id"]
+    csrf = csrf_of(fresh.get(item_url(week, other)).text)
+    alice_csrf = csrf_of(alice.get(item_url(week, other)).text)
+    alice.post(f"/review/weeks/{week}/label/{other}", data=label_form(alice_csrf))
+    hidden = fresh.get(item_url(week, other)).text
+    assert 'id="label-table"' not in hidden and csrf
+
+
+def test_sign_out_needs_csrf_and_ends_the_cookie(store, queue):
+    app, _ = review_app(store)
+    client = signed_in(app)
+    csrf = csrf_of(client.get("/review/").text)
+    assert client.post("/review/logout", data={"csrf_token": "nope"}).status_code == 403
+    r = client.post("/review/logout", data={"csrf_token": csrf})
+    assert r.status_code == 303
+    assert client.get("/review/").status_code == 303
