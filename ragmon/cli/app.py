@@ -114,6 +114,10 @@ def _register() -> None:
 
     app.add_typer(review_cmd.app, name="review")
 
+    from ragmon.cli import shadow_cmd
+
+    app.add_typer(shadow_cmd.app, name="shadow")
+
     from ragmon.cli import ingest_cmd
 
     app.command("ingest")(ingest_cmd.ingest)
