@@ -255,6 +255,27 @@ class DriftSettings(_Section):
     )
 
 
+class ShadowComparisonSettings(_Section):
+    baseline: str = Field(
+        pattern=r"^[^@\s]{1,256}(@[^@\s]{0,256})?$", description="Production retriever as NAME or NAME@VERSION."
+    )
+    candidate: str = Field(
+        pattern=r"^[^@\s]{1,256}(@[^@\s]{0,256})?$", description="Candidate retriever as NAME or NAME@VERSION."
+    )
+    baseline_variant: Literal["production", "shadow", "canary"] = Field("production", description="Baseline variant.")
+    candidate_variant: Literal["production", "shadow", "canary"] = Field("shadow", description="Candidate variant.")
+    window_seconds: float = Field(3600.0, ge=60, le=90 * 86400, description="Each run compares the last this-many seconds.")
+    k: int | None = Field(None, ge=1, le=1000, description="Top k compared (default: the smaller usual list length).")
+    latency_stage: str = Field("retrieve", min_length=1, description="latency_ms key compared, or 'total'.")
+
+
+class ShadowSettings(_Section):
+    interval_seconds: float = Field(300.0, ge=5, le=86400, description="Time between runs of the configured comparisons.")
+    comparisons: list[ShadowComparisonSettings] = Field(
+        default_factory=list, description="Running shadow comparisons exported as ragmon_shadow_* gauges."
+    )
+
+
 class RolesSettings(_Section):
     ingest: bool = Field(True, description="Run the Kafka → ClickHouse ingest loop.")
     score: bool = Field(True, description="Score sampled traces with the judge.")
@@ -282,6 +303,7 @@ class Settings(BaseSettings):
     sampling: SamplingSettings = Field(default_factory=SamplingSettings, description="Live-scoring sampler.")
     score: ScoreSettings = Field(default_factory=ScoreSettings, description="The live scoring role.")
     drift: DriftSettings = Field(default_factory=DriftSettings, description="Drift checks on retrieval and quality features.")
+    shadow: ShadowSettings = Field(default_factory=ShadowSettings, description="Configured running shadow comparisons.")
 
     @classmethod
     def settings_customise_sources(

@@ -158,3 +158,29 @@ class Telemetry:
         self.drift_checks = Counter(
             "ragmon_drift_checks_total", "Drift checks run, by outcome (ok, error).", ["outcome"], registry=r
         )
+
+        # -- shadow comparisons -------------------------------------------------------------------------------
+        shadow_labels = ["baseline", "candidate", "stratum"]
+        self.shadow_overlap_at_k = Gauge(
+            "ragmon_shadow_overlap_at_k", "Mean Jaccard overlap of the top-k lists of paired queries (last run).",
+            shadow_labels, registry=r,
+        )
+        self.shadow_latency_delta = Gauge(
+            "ragmon_shadow_latency_delta_seconds", "Candidate minus baseline latency quantile over paired queries.",
+            [*shadow_labels, "quantile"], registry=r,
+        )
+        self.shadow_quality_delta = Gauge(
+            "ragmon_shadow_quality_delta", "Mean paired difference (candidate - baseline) of a quality metric.",
+            [*shadow_labels, "metric"], registry=r,
+        )
+        self.shadow_pairs = Gauge(
+            "ragmon_shadow_pairs", "Paired queries in the last comparison window.", shadow_labels, registry=r
+        )
+        self.shadow_last_run = Gauge(
+            "ragmon_shadow_last_run_timestamp_seconds", "Unix time a configured comparison last completed.",
+            ["baseline", "candidate"], registry=r,
+        )
+        self.shadow_runs = Counter(
+            "ragmon_shadow_runs_total", "Configured comparison runs, by outcome (ok, error).", ["outcome"],
+            registry=r,
+        )

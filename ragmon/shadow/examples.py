@@ -1,0 +1,88 @@
+"""The queries a reviewer should look at: the largest per-query gains and losses of one quality metric, with the
+question and both top-k lists side by side — or, when nothing was judged, the largest ranking disagreements.
+
+The ranking metric is ``rank_by`` if given, else nDCG@k on canary queries, else the judge metric with the most
+judged pairs (one fingerprint: the one with the most pairs). Question text and chunk ids are untrusted and are
+passed through as data; the report escapes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmon.shadow import pairs, quality
+from ragmon.shadow.result import Example, Examples
+
+
+def _candidates(judged: quality.JudgedPairs, canaries: dict[str, dict[str, Any]]
+                ) -> dict[str, dict[str, tuple[str, float, float]]]:
+    """metric → {query_id: (stratum, baseline, candidate)}; judge metrics keep their most-used fingerprint."""
+    out: dict[str, dict[str, tuple[str, float, float]]] = {}
+    for item_id, item in canaries.items():
+        for metric, (b, c) in item["metrics"].items():
+            out.setdefault(metric, {})[item_id] = (item["stratum"], b, c)
+    per_fp: dict[tuple[str, str], dict[str, tuple[str, float, float]]] = {}
+    for (stratum, metric, fp), values in judged.values.items():
+        bucket = per_fp.setdefault((metric, fp), {})
+        for q, (b, c) in values.items():
+            bucket[q] = (stratum, b, c)
+    best: dict[str, tuple[int, str]] = {}
+    for (metric, fp), bucket in per_fp.items():
+        if metric not in out and (metric not in best or len(bucket) > best[metric][0]):
+            best[metric] = (len(bucket), fp)
+    for metric, (_, fp) in best.items():
+        out[metric] = per_fp[(metric, fp)]
+    return out
+
+
+def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quality.JudgedPairs,
+                  canaries: dict[str, dict[str, Any]], rank_by: str | None, top: int, k: int,
+                  notices: list[str]) -> Examples:
+    if top <= 0:
+        return Examples("none", "")
+    options = _candidates(judged, canaries)
+    metric = rank_by
+    if metric is not None and metric not in options:
+        notices.append(f"--rank-by {metric!r} has no paired values (available: {', '.join(sorted(options)) or 'none'})")
+        metric = None
+    if metric is None and options:
+        metric = "ndcg_at_k" if "ndcg_at_k" in options else max(options, key=lambda m: (len(options[m]), m))
+    if metric is None:
+        return _disagreements(store, traces, params, top, k)
+    values = options[metric]
+    ranked = sorted(values.items(), key=lambda kv: (kv[1][2] - kv[1][1], kv[0]))
+    losses = [kv for kv in ranked[:top] if kv[1][2] - kv[1][1] < 0]
+    gains = [kv for kv in reversed(ranked[-top:]) if kv[1][2] - kv[1][1] > 0]
+    ids = [q for q, _ in losses + gains]
+    details = _details(store, traces, params, ids, k)
+
+    def build(items: list[tuple[str, tuple[str, float, float]]]) -> tuple[Example, ...]:
+        out = []
+        for q, (stratum, b, c) in items:
+            d = details.get(q)
+            if d is None:
+                continue
+            relevant = canaries[q]["relevant"] if q in canaries else ()
+            out.append(Example(q, stratum, d["question"], metric, b, c, d["b"], d["c"], relevant))
+        return tuple(out)
+
+    return Examples("quality", metric, gains=build(gains), losses=build(losses))
+
+
+def _details(store: Any, traces: str, params: dict[str, Any], ids: list[str], k: int) -> dict[str, dict[str, Any]]:
+    if not ids:
+        return {}
+    sql = f"""SELECT query_id, b_question AS question, arraySlice(arrayDistinct(b_ids), 1, {{k:UInt32}}) AS b,
+                     arraySlice(arrayDistinct(c_ids), 1, {{k:UInt32}}) AS c
+              FROM ({pairs.pairs_sql(traces, where="AND query_id IN {ids:Array(String)}", features=False)})"""
+    rows = store.query_rows(sql, {**params, "ids": ids, "k": k})
+    return {r["query_id"]: {"question": r["question"], "b": tuple(r["b"]), "c": tuple(r["c"])} for r in rows}
+
+
+def _disagreements(store: Any, traces: str, params: dict[str, Any], top: int, k: int) -> Examples:
+    sql = f"""SELECT query_id, stratum, b_question AS question, bk, ck, rbo
+              FROM ({pairs.pairs_sql(traces)}) ORDER BY rbo ASC, query_id LIMIT {{top:UInt32}}"""
+    rows = store.query_rows(sql, {**params, "top": top})
+    shown = tuple(Example(r["query_id"], r["stratum"], r["question"], "rbo", 1.0, float(r["rbo"]), tuple(r["bk"]),
+                          tuple(r["ck"])) for r in rows)
+    return Examples("disagreement", "rbo", losses=shown) if shown else Examples("none", "")

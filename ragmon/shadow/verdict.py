@@ -1,0 +1,141 @@
+"""Verdicts: promote / hold / reject per stratum from thresholds the user gives, and the exit code.
+
+Rules (also in docs/shadow.md):
+
+* No threshold given → every stratum is **hold** ("no thresholds given"): ragmon never invents a bar.
+* A stratum with no pairs, or fewer than ``min_pairs``, is **hold**: too little evidence to decide.
+* Point thresholds (overlap@k, p95 latency delta, error-rate delta) **reject** when violated.
+* A quality threshold ``max_quality_drop[metric] = x`` uses the bootstrap interval of the mean paired
+  difference (candidate − baseline): **reject** when the whole interval is below −x (confidently worse by more
+  than x), pass when the whole interval is at or above −x, **hold** otherwise (inconclusive) or when the
+  metric has no judged pairs in the stratum.
+* A stratum is **promote** only when every threshold passes. The overall verdict is reject if any stratum
+  rejects, else hold if any holds, else promote. Exit codes: 0 promote, 1 reject, 4 hold.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ragmon.shadow.result import Decision, QualityDelta, Verdict
+
+EXIT_PROMOTE = 0
+EXIT_REJECT = 1
+EXIT_HOLD = 4
+EXIT_CODES: dict[Decision, int] = {"promote": EXIT_PROMOTE, "reject": EXIT_REJECT, "hold": EXIT_HOLD}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What the candidate must meet in every stratum. ``None`` / empty means 'not checked'."""
+
+    min_pairs: int | None = None
+    min_overlap: float | None = None
+    max_latency_p95_delta_ms: float | None = None
+    max_error_rate_delta: float | None = None
+    max_quality_drop: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.min_pairs is not None and self.min_pairs < 1:
+            raise ValueError(f"min_pairs must be at least 1, got {self.min_pairs}")
+        if self.min_overlap is not None and not 0.0 <= self.min_overlap <= 1.0:
+            raise ValueError(f"min_overlap must be in [0, 1], got {self.min_overlap}")
+        if self.max_error_rate_delta is not None and not -1.0 <= self.max_error_rate_delta <= 1.0:
+            raise ValueError(f"max_error_rate_delta must be in [-1, 1], got {self.max_error_rate_delta}")
+        for metric, drop in self.max_quality_drop.items():
+            if not drop >= 0:
+                raise ValueError(f"max quality drop for {metric!r} must be >= 0, got {drop}")
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.min_pairs, self.min_overlap, self.max_latency_p95_delta_ms,
+                                           self.max_error_rate_delta)) or bool(self.max_quality_drop)
+
+    @property
+    def decisive(self) -> bool:
+        """Whether anything beyond ``min_pairs`` is checked (min_pairs alone can only hold, never promote)."""
+        return any(v is not None for v in (self.min_overlap, self.max_latency_p95_delta_ms,
+                                           self.max_error_rate_delta)) or bool(self.max_quality_drop)
+
+
+def decide(
+    t: Thresholds, *, pairs: int, overlap: float, k: int, latency_p95_delta_ms: float | None,
+    error_rate_delta: float, quality: tuple[QualityDelta, ...],
+) -> Verdict:
+    """The verdict for one stratum, with one reason per threshold checked (each says value vs bar)."""
+    if not t.given:
+        return Verdict("hold", ("no thresholds given (pass --min-overlap, --max-latency-p95-delta-ms, "
+                                "--max-error-rate-delta, --max-quality-drop or --min-pairs)",))
+    if pairs == 0:
+        return Verdict("hold", ("no pairs in this stratum",))
+    if t.min_pairs is not None and pairs < t.min_pairs:
+        return Verdict("hold", (f"only {pairs} pairs, fewer than --min-pairs {t.min_pairs}",))
+    if not t.decisive:
+        return Verdict("hold", (f"{pairs} pairs ≥ --min-pairs {t.min_pairs}, but no other threshold given",))
+    failed: list[str] = []
+    unsure: list[str] = []
+    passed: list[str] = []
+    if t.min_overlap is not None:
+        line = f"overlap@{k} {overlap:.3f} vs min {t.min_overlap:.3f}"
+        (passed if overlap >= t.min_overlap else failed).append(line)
+    if t.max_latency_p95_delta_ms is not None:
+        if latency_p95_delta_ms is None:
+            unsure.append("p95 latency delta unknown (latency stage missing on a side)")
+        else:
+            line = f"p95 latency delta {latency_p95_delta_ms:+.1f} ms vs max {t.max_latency_p95_delta_ms:+.1f} ms"
+            (passed if latency_p95_delta_ms <= t.max_latency_p95_delta_ms else failed).append(line)
+    if t.max_error_rate_delta is not None:
+        line = f"error-rate delta {error_rate_delta:+.4f} vs max {t.max_error_rate_delta:+.4f}"
+        (passed if error_rate_delta <= t.max_error_rate_delta else failed).append(line)
+    for metric, drop in sorted(t.max_quality_drop.items()):
+        found = [q for q in quality if q.metric == metric and q.result.n > 0]
+        if not found:
+            unsure.append(f"{metric}: no paired values in this stratum (not judged on both sides, no canary)")
+            continue
+        for q in found:
+            r = q.result
+            who = f"{metric} [{q.judge_fingerprint[:12]}]" if q.source == "judge" else metric
+            line = (f"{who} Δ {r.mean_difference:+.3f}, {r.confidence:.0%} CI [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+                    f"vs max drop {drop:.3f} (n={r.n})")
+            if r.ci_high < -drop:
+                failed.append(line)
+            elif r.ci_low >= -drop:
+                passed.append(line)
+            else:
+                unsure.append(line + ": inconclusive")
+    if failed:
+        return Verdict("reject", tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
+                       + tuple(f"ok {x}" for x in passed))
+    if unsure:
+        return Verdict("hold", tuple(f"? {x}" for x in unsure) + tuple(f"ok {x}" for x in passed))
+    return Verdict("promote", tuple(f"ok {x}" for x in passed))
+
+
+def combine(verdicts: list[Verdict], strata: list[str]) -> Verdict:
+    """Overall verdict from the per-stratum verdicts (worst wins)."""
+    if not verdicts:
+        return Verdict("hold", ("no strata to judge: no pairs",))
+    for decision in ("reject", "hold"):
+        hit = [s for s, v in zip(strata, verdicts, strict=True) if v.decision == decision]
+        if hit:
+            return Verdict(decision, (f"{decision} in {len(hit)} of {len(strata)} strata: {', '.join(hit)}",))  # type: ignore[arg-type]
+    return Verdict("promote", (f"promote in all {len(strata)} strata",))
+
+
+def parse_quality_drops(items: list[str]) -> dict[str, float]:
+    """``METRIC=X`` strings → {metric: x}; raises ValueError with the offending item."""
+    out: dict[str, float] = {}
+    for item in items:
+        metric, sep, value = item.partition("=")
+        metric = metric.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not metric or not number >= 0:
+            raise ValueError(f"--max-quality-drop {item!r} must be METRIC=X with X >= 0 (e.g. faithfulness=0.02)")
+        out[metric] = number
+    return out
