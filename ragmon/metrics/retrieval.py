@@ -50,17 +50,19 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
     Does NOT catch: near-duplicates under different ids (two chunks with the same text, or the same passage in
     two document versions) — see :func:`duplicate_ratio_at_k` for a parent-document view.
     """
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in ranked:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
+    return list(dict.fromkeys(ranked))  # dicts keep insertion order: first position wins
 
 
-def _top(ranked: Iterable[str], k: int) -> list[str]:
-    return dedupe(ranked)[: check_k(k)]
+def _as_set(items: Collection[str]) -> set[str] | frozenset[str]:
+    return items if isinstance(items, set | frozenset) else set(items)  # read-only use: no copy needed
+
+
+def _top(ranked: Sequence[str], k: int) -> list[str]:
+    check_k(k)
+    top = list(dict.fromkeys(ranked[:k]))
+    if len(top) < k and len(ranked) > k:  # duplicates in the first k: later items move up
+        top = dedupe(ranked)[:k]
+    return top
 
 
 def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float | None:
@@ -71,7 +73,7 @@ def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> flo
     chunks can answer the question together.
     """
     check_k(k)
-    wanted = set(relevant)
+    wanted = _as_set(relevant)
     if not wanted:
         return None
     return len(wanted.intersection(_top(ranked, k))) / len(wanted)
@@ -84,10 +86,10 @@ def hit_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float 
     to :func:`recall_at_k`.
     """
     check_k(k)
-    wanted = set(relevant)
+    wanted = _as_set(relevant)
     if not wanted:
         return None
-    return 1.0 if wanted.intersection(_top(ranked, k)) else 0.0
+    return 0.0 if wanted.isdisjoint(_top(ranked, k)) else 1.0
 
 
 def precision_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float | None:
@@ -100,10 +102,10 @@ def precision_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> 
     near-duplicates, which all count as relevant while carrying one fact.
     """
     check_k(k)
-    wanted = set(relevant)
+    wanted = _as_set(relevant)
     if not wanted:
         return None
-    return sum(1 for item in _top(ranked, k) if item in wanted) / k
+    return len(wanted.intersection(_top(ranked, k))) / k
 
 
 def first_correct_rank(ranked: Sequence[str], relevant: Collection[str]) -> int | None:
@@ -112,12 +114,12 @@ def first_correct_rank(ranked: Sequence[str], relevant: Collection[str]) -> int 
     Does NOT catch: anything after the first hit, and it cannot tell "nothing relevant exists" from "missed":
     use :func:`hit_at_k` for that. Average it only over hits.
     """
-    wanted = set(relevant)
+    wanted = _as_set(relevant)
     if not wanted:
         return None
-    for rank, item in enumerate(dedupe(ranked), start=1):
+    for index, item in enumerate(ranked):
         if item in wanted:
-            return rank
+            return len(set(ranked[:index])) + 1  # its rank once earlier duplicates are dropped
     return None
 
 
@@ -129,9 +131,9 @@ def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float |
     Does NOT catch: everything after the first hit — a question answerable only by combining two passages is
     scored as solved when one is found.
     """
-    rank = first_correct_rank(ranked, relevant)
-    if not set(relevant):
+    if not relevant:
         return None
+    rank = first_correct_rank(ranked, relevant)
     return 0.0 if rank is None else 1.0 / rank
 
 
@@ -142,7 +144,7 @@ def _check_grades(grades: Mapping[str, float]) -> None:
 
 
 def _dcg(gains: Iterable[float]) -> float:
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains) if g)
 
 
 def ndcg_at_k(ranked: Sequence[str], grades: Mapping[str, float], k: int) -> float | None:
@@ -161,7 +163,8 @@ def ndcg_at_k(ranked: Sequence[str], grades: Mapping[str, float], k: int) -> flo
     ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
     if not ideal:
         return None
-    dcg = _dcg(grades.get(item, 0) for item in _top(ranked, k))
+    get = grades.get
+    dcg = _dcg([get(item, 0) for item in _top(ranked, k)])
     return dcg / _dcg(ideal)
 
 
@@ -175,7 +178,7 @@ def context_precision(ranked: Sequence[str], relevant: Collection[str]) -> float
     Does NOT catch: what was not retrieved (one relevant chunk at rank 1 and nothing else scores 1.0 even if
     three were needed), and near-duplicates, which all count as relevant. Read it with recall.
     """
-    wanted = set(relevant)
+    wanted = _as_set(relevant)
     if not wanted:
         return None
     hits = 0
