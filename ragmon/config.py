@@ -380,6 +380,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: the top level must be a mapping of sections (store:, kafka:, …)"])
+    odd = [f"{path}: top-level key {k!r} is not a section name (store:, kafka:, …)" for k in data if not isinstance(k, str)]
+    if odd:  # Settings(**data) would raise TypeError on them
+        raise ConfigError(odd)
     return data
 
 

@@ -143,6 +143,12 @@ def test_top_level_must_be_a_mapping(tmp_path: Path, text: str):
     assert "top level must be a mapping" in line
 
 
+@pytest.mark.parametrize("text", ["1: x\n", "null: x\n", "store: {}\n2026-01-01: x\n"])
+def test_top_level_keys_must_be_section_names(tmp_path: Path, text: str):
+    [line] = problems_of(write(tmp_path, text))
+    assert "is not a section name" in line
+
+
 def test_a_section_that_is_not_a_mapping(tmp_path: Path):
     [line] = problems_of(write(tmp_path, "store: chdb:///tmp/x\n"))
     assert line.startswith("store:")
