@@ -1,0 +1,92 @@
+"""Synthetic retrieval traffic generated *inside* ClickHouse, for benchmarks, demos and drift tests.
+
+``insert_synthetic`` writes ``n`` traces with ``INSERT … SELECT … FROM numbers(n)`` — the values come from
+ClickHouse's random functions, so ten million traces never pass through Python. Scores are the top-k of a
+per-query level (normal around ``score_mean``) plus per-chunk noise, sorted by rank; ``shift`` adds to every
+score (the drift to detect). Every value is a query parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+class CommandStore(Protocol):
+    def table(self, name: str) -> str: ...
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticSpec:
+    """What to generate. Timestamps are uniform over ``[start, end)``."""
+
+    n: int
+    start: datetime
+    end: datetime
+    shift: float = 0.0
+    score_mean: float = 0.7
+    score_sd: float = 0.08
+    k: int = 5
+    empty_rate: float = 0.01
+    refusal_rate: float = 0.05
+    retrievers: tuple[str, ...] = ("hybrid@v1",)
+    variant: str = "production"
+    strata: tuple[str, ...] = ("billing", "consent", "security")
+    corpus_snapshot: str = "2026-11-01"
+    seed: int = 1
+    run_id: str = field(default="syn")
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or self.k < 1 or not self.start < self.end:
+            raise ValueError(f"need n ≥ 0, k ≥ 1 and start < end, got n={self.n}, k={self.k}, "
+                             f"{self.start.isoformat()}..{self.end.isoformat()}")
+        if not all("@" in r for r in self.retrievers) or not self.strata:
+            raise ValueError("retrievers are 'name@version' strings and strata a non-empty list")
+
+
+_SQL = """
+INSERT INTO {traces} (trace_id, query_id, ts, retriever_name, retriever_version, variant, corpus_snapshot,
+    category, question, retrieved_chunk_ids, retrieved_doc_ids, retrieved_doc_versions, retrieved_scores,
+    retrieved_ranks, behaviour, latency_total_ms, cost_usd, ingested_at)
+SELECT
+    concat({run:String}, '-', toString({seed:UInt64}), '-', toString(number)) AS trace_id,
+    trace_id AS query_id,
+    fromUnixTimestamp64Milli({start_ms:Int64} + toInt64(rand64((number, 1)) % {span_ms:UInt64}), 'UTC') AS ts,
+    splitByChar('@', {retrievers:Array(String)}[1 + rand((number, 2)) % length({retrievers:Array(String)})]) AS rv,
+    rv[1], rv[2], {variant:String}, {snapshot:String},
+    {strata:Array(String)}[1 + rand((number, 3)) % length({strata:Array(String)})],
+    'synthetic question',
+    arrayMap(i -> concat('doc', toString(rand((number, 4, i)) % 500), '@c', toString(i)), idx) AS chunks,
+    arrayMap(c -> splitByChar('@', c)[1], chunks),
+    arrayMap(i -> if(rand((number, 5, i)) % 10 = 0, '2026-10-01', '2026-11-01'), idx),
+    arrayReverseSort(arrayMap(i -> level + randNormal(0, {score_sd:Float64}, (number, 6, i)) * 0.5 - i * 0.03, idx)),
+    arrayMap(i -> toUInt32(i), idx),
+    if(rand((number, 7)) % 10000 < {refuse:UInt32}, 'refuse', 'answer'),
+    300 + randExponential(1 / 400, (number, 8)),
+    0.001 + randExponential(1 / 0.0005, (number, 9)),
+    now64(3, 'UTC')
+FROM (
+    SELECT number,
+        randNormal({score_mean:Float64} + {shift:Float64}, {score_sd:Float64}, (number, 10)) AS level,
+        if(rand((number, 11)) % 10000 < {empty:UInt32}, CAST([] AS Array(UInt32)), range(1, {k:UInt32} + 1)) AS idx
+    FROM numbers({n:UInt64})
+)
+"""
+
+
+def insert_synthetic(store: CommandStore, spec: SyntheticSpec) -> int:
+    """Insert ``spec.n`` synthetic traces into ``traces``; return how many."""
+    if spec.n == 0:
+        return 0
+    start_ms = int(spec.start.timestamp() * 1000)
+    span_ms = int(spec.end.timestamp() * 1000) - start_ms
+    store.command(_SQL.replace("{traces}", store.table("traces")), {
+        "run": spec.run_id, "seed": spec.seed, "start_ms": start_ms, "span_ms": span_ms,
+        "retrievers": list(spec.retrievers), "variant": spec.variant, "snapshot": spec.corpus_snapshot,
+        "strata": list(spec.strata), "score_sd": spec.score_sd, "score_mean": spec.score_mean, "shift": spec.shift,
+        "refuse": int(round(spec.refusal_rate * 10000)), "empty": int(round(spec.empty_rate * 10000)),
+        "k": spec.k, "n": spec.n,
+    })
+    return spec.n

@@ -1,0 +1,166 @@
+"""Drift checks against the real embedded ClickHouse: the pushed-down aggregation, windows, the decision,
+``drift_checks`` rows and the gauges. Data is generated in Python with a seeded RNG so every run is the same."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from ragmon.config import DriftSettings, DriftWindowSettings
+from ragmon.drift.check import DriftChecker
+from ragmon.drift.features import FEATURES
+from ragmon.drift.query import aggregate
+from ragmon.drift.windows import resolve
+from ragmon.telemetry import Telemetry
+
+NOW = datetime.now(UTC).replace(minute=30, second=0, microsecond=0) - timedelta(hours=1)
+
+
+def _insert_traces(store, rng, *, n: int, start: datetime, seconds: float, shift: float = 0.0,
+                   retriever: str = "hybrid@v1", stratum: str = "billing", empty_rate: float = 0.0,
+                   refusal_rate: float = 0.05, tag: str = "") -> np.ndarray:
+    """n traces uniform in [start, start+seconds); returns their top-1 scores."""
+    name, version = retriever.split("@")
+    level = rng.normal(0.7 + shift, 0.08, size=n)
+    scores = [sorted((lv - 0.03 * np.arange(5) + rng.normal(0, 0.02, 5)).tolist(), reverse=True) for lv in level]
+    empty = rng.random(n) < empty_rate
+    scores = [[] if e else s for s, e in zip(scores, empty, strict=True)]
+    offsets = rng.random(n) * seconds
+    ids = [f"{tag}{retriever}-{stratum}-{start.timestamp():.0f}-{i}" for i in range(n)]
+    store.insert_columns("traces", {
+        "trace_id": ids, "query_id": ids,
+        "ts": [start + timedelta(seconds=float(o)) for o in offsets],
+        "retriever_name": [name] * n, "retriever_version": [version] * n, "variant": ["production"] * n,
+        "category": [stratum] * n,
+        "retrieved_chunk_ids": [[f"d{j}@c" for j in range(len(s))] for s in scores],
+        "retrieved_doc_ids": [[f"d{j}" for j in range(len(s))] for s in scores],
+        "retrieved_doc_versions": [["v1"] * len(s) for s in scores],
+        "retrieved_scores": scores, "retrieved_ranks": [list(range(1, len(s) + 1)) for s in scores],
+        "behaviour": np.where(rng.random(n) < refusal_rate, "refuse", "answer").tolist(),
+        "latency_total_ms": rng.gamma(4, 100, size=n).tolist(), "cost_usd": rng.gamma(2, 0.001, size=n).tolist(),
+        "ingested_at": [datetime.now(UTC)] * n,
+    })
+    return np.array([s[0] if s else np.nan for s in scores])
+
+
+def _same_hours_reference(store, rng, n_per_day: int, **kw) -> np.ndarray:
+    cur_start = NOW - timedelta(hours=1)
+    parts = [_insert_traces(store, rng, n=n_per_day, start=cur_start - timedelta(days=d), seconds=3600, **kw)
+             for d in range(1, 8)]
+    return np.concatenate(parts)
+
+
+def _settings(**kw) -> DriftSettings:
+    return DriftSettings(features=["top1_score", "mean_score", "empty_shortlist_rate", "refusal_rate"], **kw)
+
+
+def test_shift_detected_only_where_injected(store) -> None:
+    rng = np.random.default_rng(1)
+    for stratum in ("billing", "consent"):
+        _same_hours_reference(store, rng, 300, stratum=stratum)
+    # other hours of the reference days carry a huge shift: the same-hours reference must ignore them
+    _insert_traces(store, rng, n=2000, start=NOW - timedelta(days=3, hours=8), seconds=3600, shift=2.0)
+    _insert_traces(store, rng, n=1000, start=NOW - timedelta(hours=1), seconds=3600, stratum="billing", shift=0.1)
+    _insert_traces(store, rng, n=1000, start=NOW - timedelta(hours=1), seconds=3600, stratum="consent")
+
+    telemetry = Telemetry()
+    result = DriftChecker(store, _settings(), telemetry, clock=lambda: NOW).run_once()
+
+    by = {(r.group.stratum, r.feature, r.test): r for r in result.results}
+    assert by["billing", "top1_score", "ks"].drifted
+    assert by["billing", "mean_score", "ks"].drifted
+    assert by["billing", "top1_score", "ks"].reference.n == 2100  # 7 × 300: the off-hours traces are excluded
+    assert not any(r.drifted for r in result.results if r.group.stratum == "consent")
+    assert not by["billing", "refusal_rate", "two_proportion"].drifted
+    ks = by["billing", "top1_score", "ks"]
+    assert (ks.threshold, ks.effect_threshold, ks.min_samples, ks.effect_name) == (0.05, 0.1, 100, "wasserstein_sigma")
+
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score", test="ks")
+    assert telemetry.registry.get_sample_value("ragmon_drift_detected", labels) == 1.0
+    assert telemetry.registry.get_sample_value("ragmon_drift_detected", {**labels, "stratum": "consent"}) == 0.0
+    window = {k: v for k, v in labels.items() if k != "test"}
+    assert telemetry.registry.get_sample_value("ragmon_drift_sample_size", {**window, "window": "current"}) == 1000
+    assert telemetry.registry.get_sample_value("ragmon_drift_last_check_timestamp_seconds") == NOW.timestamp()
+
+    rows = store.query_rows(f"SELECT * FROM {store.table('drift_checks')} WHERE check_id = {{id:String}}",
+                            {"id": result.check_id})
+    assert len(rows) == len(result.results)
+    stored = next(r for r in rows if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "ks"))
+    assert stored["drifted"] == 1 and stored["threshold"] == 0.05 and stored["n_current"] == 1000
+    details = json.loads(stored["details"])
+    assert details["status"] == "ok" and len(details["reference"]["quantiles"]) == 101
+
+
+def test_pushed_down_aggregation_agrees_with_scipy(store) -> None:
+    rng = np.random.default_rng(2)
+    ref = _insert_traces(store, rng, n=5000, start=NOW - timedelta(days=2), seconds=86400)
+    cur = _insert_traces(store, rng, n=800, start=NOW - timedelta(hours=1), seconds=3600, shift=0.02)
+    spec = DriftWindowSettings(reference="pinned", reference_start=NOW - timedelta(days=2),
+                               reference_end=NOW - timedelta(days=1))
+    aggregates = aggregate(store, [FEATURES["top1_score"]], resolve(spec, NOW))
+    (r, c), = aggregates.values()
+    assert (r.n, c.n) == (5000, 800)
+    assert r.mean == pytest.approx(ref.mean()) and c.std == pytest.approx(cur.std())
+    from ragmon.drift.registry import get_test
+
+    outcome = get_test("ks").run(r, c)
+    expected = sp.ks_2samp(ref, cur, method="asymp")
+    assert outcome.statistic == pytest.approx(expected.statistic, abs=0.01)
+    assert outcome.details["wasserstein"] == pytest.approx(sp.wasserstein_distance(ref, cur), abs=0.003)
+
+
+def test_small_windows_are_insufficient_not_drift(store) -> None:
+    rng = np.random.default_rng(3)
+    _same_hours_reference(store, rng, 10)
+    _insert_traces(store, rng, n=40, start=NOW - timedelta(hours=1), seconds=3600, shift=0.5)
+    result = DriftChecker(store, _settings(), Telemetry(), clock=lambda: NOW).run_once()
+    assert result.results and all(r.status == "insufficient_data" and not r.drifted for r in result.results)
+    assert all("needs ≥" in r.reason for r in result.results)
+
+
+def test_vanished_groups_leave_the_gauges(store) -> None:
+    rng = np.random.default_rng(4)
+    _same_hours_reference(store, rng, 200, stratum="billing")
+    _insert_traces(store, rng, n=300, start=NOW - timedelta(hours=1), seconds=3600, stratum="billing")
+    telemetry = Telemetry()
+    checker = DriftChecker(store, _settings(), telemetry, clock=lambda: NOW)
+    checker.run_once()
+    assert any(key[2] == "billing" for key in checker.exporter.label_sets())
+    later = NOW + timedelta(days=30)  # nothing in either window any more
+    checker.clock = lambda: later
+    result = checker.run_once()
+    assert result.results == () and list(checker.exporter.label_sets()) == []
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score", test="ks")
+    assert telemetry.registry.get_sample_value("ragmon_drift_detected", labels) is None
+
+
+def test_judge_fingerprints_are_never_compared(store) -> None:
+    rng = np.random.default_rng(5)
+
+    def scores(n: int, start: datetime, seconds: float, fingerprint: str, mean: float) -> None:
+        ids = [f"{fingerprint}-{start.timestamp():.0f}-{i}" for i in range(n)]
+        store.insert_columns("scores", {
+            "trace_id": ids, "query_id": ids,
+            "ts": [start + timedelta(seconds=float(o)) for o in rng.random(n) * seconds],
+            "scored_at": [datetime.now(UTC)] * n, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n,
+            "variant": ["production"] * n, "category": ["billing"] * n, "metric": ["faithfulness"] * n,
+            "value": np.clip(rng.normal(mean, 0.1, n), 0, 1).tolist(), "status": ["ok"] * n,
+            "judge_fingerprint": [fingerprint] * n,
+        })
+
+    cur_start = NOW - timedelta(hours=1)
+    for d in range(1, 8):
+        scores(100, cur_start - timedelta(days=d), 3600, "fpA", 0.9)
+    scores(400, cur_start, 3600, "fpB", 0.5)  # a new judge: looks like a collapse if mixed with fpA
+    scores(400, cur_start, 3600, "fpA", 0.9)
+    telemetry = Telemetry()
+    result = DriftChecker(store, DriftSettings(features=["faithfulness"]), telemetry, clock=lambda: NOW).run_once()
+    by_fp = {(r.group.judge_fingerprint, r.test): r for r in result.results}
+    assert by_fp["fpB", "ks"].status == "insufficient_data" and by_fp["fpB", "ks"].reference.n == 0
+    assert by_fp["fpA", "ks"].status == "ok" and not by_fp["fpA", "ks"].drifted
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", test="ks")
+    assert telemetry.registry.get_sample_value("ragmon_drift_detected", {**labels, "feature": "faithfulness[fpA]"}) == 0
