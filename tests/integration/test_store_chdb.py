@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +213,15 @@ def test_row_to_trace_round_trips_into_a_valid_trace(store: ClickHouseStore, ove
     back = read_back(store, doc["trace_id"])
     assert Trace.model_validate_json(json.dumps(back)) == Trace.model_validate_json(json.dumps(doc))
     assert isinstance(decode_trace(json.dumps(back).encode()), DecodedTrace)
+
+
+def test_timestamps_with_an_offset_are_stored_as_the_same_instant(store: ClickHouseStore):
+    instant = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=250_000)
+    doc = recent(timestamp=instant.astimezone(timezone(timedelta(hours=5, minutes=30))).isoformat())
+    store.insert_columns("traces", batch([doc]).columns)
+    back = read_back(store, doc["trace_id"])
+    assert datetime.fromisoformat(back["timestamp"]) == instant
+    assert back["timestamp"].endswith("+00:00")
 
 
 def test_retrieved_chunks_are_stored_in_rank_order(store: ClickHouseStore):
