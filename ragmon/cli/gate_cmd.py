@@ -22,7 +22,7 @@ from rich.table import Table
 from ragmon.cli.app import err_console, fail
 from ragmon.errors import InputError
 from ragmon.gate import artifact as artifacts
-from ragmon.gate.compare import Comparison, compare_runs
+from ragmon.gate.compare import Comparison, check_same_golden, compare_runs
 from ragmon.gate.golden_io import GoldenFile, load_golden
 from ragmon.gate.report import Thresholds, build_result, render_json, render_markdown, render_table
 from ragmon.gate.runner import load_retriever, run_gate_cases
@@ -123,8 +123,6 @@ def gate(
         chosen_set = _set_name(golden, set_name)
         baseline = artifacts.load_artifact(compare) if compare is not None else None
         if baseline is not None:  # refuse before spending time on the run
-            from ragmon.gate.compare import check_same_golden
-
             check_same_golden({"version": golden.version, "sha256": golden.sha256, "set": chosen_set}, baseline,
                               allow_different_golden)  # fmt: skip
         function, module = load_retriever(retriever)
@@ -173,6 +171,10 @@ def gate(
         for note in notes:
             log.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
         if comparison is not None:
+            before = comparison.parameters_before
+            if before != content["parameters"]:
+                log.print("baseline parameters: " + ", ".join(f"{k}={v}" for k, v in sorted(before.items())),
+                          markup=False, highlight=False, soft_wrap=True)  # fmt: skip
             if comparison.golden_differs:
                 log.print("warning: golden sets differ; only cases present in both runs are diffed", markup=False)
             if comparison.gains or comparison.losses:
