@@ -217,7 +217,7 @@ def test_row_to_trace_round_trips_into_a_valid_trace(store: ClickHouseStore, ove
 
 def test_timestamps_with_an_offset_are_stored_as_the_same_instant(store: ClickHouseStore):
     instant = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=250_000)
-    doc = recent(timestamp=instant.astimezone(timezone(timedelta(hours=5, minutes=30))).isoformat())
+    doc = make_trace(timestamp=instant.astimezone(timezone(timedelta(hours=5, minutes=30))).isoformat())
     store.insert_columns("traces", batch([doc]).columns)
     back = read_back(store, doc["trace_id"])
     assert datetime.fromisoformat(back["timestamp"]) == instant
