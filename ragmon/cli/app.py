@@ -106,10 +106,6 @@ def _register() -> None:
 
     app.command("gate")(gate_cmd.gate)
 
-    from ragmon.cli import gate_cmd
-
-    app.command("gate")(gate_cmd.gate)
-
     from ragmon.cli import review_cmd
 
     app.add_typer(review_cmd.app, name="review")
@@ -121,6 +117,15 @@ def _register() -> None:
     from ragmon.cli import ingest_cmd
 
     app.command("ingest")(ingest_cmd.ingest)
+
+    from ragmon.cli import calibrate_cmd, score_cmd
+
+    app.add_typer(score_cmd.app, name="score")
+    app.command("calibrate")(calibrate_cmd.calibrate)
+
+    from ragmon.cli import drift_cmd
+
+    app.add_typer(drift_cmd.app, name="drift")
 
 
 _register()

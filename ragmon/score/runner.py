@@ -2,7 +2,7 @@
 
 Owns building the scorer from settings (judge, sampler, telemetry), the consume → score → store → commit
 loop with a stop event (SIGTERM sets it; the current batch is finished, stored and committed), and the
-backfill over stored traces. ``run_score_role`` is what ``ragmon run`` calls for the score role.
+backfill over stored traces. ``ScoreRole`` is the score role for ``ragmon.daemon.Daemon``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def backfill(scorer: LiveScorer, store: Any, since: datetime, until: datetime, *
 
 def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Event,
             max_traces: int | None = None, idle_exit_seconds: float | None = None,
-            progress: Progress | None = None, clock: Callable[[], float] = time.monotonic) -> BatchResult:
+            progress: Progress | None = None, clock: Callable[[], float] = time.monotonic,
+            heartbeat: Callable[[], None] | None = None) -> BatchResult:
     """Poll, score, store, commit until ``stop`` is set (or ``max_traces`` read, or idle for ``idle_exit_seconds``).
 
     Offsets are committed only after the batch's rows are in the store; a crash in between re-scores the batch
@@ -63,6 +64,8 @@ def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Eve
     last_data = clock()
     backoff = 0.5
     while not stop.is_set():
+        if heartbeat is not None:
+            heartbeat()
         try:
             traces, key = source.poll()
         except RetryableSourceError as exc:
@@ -86,14 +89,34 @@ def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Eve
     return total
 
 
-def run_score_role(settings: Any, store: Any, telemetry: Telemetry, stop: threading.Event) -> BatchResult:
-    """The score role of ``ragmon run``: consume the traces topic until ``stop`` is set."""
-    scorer = build_scorer(settings, store, telemetry)
-    scorer.announce()
-    source = KafkaScoreSource(settings.kafka, topic=settings.score.topic or settings.kafka.topic,
-                              group_id=settings.score.group_id, max_records=settings.score.max_batch_traces,
-                              poll_timeout_seconds=settings.score.poll_timeout_seconds)
-    try:
-        return consume(scorer, source, stop=stop)
-    finally:
-        source.close()
+class ScoreRole:
+    """The score role for ``ragmon.daemon.Daemon`` (``ragmon score`` and ``ragmon run``).
+
+    Built eagerly so a bad judge config or an unreachable broker fails at start-up, not later.
+    """
+
+    name = "score"
+
+    def __init__(self, settings: Any, store: Any, telemetry: Telemetry, *, judge: Any = None,
+                 sampler: ScoreSampler | None = None, max_traces: int | None = None,
+                 idle_exit_seconds: float | None = None, progress: Progress | None = None):
+        self.scorer = build_scorer(settings, store, telemetry, judge=judge, sampler=sampler)
+        self.scorer.announce()
+        self.source = KafkaScoreSource(settings.kafka, topic=settings.score.topic or settings.kafka.topic,
+                                       group_id=settings.score.group_id, max_records=settings.score.max_batch_traces,
+                                       poll_timeout_seconds=settings.score.poll_timeout_seconds)
+        self.max_traces, self.idle_exit_seconds, self.progress = max_traces, idle_exit_seconds, progress
+        self.result = BatchResult()
+        #: monotonic time the consume loop last polled (for /healthz)
+        self.last_poll = time.monotonic()
+
+    def _beat(self) -> None:
+        self.last_poll = time.monotonic()
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            self.result = consume(self.scorer, self.source, stop=stop, max_traces=self.max_traces,
+                                  idle_exit_seconds=self.idle_exit_seconds, progress=self.progress,
+                                  heartbeat=self._beat)
+        finally:
+            self.source.close()

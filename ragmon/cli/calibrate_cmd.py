@@ -1,0 +1,154 @@
+"""``ragmon calibrate``: agreement (Cohen's kappa) between a judge and human labels, optionally as a gate."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ragmon.cli.app import EXIT_USAGE, console, fail, settings_of
+from ragmon.judge.calibrate import ALL, LABEL_METRICS, CalibrationResult
+
+
+def calibrate(
+    ctx: typer.Context,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", help="Labelled file instead of the store: JSON array, JSON Lines or CSV of judged pairs "
+        "(trace_id, label, human, judge[, category, judge_fingerprint]), or JSON items {trace, labels, reviewer} "
+        "that the configured judge judges now.", show_default=False)] = None,
+    rejudge: Annotated[bool, typer.Option(
+        "--rejudge", help="Judge the human-labelled stored traces now with the configured judge (writes nothing): "
+        "how a new judge fingerprint is calibrated before it scores live traffic.")] = False,
+    judge: Annotated[str | None, typer.Option(
+        help="With --rejudge or labelled traces: judge kind, heuristic or openai (judge.kind).",
+        show_default=False)] = None,
+    fingerprint: Annotated[str | None, typer.Option(
+        help="Only this judge fingerprint (default: every fingerprint found, each reported on its own).",
+        show_default=False)] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Only labels given since ('30d', ISO 8601).", show_default=False)] = None,
+    until: Annotated[str | None, typer.Option(help="Only labels given before this.", show_default=False)] = None,
+    min_kappa: Annotated[float | None, typer.Option(
+        help="Gate: exit 1 when a label's kappa (all strata, and each stratum with at least --min-items pairs) is "
+        "below this, or undefined. Landis & Koch call 0.61-0.80 substantial agreement.", show_default=False)] = None,
+    min_items: Annotated[int, typer.Option(
+        help="Strata with fewer pairs are shown but not gated (their kappa is too noisy).")] = 10,
+    threshold: Annotated[list[str] | None, typer.Option(
+        help="label=value: the judge says yes when its metric is at least value (repeatable). Defaults: "
+        + ", ".join(f"{k}={v:g} ({m})" for k, (m, v) in LABEL_METRICS.items()) + ".", show_default=False)] = None,
+    show_disagreements: Annotated[int, typer.Option(
+        help="Disagreements listed per label (0 hides them).")] = 10,
+    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Measure how well a judge agrees with human reviewers, per label and per stratum.
+
+    Human labels (from review_labels, or --labels FILE) are compared with the judge's verdicts binarized at a threshold: grounded ↔ faithfulness, citations_supported ↔ citation_precision, refusal_appropriate ↔ refusal_correct. For each: Cohen's kappa (chance-corrected), raw agreement, the confusion matrix, and the disagreements to read.
+
+    Results are per judge fingerprint, never pooled. With --min-kappa the command is a gate: exit 1 if any gated kappa is too low, so a new fingerprint can be held back until it agrees with humans.
+    """
+    if output not in ("table", "json"):
+        raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    if min_kappa is not None and not -1.0 <= min_kappa <= 1.0:
+        raise fail(f"--min-kappa {min_kappa} is outside [-1, 1]", EXIT_USAGE)
+    if min_items < 1:
+        raise fail("--min-items must be at least 1", EXIT_USAGE)
+    thresholds = _thresholds(threshold or [])
+    from ragmon.cli.score_cmd import _override, parse_when
+    from ragmon.judge import make_judge
+    from ragmon.judge.calibrate import calibrate as run_calibration
+    from ragmon.score.labels import load_label_file, pairs_by_rejudging, pairs_from_store
+
+    settings = _override(settings_of(ctx), "judge", kind=judge)
+    now = datetime.now(UTC)
+    start = parse_when(since, now, "--since") if since else None
+    end = parse_when(until, now, "--until") if until else None
+    if labels is not None:
+        pairs = load_label_file(labels, make_judge(settings.judge), thresholds)
+        source = str(labels)
+    else:
+        from ragmon.store import ClickHouseStore
+
+        store = ClickHouseStore.open(settings.store)
+        if rejudge:
+            pairs = pairs_by_rejudging(store, make_judge(settings.judge), since=start, until=end,
+                                       thresholds=thresholds)
+        else:
+            pairs = pairs_from_store(store, since=start, until=end, fingerprint=fingerprint, thresholds=thresholds)
+        source = "review_labels" + (" (re-judged)" if rejudge else " × scores")
+    if fingerprint:
+        pairs = [p for p in pairs if p.fingerprint == fingerprint]
+    if not pairs:
+        raise fail(f"no human labels paired with judge verdicts in {source}"
+                   + (f" for fingerprint {fingerprint}" if fingerprint else "")
+                   + ": label traces in the review UI (ragmon review), score them (ragmon score), use --rejudge, "
+                   "or pass --labels FILE", EXIT_USAGE)
+    results = run_calibration(pairs, min_kappa=min_kappa, min_items=min_items, thresholds=thresholds)
+    if output == "json":
+        console.print_json(json.dumps([_as_json(r) for r in results]))
+    else:
+        for r in results:
+            _print(r, show_disagreements)
+    if min_kappa is not None:
+        failed = [r for r in results if not r.passed]
+        for r in failed:
+            for line in r.failures:
+                console.print(f"[red]FAIL[/red] {r.fingerprint}: {line}", highlight=False)
+        if failed:
+            raise typer.Exit(1)
+        console.print(f"[green]PASS[/green] every gated kappa >= {min_kappa:g}")
+
+
+def _thresholds(items: list[str]) -> dict[str, tuple[str, float]]:
+    out = dict(LABEL_METRICS)
+    for item in items:
+        label, sep, value = item.partition("=")
+        if not sep or label not in out:
+            raise fail(f"--threshold {item!r}: expected label=value with label one of {sorted(out)}", EXIT_USAGE)
+        try:
+            number = float(value)
+        except ValueError:
+            raise fail(f"--threshold {item!r}: {value!r} is not a number", EXIT_USAGE) from None
+        out[label] = (out[label][0], number)
+    return out
+
+
+def _print(result: CalibrationResult, show: int) -> None:
+    table = Table("label", "judge metric ≥", "stratum", "n", "kappa", "agreement", "chance",
+                  "h1·j1", "h1·j0", "h0·j1", "h0·j0",
+                  title=f"judge {result.judge_name or '?'} · fingerprint {result.fingerprint}")
+    for c in result.cells:
+        a = c.agreement
+        m = a.matrix  # rows human (0, 1), columns judge (0, 1)
+        table.add_row(c.label, f"{c.metric} {c.threshold:g}", c.stratum, f"{a.n:,}",
+                      "undefined" if a.kappa is None else f"{a.kappa:.3f}",
+                      "—" if a.observed is None else f"{a.observed:.3f}",
+                      "—" if a.expected is None else f"{a.expected:.3f}",
+                      str(m[1][1]), str(m[1][0]), str(m[0][1]), str(m[0][0]),
+                      end_section=c.stratum != ALL and c is result.cells[-1])
+    console.print(table)
+    if show <= 0:
+        return
+    for c in result.cells:
+        if c.stratum != ALL or not c.disagreements:
+            continue
+        console.print(f"disagreements on {c.label} ({len(c.disagreements)}; first {min(show, len(c.disagreements))}):")
+        for p in c.disagreements[:show]:
+            value = "" if p.judge_value is None else f" ({c.metric} {p.judge_value:.2f})"
+            console.print(f"  {p.trace_id} [{p.category or '-'}] human {'yes' if p.human else 'no'}, judge "
+                          f"{'yes' if p.judge else 'no'}{value}{' · ' + p.reviewer if p.reviewer else ''}",
+                          highlight=False, markup=False)
+
+
+def _as_json(result: CalibrationResult) -> dict:
+    return {
+        "fingerprint": result.fingerprint, "judge": result.judge_name, "min_kappa": result.min_kappa,
+        "min_items": result.min_items, "passed": result.passed, "failures": list(result.failures),
+        "cells": [{"label": c.label, "metric": c.metric, "threshold": c.threshold, "stratum": c.stratum,
+                   **{k: v for k, v in asdict(c.agreement).items()},
+                   "disagreements": [asdict(p) for p in c.disagreements]} for c in result.cells],
+    }

@@ -1,0 +1,207 @@
+"""``ragmon score``: score sampled traces with the pinned judge (Kafka consumer or store backfill), and report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
+from ragmon.config import Settings
+
+app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
+
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_when(text: str, now: datetime, option: str) -> datetime:
+    """'now', a relative age ('90m', '24h', '7d' = that long ago) or an ISO 8601 time (UTC if no zone)."""
+    t = text.strip().lower()
+    if t == "now":
+        return now
+    m = _RELATIVE.match(t)
+    if m:
+        return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise fail(f"{option} {text!r} is not a time: use 'now', an age like '24h' or '7d', or ISO 8601 "
+                   "like 2026-12-01T00:00:00Z", EXIT_USAGE) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _override(settings: Settings, section: str, **values: Any) -> Settings:
+    from ragmon.cli.ingest_cmd import _apply
+
+    return _apply(settings, section, **values)
+
+
+@app.callback(invoke_without_command=True)
+def score(
+    ctx: typer.Context,
+    from_store: Annotated[bool, typer.Option(
+        "--from-store", help="Score traces already in the store (a backfill) instead of consuming Kafka.")] = False,
+    since: Annotated[str, typer.Option(
+        help="With --from-store: oldest trace time to score ('24h' = 24 hours ago, 'now', or ISO 8601).")] = "24h",
+    until: Annotated[str, typer.Option(help="With --from-store: score traces older than this.")] = "now",
+    judge: Annotated[str | None, typer.Option(
+        help="Judge kind: heuristic (deterministic, no model) or openai (judge.kind).", show_default=False)] = None,
+    rate: Annotated[float | None, typer.Option(
+        help="Share of traces to score, 0..1, decided from hash(salt, query_id) (sampling.rate).",
+        show_default=False)] = None,
+    bootstrap_servers: Annotated[str | None, typer.Option(
+        help="Kafka brokers host:port[,…] (kafka.bootstrap_servers).", show_default=False)] = None,
+    topic: Annotated[str | None, typer.Option(
+        help="Traces topic to consume (score.topic, default kafka.topic).", show_default=False)] = None,
+    group_id: Annotated[str | None, typer.Option(
+        help="Consumer group; replicas with the same group split the partitions (score.group_id).",
+        show_default=False)] = None,
+    max_traces: Annotated[int | None, typer.Option(
+        help="Stop after reading this many traces (Kafka mode).", show_default=False)] = None,
+    exit_when_idle: Annotated[float | None, typer.Option(
+        help="Kafka mode: exit after this many seconds without a message (batch jobs, tests).",
+        show_default=False)] = None,
+    page_size: Annotated[int, typer.Option(help="With --from-store: traces per page and per insert.")] = 500,
+    host: Annotated[str | None, typer.Option(
+        help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(
+        help="Kafka mode: HTTP port for /metrics, /healthz; 0 picks a free one (server.port).",
+        show_default=False)] = None,
+    log_level: Annotated[str, typer.Option(help="Logging level: DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+) -> None:
+    """Score sampled traces with the pinned judge and write scores (with the judge fingerprint) to the store.
+
+    Every trace gets a sampling decision (sampled, not_sampled, capped, over_budget) in sampling_decisions. Sampled traces are judged and scored with the same metric functions as the gate; a judge that keeps failing is recorded as status=failed, never as a score.
+
+    Kafka mode (default) consumes the traces topic in its own consumer group until SIGTERM; run more replicas to scale out. --from-store scores stored traces between --since and --until.
+
+    Options override the same settings from --config and RAGMON_* variables (judge.*, sampling.*, score.*).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise fail(f"--log-level {log_level!r} is not one of DEBUG, INFO, WARNING, ERROR", EXIT_USAGE)
+    if judge is not None and judge not in ("heuristic", "openai"):
+        raise fail(f"--judge {judge!r} is not one of heuristic, openai", EXIT_USAGE)
+    if page_size < 1:
+        raise fail("--page-size must be at least 1", EXIT_USAGE)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    settings = _override(settings_of(ctx), "judge", kind=judge)
+    settings = _override(settings, "sampling", rate=rate)
+    settings = _override(settings, "kafka", bootstrap_servers=bootstrap_servers)
+    settings = _override(settings, "score", topic=topic, group_id=group_id)
+    settings = _override(settings, "server", host=host, port=port)
+
+    from ragmon.score.runner import BatchResult, backfill, build_scorer
+    from ragmon.store import ClickHouseStore
+    from ragmon.telemetry import Telemetry
+
+    telemetry = Telemetry()
+    store = ClickHouseStore.open(settings.store)
+    started = time.monotonic()
+    if from_store:
+        now = datetime.now(UTC)
+        start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
+        if end <= start:
+            raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
+        scorer = build_scorer(settings, store, telemetry)
+        scorer.announce()
+        from ragmon.score.sources import StoreScoreSource
+
+        total = StoreScoreSource(store, start, end).count()
+        from rich.progress import Progress
+
+        with Progress(console=err_console, transient=True) as bar:
+            task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
+            result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
+                                           progress=lambda n, _r: bar.update(task, completed=n))
+        judge_obj = scorer.judge
+    else:
+        result, judge_obj = _consume(settings, store, telemetry, max_traces, exit_when_idle)
+    _summary(result, judge_obj, time.monotonic() - started)
+
+
+def _consume(settings: Settings, store: Any, telemetry: Any, max_traces: int | None,
+             idle: float | None) -> tuple[Any, Any]:
+    from ragmon.config import mask_dsn, secret_value
+    from ragmon.daemon import Daemon
+    from ragmon.score.runner import ScoreRole
+    from ragmon.server import Health, create_app, heartbeat_check, serve
+
+    role = ScoreRole(settings, store, telemetry, max_traces=max_traces, idle_exit_seconds=idle)
+    health = Health()
+    health.add_liveness("score", heartbeat_check(lambda: role.last_poll, 120, "score consume loop"))
+    server = serve(create_app(telemetry, health, title="ragmon score"), settings.server.host, settings.server.port)
+    topic = settings.score.topic or settings.kafka.topic
+    err_console.print(
+        f"ragmon score: {topic} @ {settings.kafka.bootstrap_servers} (group {settings.score.group_id}), judge "
+        f"{role.scorer.judge.name} {role.scorer.judge.fingerprint} → {mask_dsn(secret_value(settings.store.dsn) or '')}"
+        f"; metrics on http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)
+    daemon = Daemon([role], grace_seconds=settings.ingest.shutdown_grace_seconds)
+    still = daemon.run_until_signal()
+    server.stop()
+    if still:
+        raise fail("the score loop did not stop in time; uncommitted traces are re-scored on the next start", 1)
+    return role.result, role.scorer.judge
+
+
+def _summary(result: Any, judge: Any, seconds: float) -> None:
+    decisions = ", ".join(f"{k} {v:,}" for k, v in sorted(result.decisions.items())) or "none"
+    console.print(f"decisions: {decisions}; scored {result.scored:,}, failed {result.failed:,}, judge cost "
+                  f"${result.cost_usd:.4f}, {seconds:.1f}s")
+    if not result.sums:
+        return
+    table = Table("judge fingerprint", "metric", "traces", "mean", title=f"this run ({judge.name} judge)")
+    for (fp, metric), (total, n) in sorted(result.sums.items()):
+        table.add_row(fp, metric, f"{n:,}", f"{total / n:.3f}")
+    console.print(table)
+
+
+@app.command("report")
+def report(
+    ctx: typer.Context,
+    since: Annotated[str, typer.Option(help="Oldest trace time ('7d' = 7 days ago, 'now', or ISO 8601).")] = "7d",
+    until: Annotated[str, typer.Option(help="Newest trace time (exclusive).")] = "now",
+    retriever: Annotated[str | None, typer.Option(help="Only this retriever name.", show_default=False)] = None,
+    variant: Annotated[str | None, typer.Option(
+        help="Only this variant: production, shadow or canary.", show_default=False)] = None,
+    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Stored scores per judge fingerprint, metric and stratum ('*' = all strata). Fingerprints are never pooled."""
+    if output not in ("table", "json"):
+        raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    from ragmon.score.report import score_report
+    from ragmon.store import ClickHouseStore
+
+    now = datetime.now(UTC)
+    start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
+    store = ClickHouseStore.open(settings_of(ctx).store)
+    rows = score_report(store, start, end, retriever=retriever, variant=variant)
+    if output == "json":
+        console.print_json(json.dumps([asdict(r) for r in rows]))
+        return
+    if not rows:
+        console.print(f"no scores between {start.isoformat()} and {end.isoformat()}")
+        return
+    fingerprints = sorted({r.judge_fingerprint for r in rows})
+    for fp in fingerprints:
+        mine = [r for r in rows if r.judge_fingerprint == fp]
+        table = Table("metric", "stratum", "ok", "n/a", "failed", "mean",
+                      title=f"judge {mine[0].judge_name} · fingerprint {fp}")
+        for r in mine:
+            table.add_row(r.metric, r.category or "(none)", f"{r.n_ok:,}", f"{r.n_not_applicable:,}",
+                          f"{r.n_failed:,}", "—" if r.mean is None else f"{r.mean:.3f}")
+        console.print(table)
+    if len(fingerprints) > 1:
+        console.print(f"{len(fingerprints)} judge fingerprints in this window: their scores are not comparable; "
+                      "compare like with like.")

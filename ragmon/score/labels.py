@@ -1,0 +1,169 @@
+"""Where calibration pairs come from: human labels in the store or in a labelled file.
+
+Owns reading ``review_labels`` (joined with stored ``scores``, or with ``traces`` re-judged by a judge, which
+writes nothing) and parsing a labelled JSON/JSONL/CSV file into ``Pair``s. A malformed file raises
+``InputError`` naming the item and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ragmon.errors import InputError
+from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize, pairs_from_items
+
+
+def pairs_from_store(store: Any, *, since: datetime | None = None, until: datetime | None = None,
+                     fingerprint: str | None = None,
+                     thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
+    """Human labels joined with stored judge scores (status ok), one pair per (trace, reviewer, label)."""
+    labels = _labels(store, since, until)
+    if not labels:
+        return []
+    metric_of = {label: metric for label, (metric, _) in thresholds.items()}
+    params: dict[str, Any] = {"ids": sorted({r["trace_id"] for r in labels}), "metrics": sorted(metric_of.values())}
+    fp_filter = ""
+    if fingerprint:
+        fp_filter = "AND judge_fingerprint = {fp:String}"
+        params["fp"] = fingerprint
+    scores = store.query_rows(
+        f"SELECT trace_id, category, metric, value, judge_fingerprint, judge_name FROM {store.table('scores')} FINAL "
+        f"WHERE status = 'ok' AND trace_id IN {{ids:Array(String)}} AND metric IN {{metrics:Array(String)}} "
+        f"{fp_filter}", params)
+    by_trace: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in scores:
+        by_trace[s["trace_id"]].append(s)
+    out = []
+    for row in labels:
+        for s in by_trace.get(row["trace_id"], []):
+            for label, metric in metric_of.items():
+                if s["metric"] == metric and row.get(label) is not None:
+                    out.append(Pair(row["trace_id"], s["category"], label, int(row[label]),
+                                    binarize(label, s["value"], thresholds), s["judge_fingerprint"],
+                                    s["judge_name"], row["reviewer"], float(s["value"])))
+    return out
+
+
+def pairs_by_rejudging(store: Any, judge: Any, *, since: datetime | None = None, until: datetime | None = None,
+                       thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
+    """Human labels paired with a fresh verdict of ``judge`` on the labelled traces (nothing is written)."""
+    from ragmon.store import SELECT_TRACE_COLUMNS, row_to_trace
+
+    labels = _labels(store, since, until)
+    if not labels:
+        return []
+    rows = store.query_rows(
+        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL WHERE trace_id IN {{ids:Array(String)}}",
+        {"ids": sorted({r["trace_id"] for r in labels})})
+    traces = {r["trace_id"]: row_to_trace(r) for r in rows}
+    items = [(traces[r["trace_id"]], {k: r.get(k) for k in thresholds}, r["reviewer"])
+             for r in labels if r["trace_id"] in traces]
+    return pairs_from_items(items, judge, thresholds)
+
+
+def _labels(store: Any, since: datetime | None, until: datetime | None) -> list[dict[str, Any]]:
+    where, params = ["1"], {}
+    if since is not None:
+        where.append("labelled_at >= {since:DateTime64(3, 'UTC')}")
+        params["since"] = since
+    if until is not None:
+        where.append("labelled_at < {until:DateTime64(3, 'UTC')}")
+        params["until"] = until
+    return store.query_rows(
+        f"SELECT trace_id, reviewer, answer_correct, grounded, citations_supported, refusal_appropriate "
+        f"FROM {store.table('review_labels')} FINAL WHERE {' AND '.join(where)}", params)
+
+
+_TRUE = {"1", "true", "yes", "y", "t"}
+_FALSE = {"0", "false", "no", "n", "f"}
+
+
+def load_label_file(path: Path, judge: Any = None,
+                    thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
+    """Pairs from a labelled file. Two shapes, told apart per item:
+
+    * judged pairs — ``trace_id, label, human, judge`` (+ optional ``category``, ``judge_fingerprint``,
+      ``judge_name``): a human and a judge verdict already side by side (CSV or JSON);
+    * labelled traces — ``{"trace": {trace.v1…}, "labels": {"grounded": true, …}, "reviewer": "…"}``: the
+      given ``judge`` judges each trace now (JSON or JSON Lines only).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the labels file ({exc}); pass a UTF-8 JSON, JSONL or CSV file") from None
+    records = _records(path, text)
+    pairs: list[Pair] = []
+    traced: list[tuple[dict[str, Any], Mapping[str, Any], str]] = []
+    for n, rec in enumerate(records, start=1):
+        where = f"{path}: item {n}"
+        if not isinstance(rec, dict):
+            raise InputError(f"{where}: expected an object, got {type(rec).__name__}")
+        if "trace" in rec:
+            trace, labels = rec.get("trace"), rec.get("labels")
+            if not isinstance(trace, dict) or not isinstance(labels, dict):
+                raise InputError(f"{where}: 'trace' and 'labels' must both be objects")
+            from ragmon.contracts.trace import Trace
+
+            try:
+                Trace.model_validate(trace)
+            except Exception as exc:  # noqa: BLE001 - pydantic's message names the field
+                raise InputError(f"{where}: 'trace' is not a valid trace.v1: {str(exc).splitlines()[1:3]}") from None
+            unknown = set(labels) - set(thresholds) - {"answer_correct"}
+            if unknown:
+                raise InputError(f"{where}: unknown label(s) {sorted(unknown)}; known: {sorted(thresholds)}")
+            parsed = {k: _flag(v, f"{where}: labels.{k}") for k, v in labels.items() if v is not None}
+            traced.append((trace, parsed, str(rec.get("reviewer") or "")))
+            continue
+        for key in ("trace_id", "label", "human", "judge"):
+            if rec.get(key) in (None, ""):
+                raise InputError(f"{where}: missing '{key}' (judged pairs need trace_id, label, human, judge)")
+        label = str(rec["label"])
+        if label not in thresholds:
+            raise InputError(f"{where}: label {label!r} is not one of {sorted(thresholds)}")
+        pairs.append(Pair(str(rec["trace_id"]), str(rec.get("category") or ""), label,
+                          _flag(rec["human"], f"{where}: human"), _flag(rec["judge"], f"{where}: judge"),
+                          str(rec.get("judge_fingerprint") or "file"), str(rec.get("judge_name") or ""),
+                          str(rec.get("reviewer") or "")))
+    if traced:
+        if judge is None:
+            raise InputError(f"{path}: labelled traces need a judge to judge them")
+        pairs.extend(pairs_from_items(traced, judge, thresholds))
+    return pairs
+
+
+def _records(path: Path, text: str) -> list[Any]:
+    if path.suffix.lower() == ".csv":
+        return list(csv.DictReader(io.StringIO(text)))
+    stripped = text.strip()
+    if not stripped:
+        raise InputError(f"{path}: the labels file is empty")
+    if stripped.startswith("["):
+        try:
+            return json.loads(stripped)
+        except ValueError as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+    out = []
+    for n, line in enumerate(stripped.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as exc:
+                raise InputError(f"{path}: line {n} is not valid JSON ({exc}); use a JSON array, JSONL or CSV") from None
+    return out
+
+
+def _flag(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return int(value.strip().lower() in _TRUE)
+    raise InputError(f"{where}: expected 0/1 or true/false, got {value!r}")
