@@ -100,7 +100,8 @@ def api_router(ctx: ReviewContext) -> APIRouter:
                           load_verdicts(ctx.store, trace_id) if revealed else [], who.username)
 
     @router.put("/weeks/{week}/items/{trace_id}/label", response_model=LabelOut,
-                responses={403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
+                responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
+                           403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
                            410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."},
                            422: {"model": ErrorOut, "description": "The label is not valid for this item."}},
                 summary="Store (or replace) the caller's label of an item")

@@ -196,4 +196,4 @@ class ItemOut(BaseModel):
 
 
 class ErrorOut(BaseModel):
-    detail: str
+    detail: str | list[Any] = Field(description="What was wrong (a list of field problems for invalid bodies).")
