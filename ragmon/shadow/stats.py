@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from ragmon.drift import stats as drift_stats
+
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
 #: resample in blocks so memory stays near this many float64 values whatever the sample size
@@ -133,16 +135,17 @@ def paired_difference(
 def distribution_shift(baseline: Sequence[float], candidate: Sequence[float]) -> ShiftResult | None:
     """KS and Wasserstein between the two samples (non-finite values dropped); None if either is empty.
 
-    Thin on purpose: the statistics themselves belong to the drift package, and this delegates to it.
+    Thin on purpose: the statistics are the drift package's (the same KS and Wasserstein the drift checks
+    use, with the asymptotic KS p-value); the Wasserstein distance here is raw, in score units.
     """
     b, c = _finite(baseline), _finite(candidate)
     if b.size == 0 or c.size == 0:
         return None
-    ks = sps.ks_2samp(b, c)
+    d, p_value = drift_stats.ks_2samp(b, c)
     return ShiftResult(
         n_baseline=int(b.size),
         n_candidate=int(c.size),
-        ks_statistic=float(ks.statistic),
-        ks_p_value=float(ks.pvalue),
-        wasserstein=float(sps.wasserstein_distance(b, c)),
+        ks_statistic=d,
+        ks_p_value=p_value,
+        wasserstein=drift_stats.wasserstein(b, c),
     )

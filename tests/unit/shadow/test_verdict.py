@@ -1,0 +1,77 @@
+"""Verdict rules: no thresholds → hold; each threshold rejects, passes or holds as documented; worst wins."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmon.shadow.result import QualityDelta, Verdict
+from ragmon.shadow.stats import PairedDifferenceResult, SignTestResult
+from ragmon.shadow.verdict import EXIT_CODES, Thresholds, combine, decide, parse_quality_drops
+
+
+def q(metric: str, mean: float, low: float, high: float, n: int = 100, fp: str = "fp1") -> QualityDelta:
+    r = PairedDifferenceResult(n, 0.5, 0.5 + mean, mean, low, high, 0.95, 2000, 0, SignTestResult(0, 0, n, 1.0))
+    return QualityDelta(metric, "judge", fp, r)
+
+
+def run(t: Thresholds, **kw) -> Verdict:
+    args = {"pairs": 500, "overlap": 0.6, "k": 10, "latency_p95_delta_ms": 5.0, "error_rate_delta": 0.0,
+            "quality": ()}
+    args.update(kw)
+    return decide(t, **args)
+
+
+def test_no_thresholds_is_hold_and_says_so():
+    v = run(Thresholds())
+    assert v.decision == "hold" and "no thresholds given" in v.reasons[0]
+
+
+def test_point_thresholds():
+    assert run(Thresholds(min_overlap=0.5)).decision == "promote"
+    v = run(Thresholds(min_overlap=0.7))
+    assert v.decision == "reject" and "overlap@10 0.600" in v.reasons[0]
+    assert run(Thresholds(max_latency_p95_delta_ms=4.0)).decision == "reject"
+    assert run(Thresholds(max_latency_p95_delta_ms=10.0)).decision == "promote"
+    assert run(Thresholds(max_latency_p95_delta_ms=10.0), latency_p95_delta_ms=None).decision == "hold"
+    assert run(Thresholds(max_error_rate_delta=0.01), error_rate_delta=0.02).decision == "reject"
+
+
+def test_min_pairs_holds_and_alone_never_promotes():
+    assert run(Thresholds(min_pairs=1000, min_overlap=0.1)).decision == "hold"
+    v = run(Thresholds(min_pairs=100))
+    assert v.decision == "hold" and "no other threshold" in v.reasons[0]
+    assert run(Thresholds(min_overlap=0.1), pairs=0).decision == "hold"
+
+
+def test_quality_uses_the_interval():
+    t = Thresholds(max_quality_drop={"faithfulness": 0.02})
+    assert run(t, quality=(q("faithfulness", -0.10, -0.14, -0.06),)).decision == "reject"
+    assert run(t, quality=(q("faithfulness", 0.01, -0.01, 0.03),)).decision == "promote"
+    held = run(t, quality=(q("faithfulness", -0.02, -0.05, 0.01),))
+    assert held.decision == "hold" and "inconclusive" in held.reasons[0]
+    missing = run(t, quality=(q("relevance", 0.0, -0.01, 0.01),))
+    assert missing.decision == "hold" and "faithfulness" in missing.reasons[0]
+    # two fingerprints are judged separately: one clear failure rejects
+    both = run(t, quality=(q("faithfulness", 0.0, -0.01, 0.01, fp="a"), q("faithfulness", -0.2, -0.3, -0.1, fp="b")))
+    assert both.decision == "reject"
+
+
+def test_combine_and_exit_codes():
+    p, h, r = Verdict("promote", ()), Verdict("hold", ()), Verdict("reject", ())
+    assert combine([p, p], ["a", "b"]).decision == "promote"
+    assert combine([p, h], ["a", "b"]).decision == "hold"
+    v = combine([p, h, r], ["a", "b", "c"])
+    assert v.decision == "reject" and "c" in v.reasons[0]
+    assert combine([], []).decision == "hold"
+    assert EXIT_CODES == {"promote": 0, "reject": 1, "hold": 4}
+
+
+def test_threshold_validation_and_parsing():
+    assert parse_quality_drops(["faithfulness=0.02", " ndcg_at_k = 0.1"]) == {"faithfulness": 0.02, "ndcg_at_k": 0.1}
+    for bad in ("faithfulness", "=0.1", "x=-1", "x=abc", "x=nan"):
+        with pytest.raises(ValueError, match="METRIC=X"):
+            parse_quality_drops([bad])
+    with pytest.raises(ValueError, match="min_overlap"):
+        Thresholds(min_overlap=1.5)
+    with pytest.raises(ValueError, match="min_pairs"):
+        Thresholds(min_pairs=0)
