@@ -108,7 +108,7 @@ def select(
                          now=datetime.now(UTC), dry_run=dry_run)
     if result.already_selected:
         console.print(f"{week} was already selected (seed {result.seed}, {len(result.items)} items): nothing changed",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
         return
     if not result.items:
         raise fail(f"{week} has no production traces stored; nothing selected (check the week, or that ingest ran)")
@@ -120,7 +120,8 @@ def select(
     console.print(table)
     what = "would select (dry run, nothing written)" if dry_run else "selected and queued"
     console.print(f"{what}: {len(result.items)} traces, seed {result.seed}"
-                  f"{f', at least {result.min_per_stratum} per stratum' if result.stratified else ''}", highlight=False)
+                  f"{f', at least {result.min_per_stratum} per stratum' if result.stratified else ''}", highlight=False,
+                  soft_wrap=True)
 
 
 @app.command("status")
@@ -162,7 +163,7 @@ def export(
     store = ClickHouseStore.open(settings.store)
     result = export_golden(store, golden, week=week)
     console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     for cid, why in result.skipped.items():
         err_console.print(f"skipped {cid}: {why}", highlight=False, markup=False)
     if result.skipped:
