@@ -54,7 +54,6 @@ SELECT
     concat({run:String}, '-', toString({seed:UInt64}), '-', toString(number)) AS trace_id,
     trace_id AS query_id,
     fromUnixTimestamp64Milli({start_ms:Int64} + toInt64(rand64((number, 1)) % {span_ms:UInt64}), 'UTC') AS ts,
-    splitByChar('@', {retrievers:Array(String)}[1 + rand((number, 2)) % length({retrievers:Array(String)})]) AS rv,
     rv[1], rv[2], {variant:String}, {snapshot:String},
     {strata:Array(String)}[1 + rand((number, 3)) % length({strata:Array(String)})],
     'synthetic question',
@@ -69,6 +68,7 @@ SELECT
     now64(3, 'UTC')
 FROM (
     SELECT number,
+        splitByChar('@', {retrievers:Array(String)}[1 + rand((number, 2)) % length({retrievers:Array(String)})]) AS rv,
         randNormal({score_mean:Float64} + {shift:Float64}, {score_sd:Float64}, (number, 10)) AS level,
         if(rand((number, 11)) % 10000 < {empty:UInt32}, CAST([] AS Array(UInt32)), range(1, {k:UInt32} + 1)) AS idx
     FROM numbers({n:UInt64})
