@@ -118,6 +118,10 @@ def _register() -> None:
 
     app.command("ingest")(ingest_cmd.ingest)
 
+    from ragmon.cli import drift_cmd
+
+    app.add_typer(drift_cmd.app, name="drift")
+
     from ragmon.cli import calibrate_cmd, score_cmd
 
     app.add_typer(score_cmd.app, name="score")
