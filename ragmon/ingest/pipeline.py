@@ -54,6 +54,7 @@ class IngestStats:
     batches: int = 0
     retries: int = 0
     commits: int = 0
+    revocations: int = 0
 
 
 class IngestPipeline:
@@ -153,6 +154,11 @@ class IngestPipeline:
                     closer()
                 except Exception:  # noqa: BLE001
                     log.exception("error while closing")
+
+    @property
+    def paused(self) -> bool:
+        """True while consumption is paused because a batch could not be written."""
+        return self._paused
 
     def idle(self) -> bool:
         """Nothing buffered, nothing waiting for a write, every consumed offset committed."""
@@ -339,6 +345,7 @@ class IngestPipeline:
             self._in_revoke = False
 
     def _revoke(self, parts: set[Partition]) -> dict[Partition, int]:
+        self.stats.revocations += 1
         ok = True
         for batch in [b for b in (self._sealed, None) if b is not None] + [self._batch]:
             if batch is self._batch:

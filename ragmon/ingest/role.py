@@ -63,6 +63,8 @@ def build_ingest(settings: Settings, store: Any, telemetry: Telemetry, health: H
     health.add_liveness("ingest_loop", heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll"))
 
     def store_ready() -> tuple[bool, str]:
+        if pipeline.paused:
+            return False, f"writes failing, consumption paused: {pipeline.last_error}"
         try:
             store.ping()
         except Exception as exc:  # noqa: BLE001 - reported, not raised

@@ -1,0 +1,120 @@
+"""OTLP input: real SDK spans, real OTLP encoder, split across messages, assembled into traces."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmon.contracts.decode import Rejection
+from ragmon.ingest.offsets import OffsetLedger, release_trace
+from ragmon.ingest.otlp import Span, detect_format, parse_otlp
+from ragmon.ingest.otlp_assembly import OtlpAssembler
+from ragmon.ingest.source import RawMessage
+from tests.support.otel_spans import otlp_messages, rag_spans
+from tests.unit.ingest.conftest import trace_bytes
+
+T = "otel.spans"
+
+
+@pytest.mark.parametrize("encoding", ["proto", "json_format", "otlp_json"])
+def test_spans_split_across_messages_become_one_trace_per_query(rig, encoding):
+    spans = rag_spans(5)
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, otlp_messages(spans, 2, encoding))  # 15 spans in 8 messages: traces straddle messages
+    r.drive(10)
+    rows = {row["query_id"]: row for row in r.writer.rows}
+    assert sorted(rows) == [f"q{i}" for i in range(5)]
+    row = rows["q3"]
+    assert row["question"] == "How do I reset my password? (q3)"
+    assert row["answer"] == "Use the reset link on the sign-in page."
+    assert row["retrieved_chunk_ids"] == ["kb@c0", "kb@c1", "kb@c2"]
+    assert row["retrieved_scores"] == [0.9, 0.8, 0.7]
+    assert row["retrieved_doc_ids"] == ["kb", "kb", "kb"] and row["retrieved_doc_versions"] == ["7", "7", "7"]
+    assert row["retrieved_texts"][0] == "Passage 0 about passwords."
+    assert (row["model_name"], row["tokens_prompt"], row["tokens_completion"]) == ("gen-1", 120, 24)
+    assert row["retriever_name"] == "hybrid-retriever" and row["retriever_version"] == "v3"
+    assert row["category"] == "account"
+    assert set(row["latency_ms"]) == {"total", "retrieve", "generate"}
+    assert row["trace_id"] == format(spans[3 * 3 + 2].context.trace_id, "032x")  # q3 root
+    assert r.source.committed == {(T, 0): 8}
+    assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 0
+
+
+def test_no_commit_past_a_message_whose_trace_is_still_assembling(rig):
+    spans = rag_spans(2)  # finish order: r0 l0 root0 r1 l1 root1
+    msgs = otlp_messages(spans, 1, "proto")
+    r = rig(max_batch_rows=100, otlp_assembly_wait_seconds=30)
+    r.source.append(T, 0, msgs[:4])  # trace 0 complete; trace 1 has only its retriever span
+    r.drive(10)
+    assert [row["query_id"] for row in r.writer.rows] == ["q0"]
+    assert r.source.committed == {(T, 0): 3}, "offset 3 holds a span of a trace still being assembled"
+    r.source.append(T, 0, msgs[4:])
+    r.drive(10)
+    assert [row["query_id"] for row in r.writer.rows] == ["q0", "q1"]
+    assert r.source.committed == {(T, 0): 6}
+
+
+def test_a_trace_without_its_root_is_dropped_at_the_deadline_and_counted(rig):
+    spans = rag_spans(2)
+    msgs = otlp_messages(spans, 1, "proto")
+    r = rig(max_batch_rows=100, otlp_assembly_wait_seconds=2)
+    r.source.append(T, 0, msgs[:3] + msgs[3:5])  # trace 1's root never arrives
+    r.drive(20)
+    assert [row["query_id"] for row in r.writer.rows] == ["q0"]
+    assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 1
+    assert r.source.committed == {(T, 0): 5}, "dropped explicitly: its messages may be committed"
+
+
+def test_a_root_alone_is_complete_by_the_rule(rig):
+    spans = rag_spans(1)  # retriever, llm, root
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, [otlp_messages(spans, 1, "proto")[2]])  # children never sent: invisible to the rule
+    r.drive(5)
+    assert len(r.writer.rows) == 1 and r.writer.rows[0]["retrieved_chunk_ids"] == []
+
+
+def test_a_dangling_parent_keeps_the_trace_waiting_then_it_is_emitted_marked_incomplete():
+    ledger = OffsetLedger()
+    assembler = OtlpAssembler(wait_seconds=5, max_pending=10)
+    root = Span("a" * 32, "1" * 16, "", "rag", 0, 10, {"input.value": "q?"}, "")
+    orphan = Span("a" * 32, "3" * 16, "2" * 16, "embed", 1, 2, {}, "")  # its parent span 22… never arrives
+    out = assembler.add(RawMessage(T, 0, 0, b""), [root, orphan], ledger, now=0.0)
+    assert out == [] and assembler.pending() == 1
+    assert ledger.committable() == {}
+    (item,) = assembler.expire(now=5.0)
+    assert item.outcome == "timed_out_emitted" and b'"ragmon.otlp.incomplete": "true"' in item.document
+    release_trace(item.entries)
+    assert ledger.committable() == {(T, 0): 1}
+
+
+def test_memory_bound_evicts_the_oldest_pending_trace(rig):
+    spans = rag_spans(3)
+    msgs = otlp_messages(spans, 1, "proto")
+    r = rig(max_batch_rows=100, otlp_max_pending_traces=1, otlp_assembly_wait_seconds=60)
+    r.source.append(T, 0, [msgs[0], msgs[3], msgs[6]])  # three traces' retriever spans only
+    r.drive(3)
+    assert r.pipeline.assembler.pending() == 1
+    assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "evicted_no_root"}) == 2
+
+
+def test_auto_format_mixes_native_and_otlp_and_rejects_garbage(rig):
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, otlp_messages(rag_spans(1), 3, "proto") + [trace_bytes(trace_id="native-1")] +
+                    [b"\x0a\x05garbage-protobuf", b'{"resourceSpans": 5}'])
+    r.drive(10)
+    assert sorted(row["trace_id"] for row in r.writer.rows)[1] == "native-1"
+    assert [d.reason for d in r.dlq.letters] == ["invalid_otlp", "invalid_otlp"]
+
+
+def test_detect_format():
+    assert detect_format(b'  {"trace_id": "x"}') == "native"
+    assert detect_format(b'{"resourceSpans": []}') == "otlp_json"
+    assert detect_format(otlp_messages(rag_spans(1), 3, "proto")[0]) == "otlp_proto"
+    assert detect_format(b"") == "native"
+
+
+def test_parse_never_raises_on_hostile_input():
+    for data in (b"", b"\x0a", b"\x0a\xff\xff\xff\xff\x0f", b"[]", b'{"resourceSpans": [{"scopeSpans": 1}]}',
+                 b"\x00" * 100, b"{" * 10_000):
+        for fmt in ("otlp_proto", "otlp_json"):
+            result = parse_otlp(data, fmt, max_bytes=1_000_000)
+            assert isinstance(result, list | Rejection)

@@ -1,0 +1,138 @@
+"""Redaction, batch limits, the dedup token and the offset ledger's commit rule."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragmon.config import IngestSettings
+from ragmon.contracts.decode import decode_trace
+from ragmon.ingest.batcher import Batch, BatchLimits
+from ragmon.ingest.offsets import OffsetLedger, release_trace
+from ragmon.ingest.redact import Redactor
+from ragmon.store.trace_rows import SourcePosition
+from tests.conftest import make_trace
+
+DEFAULTS = IngestSettings()
+
+
+def decoded(**overrides):
+    return decode_trace(json.dumps(make_trace(**overrides)).encode())
+
+
+# -- redaction ------------------------------------------------------------------------------------------------
+
+def test_default_patterns_redact_email_and_phone_in_question_and_answer_and_count_them():
+    red = Redactor(DEFAULTS.redact_patterns, DEFAULTS.redact_fields)
+    t = decoded(question="I am bob.smith+x@mail.example.org, call +1 (415) 555-0100", answer="mail a@b.co").trace
+    out = red.trace(t)
+    assert out.question == "I am [REDACTED:email], call [REDACTED:phone]"
+    assert out.answer == "mail [REDACTED:email]"
+    assert red.take_counts() == {"email": 2, "phone": 1}
+    assert red.take_counts() == {}
+
+
+def test_fields_not_listed_are_untouched_and_clean_traces_are_returned_as_is():
+    red = Redactor(DEFAULTS.redact_patterns, ["question"])
+    t = decoded(question="nothing here", answer="write to x@y.com").trace
+    assert red.trace(t) is t
+    t2 = decoded(retrieved=[{"chunk_id": "c", "score": 1.0, "rank": 1, "text": "x@y.com"}]).trace
+    assert red.trace(t2).retrieved[0].text == "x@y.com"
+
+
+def test_retrieved_text_and_quotes_when_configured():
+    red = Redactor({"email": DEFAULTS.redact_patterns["email"]}, ["retrieved_text", "quotes"])
+    t = decoded(retrieved=[{"chunk_id": "c", "score": 1.0, "rank": 1, "text": "ask x@y.com"}],
+                citations=[{"sentence": 0, "chunk_id": "c", "quote": "x@y.com"}]).trace
+    out = red.trace(t)
+    assert out.retrieved[0].text == "ask [REDACTED:email]" and out.citations[0].quote == "[REDACTED:email]"
+
+
+def test_unknown_field_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown redact field"):
+        Redactor({}, ["questions"])
+
+
+@given(st.text(alphabet=st.sampled_from("ab@.c+1234567890 ()-x"), max_size=120))
+def test_redaction_leaves_no_match_behind(text):
+    red = Redactor(DEFAULTS.redact_patterns, DEFAULTS.redact_fields)
+    cleaned = red.text(text).replace("[REDACTED:email]", "\x00").replace("[REDACTED:phone]", "\x00")
+    for pattern in DEFAULTS.redact_patterns.values():
+        assert re.search(pattern, cleaned) is None
+
+
+# -- batch limits and the dedup token -------------------------------------------------------------------------
+
+def _batch(rows=10, bytes_=10_000_000, wait=1.0):
+    return Batch(BatchLimits(rows, bytes_, wait), opened_at=0.0)
+
+
+def _fill(batch, ids, partition=0, start=0):
+    ledger = OffsetLedger()
+    for i, tid in enumerate(ids):
+        d = decoded(trace_id=tid)
+        e = ledger.track(("t", partition), start + i, 1)
+        batch.add_trace(d.trace, SourcePosition("t", partition, start + i), d.size_bytes, [e])
+    return batch
+
+
+def test_batch_is_full_at_max_rows_or_max_bytes_and_due_after_max_wait():
+    b = _fill(_batch(rows=3), ["a", "b"])
+    assert not b.full() and not b.due(0.5)
+    assert b.due(1.0)
+    _fill(b, ["c"])
+    assert b.full()
+    small = _fill(_batch(bytes_=2_000), ["a", "b"])
+    assert small.full()
+    assert not _batch().due(100.0), "an empty batch is never due"
+
+
+def test_dedup_token_is_stable_for_a_batch_and_differs_between_batches():
+    a1 = _fill(_batch(), ["a", "b", "c"])
+    a2 = _fill(_batch(), ["a", "b", "c"])
+    assert a1.dedup_token() == a2.dedup_token()
+    assert "t/0/0-2" in a1.dedup_token()
+    assert _fill(_batch(), ["a", "b", "c"], start=3).dedup_token() != a1.dedup_token()   # other offsets
+    assert _fill(_batch(), ["a", "b", "x"]).dedup_token() != a1.dedup_token()            # other rows
+    assert _fill(_batch(), ["a", "b", "c"], partition=1).dedup_token() != a1.dedup_token()
+
+
+# -- the ledger ---------------------------------------------------------------------------------------------
+
+def test_committable_is_the_closed_prefix():
+    L = OffsetLedger()
+    p = ("t", 0)
+    e = [L.track(p, i, 1) for i in range(4)]
+    release_trace([e[0]])
+    release_trace([e[2]])
+    assert L.committable() == {p: 1}
+    release_trace([e[1]])
+    assert L.committable() == {p: 3}
+    L.mark_committed({p: 3})
+    assert L.committable() == {}
+    release_trace([e[3]])
+    assert L.committable() == {p: 4}
+
+
+def test_a_commit_never_lands_inside_a_stored_trace():
+    """Trace A uses messages 0 and 1; trace B uses 1 and 2. A is stored, B still assembling: committing 1 would
+    make a restart re-read message 1 alone and rebuild A from half its spans. The ledger keeps 0 open."""
+    L = OffsetLedger()
+    p = ("t", 0)
+    m0, m1, m2 = L.track(p, 0, 1), L.track(p, 1, 2), L.track(p, 2, 1)
+    release_trace([m0, m1])  # A stored
+    assert L.committable() == {}
+    release_trace([m1, m2])  # B stored
+    assert L.committable() == {p: 3}
+
+
+def test_messages_without_obligations_are_committable_at_once():
+    L = OffsetLedger()
+    p = ("t", 0)
+    L.track(p, 0, 0)
+    L.track(p, 1, 0)
+    assert L.committable() == {p: 2}
