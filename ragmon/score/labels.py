@@ -109,12 +109,11 @@ def load_label_file(path: Path, judge: Any = None,
             trace, labels = rec.get("trace"), rec.get("labels")
             if not isinstance(trace, dict) or not isinstance(labels, dict):
                 raise InputError(f"{where}: 'trace' and 'labels' must both be objects")
-            from ragmon.contracts.trace import Trace
+            from ragmon.contracts.decode import Rejection, decode_trace
 
-            try:
-                Trace.model_validate(trace)
-            except Exception as exc:  # noqa: BLE001 - pydantic's message names the field
-                raise InputError(f"{where}: 'trace' is not a valid trace.v1: {str(exc).splitlines()[1:3]}") from None
+            decoded = decode_trace(json.dumps(trace).encode("utf-8"))
+            if isinstance(decoded, Rejection):
+                raise InputError(f"{where}: 'trace' is not a valid trace.v1 ({decoded.reason}: {decoded.detail})")
             unknown = set(labels) - set(thresholds) - {"answer_correct"}
             if unknown:
                 raise InputError(f"{where}: unknown label(s) {sorted(unknown)}; known: {sorted(thresholds)}")
