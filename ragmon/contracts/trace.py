@@ -49,6 +49,7 @@ class Retriever(_Strict):
     version: Label = Field("", description="Retriever version: code plus embedding model; drift is tracked per version.")
     variant: Variant = Field(
         Variant.production,
+        strict=False,  # lax for enums only means their string values are accepted from Python dicts too
         description="'production' answers users; 'shadow' runs on the same query without answering; 'canary' "
         "is a small live slice. Shadow twins share the production trace's query_id.",
     )
@@ -145,7 +146,7 @@ class Trace(_Strict):
     )
     context: Context = Field(default_factory=Context, description="What was actually passed to the model.")
     answer: str = Field("", max_length=200_000, description="The generated answer (redacted before storage).")
-    behaviour: Behaviour = Field(Behaviour.answer, description="What the system did: answer, refuse, clarify or route.")
+    behaviour: Behaviour = Field(Behaviour.answer, strict=False, description="What the system did: answer, refuse, clarify or route.")
     citations: list[Citation] = Field(default_factory=list, max_length=1000, description="Citations in the answer.")
     model: Model = Field(default_factory=Model, description="Generator model.")
     prompt: Prompt = Field(default_factory=Prompt, description="Prompt template.")

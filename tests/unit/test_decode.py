@@ -316,6 +316,21 @@ def test_wrong_values_in_nested_fields_agree(doc: dict[str, Any], field: str, va
     assert_agree(encode(doc))
 
 
+@FUZZ
+@given(mutated_traces())
+def test_model_validate_of_a_parsed_dict_agrees_with_model_validate_json(mutation: tuple[dict[str, Any], str, tuple]):
+    """Callers that already hold a parsed document (labels files, exports) get the same verdict as from bytes."""
+    doc, _, _ = mutation
+    raw = encode(doc)
+    try:
+        from_dict: Trace | None = Trace.model_validate(json.loads(raw))
+    except ValidationError:
+        from_dict = None
+    assert (from_dict is not None) == model_accepts(raw)
+    if from_dict is not None:
+        assert from_dict == Trace.model_validate_json(raw)
+
+
 # -- round trips, unknown fields, size ------------------------------------------------------------------------
 
 
