@@ -353,3 +353,33 @@ def test_dead_letters_carry_reason_headers_while_valid_neighbours_are_stored(kaf
         assert h["producer"] == b"test"
     for reason in reasons:
         assert run.metric("ragmon_ingest_dead_letters_total", {"reason": reason}) == 1
+
+
+# -- (e) OTLP from the real OpenTelemetry SDK ------------------------------------------------------------------
+
+def test_otlp_spans_from_the_real_sdk_split_across_messages_land_as_traces(kafka_bootstrap, new_topic, store):
+    from tests.support.otel_spans import otlp_messages, rag_spans
+
+    topic = new_topic(1)  # one partition per trace, as the Collector's partition_traces_by_id gives
+    group = f"g-{topic}"
+    proto_spans, json_spans, orphan_spans = rag_spans(40, prefix="p"), rag_spans(40, prefix="j"), rag_spans(1)
+    messages = (otlp_messages(proto_spans, 4, "proto") + otlp_messages(json_spans, 5, "otlp_json")
+                + otlp_messages(orphan_spans[:2], 2, "proto"))  # the last trace's root never arrives
+    produce(kafka_bootstrap, topic, messages, partitions=1)
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group), otlp_assembly_wait_seconds=1.0)
+    try:
+        wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(messages),
+                 60, "all OTLP messages handled")
+    finally:
+        run.close()
+    rows = store.query_rows(
+        f"SELECT query_id, question, answer, retrieved_chunk_ids, retrieved_scores, model_name, tokens_prompt, "
+        f"tokens_completion, latency_ms, attributes FROM {store.table('traces')} FINAL")
+    assert sorted(r["query_id"] for r in rows) == sorted([f"p{i}" for i in range(40)] + [f"j{i}" for i in range(40)])
+    j7 = next(r for r in rows if r["query_id"] == "j7")
+    assert j7["question"] == "How do I reset my password? (j7)" and j7["answer"].startswith("Use the reset link")
+    assert list(j7["retrieved_chunk_ids"]) == ["kb@c0", "kb@c1", "kb@c2"]
+    assert list(j7["retrieved_scores"]) == [0.9, 0.8, 0.7]
+    assert (j7["model_name"], j7["tokens_prompt"], j7["tokens_completion"]) == ("gen-1", 120, 24)
+    assert j7["attributes"]["service.name"] == "rag-app" and j7["attributes"]["otel.span_count"] == "3"
+    assert run.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 1
