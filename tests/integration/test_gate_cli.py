@@ -66,6 +66,17 @@ def gate(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def gate_in_process(cwd: Path, *args: str | Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The same command through typer's CliRunner: for the many error paths, without a process start each."""
+    from typer.testing import CliRunner
+
+    from ragmon.cli.app import app
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the gate puts the working directory on the path
+    return CliRunner().invoke(app, ["gate", *map(str, args)])
+
+
 @pytest.fixture
 def fixed(tmp_path: Path) -> str:
     (tmp_path / "fixed_retriever.py").write_text(FIXED_RETRIEVER, encoding="utf-8")
@@ -106,7 +117,10 @@ def test_artifact_records_git_revision_of_working_directory(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     code = json.loads(Path(json.loads(done.stdout)["artifact"]).read_text())["code"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    assert code["git_commit"] == head and isinstance(code["git_dirty"], bool)
+    if head:
+        assert code["git_commit"] == head and isinstance(code["git_dirty"], bool)
+    else:  # an exported tree without .git: recorded as unknown, not invented
+        assert code["git_commit"] is None and code["git_dirty"] is None
 
 
 def test_fail_in_one_stratum_only(tmp_path: Path, fixed: str) -> None:
@@ -158,13 +172,24 @@ def test_optional_thresholds_gate_too(tmp_path: Path, fixed: str) -> None:
          ["case #1 (no id)", "id: Field required", "colour: Extra inputs are not permitted"]),
     ],
 )  # fmt: skip
-def test_malformed_golden_file_names_case_and_field(tmp_path: Path, fixed: str, cases: list[Any], expected: list[str]) -> None:
+def test_malformed_golden_file_names_case_and_field(
+    tmp_path: Path, fixed: str, cases: list[Any], expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     golden = golden_file(tmp_path / "bad.json", cases)
-    done = gate(tmp_path, golden, "--retriever", fixed, "--k", "3", *THRESHOLDS, "--out", tmp_path / "runs")
-    assert done.returncode == 2, done.stdout + done.stderr
+    done = gate_in_process(tmp_path, golden, "--retriever", fixed, "--k", "3", *THRESHOLDS, "--out",
+                           tmp_path / "runs", monkeypatch=monkeypatch)  # fmt: skip
+    assert done.exit_code == 2, done.output
     for text in expected:
         assert text in done.stderr
-    assert "Traceback" not in done.stderr and not (tmp_path / "runs").exists()
+    assert done.exception is None or isinstance(done.exception, SystemExit)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_malformed_golden_file_through_the_console_script(tmp_path: Path, fixed: str) -> None:
+    bad = [gcase("gs-1", "q", "c", ["a"]), {**gcase("gs-2", "q", "c", ["a"]), "expected_behaviour": "maybe"}]
+    done = gate(tmp_path, golden_file(tmp_path / "bad.json", bad), "--retriever", fixed, "--k", "3", *THRESHOLDS)
+    assert done.returncode == 2 and "case 'gs-2' (#2): expected_behaviour:" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -172,11 +197,13 @@ def test_malformed_golden_file_names_case_and_field(tmp_path: Path, fixed: str, 
     [("[{", "not valid JSON"), ("[]", "holds no cases"), ('{"cases": [], "sett": "dev"}', "unknown: ['sett']"),
      ('"just a string"', "must be a JSON array"), (b"\xff\xfe[]", "not UTF-8")],
 )  # fmt: skip
-def test_unreadable_golden_file(tmp_path: Path, fixed: str, content: str | bytes, expected: str) -> None:
+def test_unreadable_golden_file(
+    tmp_path: Path, fixed: str, content: str | bytes, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    done = gate(tmp_path, path, "--retriever", fixed, "--k", "3", *THRESHOLDS)
-    assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr
+    done = gate_in_process(tmp_path, path, "--retriever", fixed, "--k", "3", *THRESHOLDS, monkeypatch=monkeypatch)
+    assert done.exit_code == 2 and expected in done.stderr, done.output
 
 
 def test_retriever_that_raises_or_returns_garbage_on_one_case(tmp_path: Path, fixed: str) -> None:
@@ -253,10 +280,12 @@ def test_compare_same_and_different_golden_versions(tmp_path: Path, fixed: str) 
         (["--k", "3", *THRESHOLDS, "--set", "release"], "--set release but"),
     ],
 )
-def test_usage_errors_exit_2(tmp_path: Path, fixed: str, args: list[str], expected: str) -> None:
+def test_usage_errors_exit_2(
+    tmp_path: Path, fixed: str, args: list[str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     golden = golden_file(tmp_path / "g.json", [gcase("c1", "good one", "s", ["a1"])])
-    done = gate(tmp_path, golden, "--retriever", fixed, *args)
-    assert done.returncode == 2 and expected in done.stderr, done.stderr
+    done = gate_in_process(tmp_path, golden, "--retriever", fixed, *args, monkeypatch=monkeypatch)
+    assert done.exit_code == 2 and expected in done.stderr, done.output
 
 
 @pytest.mark.parametrize(
@@ -264,10 +293,12 @@ def test_usage_errors_exit_2(tmp_path: Path, fixed: str, args: list[str], expect
     [("nocolon", "expected module:function"), ("no_such_module_xyz:f", "importing no_such_module_xyz failed"),
      ("fixed_retriever:nope", "has no attribute 'nope'"), ("missing.py:f", "no such file")],
 )  # fmt: skip
-def test_unloadable_retriever_exit_2(tmp_path: Path, fixed: str, spec: str, expected: str) -> None:
+def test_unloadable_retriever_exit_2(
+    tmp_path: Path, fixed: str, spec: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     golden = golden_file(tmp_path / "g.json", [gcase("c1", "good one", "s", ["a1"])])
-    done = gate(tmp_path, golden, "--retriever", spec, "--k", "3", *THRESHOLDS)
-    assert done.returncode == 2 and expected in done.stderr, done.stderr
+    done = gate_in_process(tmp_path, golden, "--retriever", spec, "--k", "3", *THRESHOLDS, monkeypatch=monkeypatch)
+    assert done.exit_code == 2 and expected in done.stderr, done.output
 
 
 def test_bare_array_needs_set_and_release_runs_are_counted(tmp_path: Path, fixed: str) -> None:
