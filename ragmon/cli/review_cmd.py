@@ -4,9 +4,7 @@ and make the credentials the ``review`` config section takes."""
 from __future__ import annotations
 
 import secrets
-import signal
 import sys
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -29,21 +27,27 @@ HostOpt = Annotated[str | None, typer.Option("--host", help="Bind address (defau
 PortOpt = Annotated[int | None, typer.Option("--port", help="HTTP port (default: server.port; 0 = any free port).",
                                              show_default=False)]
 
+NoSelectOpt = Annotated[bool, typer.Option(
+    "--no-select", help="Do not select the last complete week automatically (review.sample_size traces, hourly check; "
+    "a selected week is never changed).")]
+
 
 @app.callback()
-def review(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None) -> None:
+def review(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None, no_select: NoSelectOpt = False) -> None:
     """Serve the review UI and API at http://HOST:PORT/review/ (with /metrics and /healthz on the same port)."""
     if ctx.invoked_subcommand is None:
-        _serve(ctx, host, port)
+        _serve(ctx, host, port, not no_select)
 
 
 @app.command("serve")
-def serve_cmd(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None) -> None:
-    """Serve the review UI and JSON API (same as `ragmon review` without a subcommand). Stops on Ctrl-C/SIGTERM."""
-    _serve(ctx, host, port)
+def serve_cmd(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None, no_select: NoSelectOpt = False) -> None:
+    """Serve the review UI and JSON API (same as `ragmon review` without a subcommand). Stops on Ctrl-C/SIGTERM.
+    Also selects the last complete week's sample once it has traffic, unless --no-select."""
+    _serve(ctx, host, port, not no_select)
 
 
-def _serve(ctx: typer.Context, host: str | None, port: int | None) -> None:
+def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: bool = True) -> None:
+    from ragmon.daemon import Daemon
     from ragmon.review.role import ReviewRole
     from ragmon.server import Health, create_app, serve
     from ragmon.telemetry import Telemetry
@@ -52,7 +56,10 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None) -> None:
     store = ClickHouseStore.open(settings.store)
     telemetry = Telemetry()
     role = ReviewRole(settings.review, store, telemetry)
+    roles = role.roles()
+    daemon = Daemon(roles if auto_select else roles[:1])
     health = Health()
+    health.add_liveness("roles", daemon.liveness_check)
     health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
     app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
     handle = serve(app_, host or settings.server.host, settings.server.port if port is None else port)
@@ -61,17 +68,9 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None) -> None:
                           "are not shared between replicas", highlight=False)
     bound = host or settings.server.host
     console.print(f"review UI on http://{bound}:{handle.port}/review/ "
-                  f"({len(role.context.auth.users)} reviewers; Ctrl-C stops)", highlight=False)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+                  f"({len(role.context.auth.users)} reviewers; Ctrl-C stops)", highlight=False, soft_wrap=True)
     try:
-        while not stop.is_set():
-            try:
-                role.refresh_gauges()
-            except Exception as exc:  # noqa: BLE001 - a failed refresh is reported; the UI keeps serving
-                err_console.print(f"warning: could not refresh the review gauges: {exc}", highlight=False)
-            stop.wait(settings.review.refresh_interval_seconds)
+        daemon.run_until_signal()
     finally:
         handle.stop()
 

@@ -2,22 +2,30 @@
 port, and the gauges of the newest selected week's progress.
 
 ``ReviewRole(settings, store, telemetry).router`` is the one APIRouter (HTML pages under ``/review``, JSON API
-under ``/review/api/v1``); ``refresh_gauges()`` recomputes ``ragmon_review_items_due`` and
-``ragmon_review_items_reviewed`` (call it every ``refresh_interval_seconds``; labels also refresh it).
-Must not: select a week on its own (selection is an explicit, recorded act: ``ragmon review select``).
+under ``/review/api/v1``); ``roles()`` are the daemon loops: the gauges ``ragmon_review_items_due`` and
+``ragmon_review_items_reviewed`` every ``refresh_interval_seconds`` (labels also refresh them), and the weekly
+selection of the last complete week once it has traffic (idempotent: a selected week is never changed). The
+automatic seed is derived from ``session_secret`` and the week when a secret is set, so every replica picks the
+same sample; otherwise it is random. Either way it is recorded with the selection.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from fastapi import APIRouter
 
-from ragmon.config import ReviewSettings
+from ragmon.config import ReviewSettings, secret_value
+from ragmon.daemon import PeriodicRole
 from ragmon.review.auth import Authenticator
 from ragmon.review.queue import load_week, weeks
+from ragmon.review.selection import SelectionResult, previous_week, select_week
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 
@@ -58,3 +66,23 @@ class ReviewRole:
 
     def refresh_gauges(self) -> None:
         self.context.refresh_gauges()
+
+    def auto_select(self) -> SelectionResult:
+        """Select the last complete ISO week if it is not selected yet (a no-op otherwise)."""
+        ctx = self.context
+        now = datetime.fromtimestamp(ctx.clock(), UTC)
+        week = previous_week(now)
+        key = secret_value(ctx.settings.session_secret)
+        seed = (hmac.new(key.encode(), f"review-seed:{week}".encode(), hashlib.sha256).hexdigest()[:16]
+                if key else secrets.token_hex(8))
+        cfg = ctx.settings
+        result = select_week(ctx.store, week, cfg.sample_size, seed=seed, stratify=cfg.stratify,
+                             min_per_stratum=cfg.min_per_stratum if cfg.stratify else 0, now=now, selected_by="auto")
+        if result.written:
+            ctx.refresh_gauges()
+        return result
+
+    def roles(self, select_interval_seconds: float = 3600.0) -> list[PeriodicRole]:
+        """The review role's loops for ``Daemon``: gauges, and the weekly selection."""
+        return [PeriodicRole("review-gauges", self.context.settings.refresh_interval_seconds, self.refresh_gauges),
+                PeriodicRole("review-select", select_interval_seconds, self.auto_select)]

@@ -143,3 +143,25 @@ def test_bad_week_is_a_clear_input_error(bad):
 def test_iso_week_bounds():
     start, end = parse_week("2026-W53")
     assert start.isoformat() == "2026-12-28T00:00:00+00:00" and (end - start).days == 7
+
+
+def test_role_auto_selects_last_week_once_with_a_shared_derived_seed(store):
+    from ragmon.review.role import ReviewRole
+    from ragmon.telemetry import Telemetry
+    from tests.integration.review.support import Clock, review_settings
+
+    week, traces = week_traces(40, ["a", "b"], seed=8)
+    insert_traces(store, traces)
+    telemetry = Telemetry()
+    replica_1 = ReviewRole(review_settings(sample_size=7), store, telemetry, clock=Clock())
+    replica_2 = ReviewRole(review_settings(sample_size=7), store, Telemetry(), clock=Clock())
+    # both replicas derive the same seed from the shared session secret, so a race picks one sample
+    assert sample_week(store, week, 7, replica_1.auto_select().seed).items == sample_week(
+        store, week, 7, replica_2.auto_select().seed).items
+    first = recorded_selection(store, week)
+    assert first["selected_by"] == "auto" and first["selected"] == 7
+    again = replica_2.auto_select()
+    assert again.already_selected and not again.written
+    assert [r.name for r in replica_1.roles()] == ["review-gauges", "review-select"]
+    due = telemetry.registry.get_sample_value
+    assert sum(due("ragmon_review_items_due", {"stratum": s}) or 0 for s in ("a", "b")) == 7
