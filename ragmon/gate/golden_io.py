@@ -102,6 +102,8 @@ def _read(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be a golden set") from None
 
 
 def load_golden(path: Path) -> GoldenFile:

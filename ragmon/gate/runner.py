@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import itertools
 import math
+import numbers
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -98,7 +99,8 @@ def _item(value: object, position: int) -> tuple[str, float | None]:
     if not isinstance(chunk, str) or not chunk or len(chunk) > MAX_ID_CHARS:
         raise RetrieverOutputError(f"item {position}: chunk id must be a non-empty string of at most {MAX_ID_CHARS} chars")
     if score is not None:
-        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        # numbers.Real admits NumPy scalars (FAISS returns float32), which are not Python floats
+        if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(float(score)):
             raise RetrieverOutputError(f"item {position}: score must be a finite number, got {score!r}")
         score = float(score)
     return chunk, score  # type: ignore[return-value]

@@ -51,3 +51,10 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         load_golden(tmp_path / "nope.json")
     with pytest.raises(InputError, match="is a directory"):
         load_golden(tmp_path)
+
+
+def test_hostile_nesting_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        load_golden(path)

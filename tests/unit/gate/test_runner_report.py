@@ -7,6 +7,7 @@ import itertools
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,11 +31,12 @@ def test_accepted_shapes() -> None:
     assert normalise_output(iter(["a", "b", "c"]), 2) == (("a", "b"), None, True)
     assert normalise_output(itertools.repeat("x"), 3) == (("x", "x", "x"), None, True)  # endless: read k + 1
     assert normalise_output([], 3) == ((), None, False)
+    assert normalise_output([("a", np.float32(0.5)), ("b", np.int64(0))], 3)[1] == (0.5, 0.0)  # FAISS-style scores
 
 
 @pytest.mark.parametrize(
     "value",
-    [None, 42, "a,b", b"ab", {"a": 1}, [1, 2], [("a",)], [("a", float("nan"))], [("a", "high")], [""],
+    [None, 42, "a,b", b"ab", {"a": 1}, [1, 2], [("a",)], [("a", float("nan"))], [("a", "high")], [("a", np.float32("inf"))], [""], [7],
      [("a", 1.0), "b"], [["a", True]], ["x" * 300]],
 )  # fmt: skip
 def test_garbage_is_rejected_with_a_reason(value: Any) -> None:
