@@ -12,6 +12,8 @@ from collections import defaultdict
 
 import pytest
 import pytrec_eval
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from ragmon.metrics import (
     context_precision,
@@ -93,3 +95,23 @@ def test_context_precision_relates_to_trec_average_precision(cases, reference) -
         assert ref["num_rel"] == len(relevant)
         expected = ref["map"] * ref["num_rel"] / ref["num_rel_ret"] if ref.get("num_rel_ret") else 0.0
         assert context_precision(ranked, relevant) == pytest.approx(expected, abs=1e-9)
+
+
+_ids = st.sampled_from([f"d{i}" for i in range(15)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ids, max_size=25), st.dictionaries(_ids, st.integers(0, 3), min_size=1, max_size=10),
+       st.integers(1, 30))  # fmt: skip
+def test_hypothesis_against_trec_eval(ranked: list[str], grades: dict[str, int], k: int) -> None:
+    relevant = {d for d, g in grades.items() if g >= 1}
+    assume(relevant)
+    unique = dedupe(ranked)
+    run = {"q": {doc: float(len(unique) - r) for r, doc in enumerate(unique)}}
+    measures = {f"ndcg_cut.{k}", f"recall.{k}", f"P.{k}", f"success.{k}", "recip_rank"}
+    ref = pytrec_eval.RelevanceEvaluator({"q": grades}, measures).evaluate(run).get("q", {})
+    assert ndcg_at_k(ranked, grades, k) == pytest.approx(ref.get(f"ndcg_cut_{k}", 0.0), abs=1e-9)
+    assert recall_at_k(ranked, relevant, k) == pytest.approx(ref.get(f"recall_{k}", 0.0), abs=1e-9)
+    assert precision_at_k(ranked, relevant, k) == pytest.approx(ref.get(f"P_{k}", 0.0), abs=1e-9)
+    assert hit_at_k(ranked, relevant, k) == pytest.approx(ref.get(f"success_{k}", 0.0), abs=1e-9)
+    assert reciprocal_rank(ranked, relevant) == pytest.approx(ref.get("recip_rank", 0.0), abs=1e-9)
