@@ -74,6 +74,11 @@ def load_retriever(spec: str) -> tuple[Retriever, ModuleType]:
             module = importlib.import_module(module_name)
     except InputError:
         raise
+    except ModuleNotFoundError as exc:
+        raise InputError(
+            f"--retriever {spec!r}: importing {module_name} failed: {exc}. Run from the directory that holds it "
+            f"(working directory: {Path.cwd()}), install it, or pass a file: path/to/retriever.py:{function_name}"
+        ) from None
     except Exception as exc:  # user code failed at import: say so, with its message
         raise InputError(f"--retriever {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)

@@ -43,3 +43,14 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
     impure = tmp_path / "impure.py"
     impure.write_text("import time\nfrom ragmon.store import ClickHouseStore\n")
     assert {"time", "ragmon.store"} <= _imports(impure)
+
+
+def test_every_public_function_says_what_it_does_not_catch() -> None:
+    import inspect
+
+    missing = [
+        name
+        for name in ragmon.metrics.__all__
+        if inspect.isfunction(obj := getattr(ragmon.metrics, name)) and "Does NOT catch" not in (obj.__doc__ or "")
+    ]
+    assert missing == []
