@@ -1,0 +1,106 @@
+"""The alert rules: promtool check and unit tests (Debian's prometheus package), and the conventions every
+alert must follow (severity, summary, description, runbook with four sections, a fires and a stays-quiet case,
+metric names that ragmon really exports)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ragmon.telemetry import Telemetry
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "alerts" / "ragmon.rules.yaml"
+TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
+RUNBOOK_URL = "https://github.com/ragmon/ragmon/blob/main/alerts/runbooks/{name}.md"
+SECTIONS = ("## Meaning", "## Impact", "## Diagnosis", "## Mitigation")
+
+pytestmark = pytest.mark.prometheus
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        message = "promtool not found; install Debian's prometheus package (apt-get install -y prometheus)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def _alerts() -> list[dict]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return [rule for group in groups for rule in group["rules"] if "alert" in rule]
+
+
+def test_promtool_check_rules(promtool: str) -> None:
+    result = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(yaml.safe_load(RULES.read_text())['groups'][0]['rules'])}" not in result.stderr
+
+
+@pytest.mark.parametrize("test_file", TESTS, ids=[p.name for p in TESTS])
+def test_promtool_unit_tests(promtool: str, test_file: Path) -> None:
+    result = subprocess.run([promtool, "test", "rules", test_file.name], capture_output=True, text=True,
+                            timeout=120, cwd=test_file.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_required_alerts_exist() -> None:
+    names = {rule["alert"] for rule in _alerts()}
+    required = {"RagmonRetrievalScoreDrift", "RagmonEmptyShortlistRateHigh", "RagmonFaithfulnessDrop",
+                "RagmonRefusalRateShift", "RagmonIngestStalled", "RagmonConsumerLagHigh", "RagmonDeadLetterRateHigh",
+                "RagmonJudgeErrors", "RagmonDriftCheckStale", "RagmonMetricsAbsent"}
+    assert required <= names
+    assert any("absent(" in rule["expr"] for rule in _alerts())
+
+
+@pytest.mark.parametrize("rule", _alerts(), ids=lambda r: r["alert"])
+def test_alert_has_severity_annotations_and_runbook(rule: dict) -> None:
+    name = rule["alert"]
+    assert re.fullmatch(r"Ragmon[A-Z][A-Za-z]+", name)
+    assert rule.get("labels", {}).get("severity") in {"critical", "warning", "info"}
+    annotations = rule.get("annotations", {})
+    assert annotations.get("summary") and annotations.get("description")
+    assert annotations.get("runbook_url") == RUNBOOK_URL.format(name=name)
+    runbook = ROOT / "alerts" / "runbooks" / f"{name}.md"
+    assert runbook.is_file(), f"missing runbook {runbook.relative_to(ROOT)}"
+    text = runbook.read_text()
+    assert text.startswith(f"# {name}\n")
+    missing = [s for s in SECTIONS if s not in text]
+    assert not missing, f"{runbook.name} lacks {missing}"
+
+
+def test_every_alert_has_a_fires_and_a_quiet_case() -> None:
+    fires: set[str] = set()
+    quiet: set[str] = set()
+    for path in TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for check in case.get("alert_rule_test", []):
+                (fires if check.get("exp_alerts") else quiet).add(check["alertname"])
+    names = {rule["alert"] for rule in _alerts()}
+    assert names - fires == set(), "alerts without a 'fires' promtool case"
+    assert names - quiet == set(), "alerts without a 'stays quiet' promtool case"
+
+
+def test_rules_use_only_metrics_ragmon_exports() -> None:
+    exported: set[str] = set()
+    for family in Telemetry().registry.collect():
+        exported.add(family.name)
+        exported.update({"counter": [f"{family.name}_total"], "info": [f"{family.name}_info"],
+                         "histogram": [f"{family.name}_{s}" for s in ("bucket", "sum", "count")]}
+                        .get(family.type, []))
+    used = {m for rule in _alerts() for m in re.findall(r"\bragmon_[a-z0-9_]+", rule["expr"])}
+    assert used and used <= exported, f"not defined in ragmon/telemetry.py: {sorted(used - exported)}"
+
+
+def test_chart_serves_a_copy_of_the_rules() -> None:
+    copy = ROOT / "helm" / "ragmon" / "files" / "ragmon.rules.yaml"
+    assert copy.read_bytes() == RULES.read_bytes(), "run scripts/sync-chart-rules and commit the result"
