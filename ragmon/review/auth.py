@@ -10,6 +10,7 @@ the user from config, ends every session of theirs. Must not: render pages, touc
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import secrets
@@ -48,10 +49,12 @@ def verify_password(password: str, encoded: str) -> bool:
         scheme, n, r, p, salt_b64, hash_b64 = encoded.split("$")
         if scheme != "scrypt":
             return False
-        salt, expected = base64.b64decode(salt_b64), base64.b64decode(hash_b64)
+        salt, expected = base64.b64decode(salt_b64, validate=True), base64.b64decode(hash_b64, validate=True)
+        if len(expected) != 32 or len(salt) < 8:
+            return False
         digest = hashlib.scrypt(password.encode(), salt=salt, n=int(n), r=int(r), p=int(p), maxmem=64 * 2**20,
-                                dklen=len(expected) or 32)
-    except (ValueError, TypeError):
+                                dklen=32)
+    except (ValueError, TypeError, binascii.Error):
         return False
     return hmac.compare_digest(digest, expected)
 
@@ -116,6 +119,11 @@ class LoginThrottle:
         while q and q[0] <= self._clock() - self.window:
             q.popleft()
         return q
+
+    def __len__(self) -> int:
+        """How many (user, address) pairs are tracked (bounded by ``max_keys``)."""
+        with self._lock:
+            return len(self._failures)
 
     def blocked(self, username: str, address: str) -> bool:
         with self._lock:
