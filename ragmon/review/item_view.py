@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+# a sentence ends after . ! ? (and one closing quote or bracket, kept with it) before whitespace, or at a newline
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\n+")
 
 
 def split_sentences(text: str) -> list[str]:
