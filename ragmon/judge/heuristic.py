@@ -67,8 +67,8 @@ class HeuristicJudge:
     def assess(self, item: JudgeInput) -> Judgement:
         p = self.params
         readable = [(c.chunk_id, c.text) for c in item.chunks if c.text]
-        chunk_terms = {cid: set(content_terms(text)) for cid, text in readable}
         chunk_sentences = {cid: [(s, set(content_terms(s))) for s in sentences(text)] for cid, text in readable}
+        chunk_terms = {cid: set().union(*(t for _, t in chunk_sentences[cid])) for cid, _ in readable}
         question_terms = content_terms(item.question)
 
         refusal_text = [bool(_REFUSAL.search(s)) for s in item.sentences]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from ragmon.metrics.quotes import normalise_for_quote, verify_quote
 
@@ -70,14 +71,18 @@ def stem(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """Stemmed content words (stopwords dropped, negations kept as the token 'not'), in order."""
-    out: list[str] = []
-    for match in _WORD.finditer(normalize(text)):
-        word = match.group(0).replace("’", "'")
-        if word in NEGATIONS or word.endswith("n't"):
-            out.append("not")
-        elif word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
-            out.append(word if _NUMBER.fullmatch(word) else stem(word))
-    return out
+    return [t for t in map(_term, _WORD.findall(normalize(text))) if t]
+
+
+@lru_cache(maxsize=200_000)
+def _term(word: str) -> str:
+    """One word's term ('' for a stopword); cached, since vocabularies are small and texts repeat words."""
+    word = word.replace("’", "'")
+    if word in NEGATIONS or word.endswith("n't"):
+        return "not"
+    if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+        return ""
+    return word if _NUMBER.fullmatch(word) else stem(word)
 
 
 def coverage(terms: list[str] | set[str], against: set[str]) -> float:

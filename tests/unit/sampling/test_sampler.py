@@ -128,3 +128,8 @@ def test_daily_budget_with_injected_clock():
 def test_negative_cost_rejected():
     with pytest.raises(ValueError):
         ScoreSampler(salt="b", rate=1.0).record_cost(-1.0)
+
+
+def test_decision_position_is_the_documented_hash():
+    s = ScoreSampler(salt="doc", rate=0.5)
+    assert all(s.decide(q).position == hash_position("doc", q) for q in IDS[:200])
