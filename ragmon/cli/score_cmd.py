@@ -119,6 +119,9 @@ def score(
         from ragmon.score.sources import StoreScoreSource
 
         total = StoreScoreSource(store, start, end).count()
+        if total == 0:
+            err_console.print(f"no stored traces between {start.isoformat()} and {end.isoformat()}: widen --since/"
+                              "--until, or ingest traces first (ragmon ingest)", highlight=False, soft_wrap=True)
         from rich.progress import Progress
 
         with Progress(console=err_console, transient=True) as bar:
