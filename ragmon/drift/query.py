@@ -62,7 +62,7 @@ def window_parameters(windows: Windows) -> dict[str, Any]:
     }
 
 
-def _window_expr(traces: str, *, has_snapshot: bool) -> str:
+def window_expr(traces: str, *, has_snapshot: bool) -> str:
     """w = 1 current, 0 reference, 2 neither. Current wins where a pinned reference overlaps it."""
     if has_snapshot:
         snapshot = "corpus_snapshot = {snapshot:String}"
@@ -92,7 +92,7 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
 
 def traces_sql(traces: str, features: Sequence[Feature]) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature."""
-    inner = [f"{_GROUP}", f"{_window_expr(traces, has_snapshot=True)} AS w"]
+    inner = [f"{_GROUP}", f"{window_expr(traces, has_snapshot=True)} AS w"]
     outer = [_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
@@ -110,7 +110,7 @@ def scores_sql(scores: str, traces: str) -> str:
     value = "value"
     return (
         f"SELECT {_GROUP}, judge_fingerprint, metric, w, count() AS n_rows, {', '.join(_sketch_columns('s', value))} "
-        f"FROM (SELECT {_GROUP}, judge_fingerprint, metric, value, {_window_expr(traces, has_snapshot=False)} AS w "
+        f"FROM (SELECT {_GROUP}, judge_fingerprint, metric, value, {window_expr(traces, has_snapshot=False)} AS w "
         f"FROM {scores} WHERE {_SPAN} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
         f"WHERE w < 2 GROUP BY {_GROUP}, judge_fingerprint, metric, w"
     )
@@ -118,7 +118,7 @@ def scores_sql(scores: str, traces: str) -> str:
 
 def chunks_sql(traces: str) -> str:
     """Retrieved chunks per group and window, and how many come from their document's newest version."""
-    exploded = (f"SELECT {_GROUP}, {_window_expr(traces, has_snapshot=True)} AS w, doc, ver FROM {traces} "
+    exploded = (f"SELECT {_GROUP}, {window_expr(traces, has_snapshot=True)} AS w, doc, ver FROM {traces} "
                 f"ARRAY JOIN retrieved_doc_ids AS doc, retrieved_doc_versions AS ver WHERE {_SPAN}")
     return (
         f"SELECT c.retriever_name AS retriever_name, c.retriever_version AS retriever_version, c.variant AS variant, "
