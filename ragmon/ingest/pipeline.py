@@ -20,6 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -55,6 +56,8 @@ class IngestStats:
     retries: int = 0
     commits: int = 0
     revocations: int = 0
+    first_data_at: float | None = None   # wall-clock time the first message arrived
+    last_write_at: float | None = None   # wall-clock time of the last acknowledged write
 
 
 class IngestPipeline:
@@ -64,7 +67,7 @@ class IngestPipeline:
 
     def __init__(self, source: TraceSource, writer: TraceWriter, dead_letters: DeadLetterSink,
                  settings: IngestSettings, telemetry: Telemetry, *, input_format: str = "auto",
-                 retention_days: int = 90, faults: FaultPoints | None = None,
+                 retention_days: int = 90, faults: FaultPoints | None = None, concurrent_writes: bool = True,
                  clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
         self.source = source
         self.writer = writer
@@ -82,7 +85,9 @@ class IngestPipeline:
         self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces)
         self._limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
         self._batch = Batch(self._limits, clock())
-        self._sealed: Batch | None = None
+        self._sealed: Batch | None = None          # a batch whose write failed, waiting for its retry
+        self._inflight: tuple[Batch, Future[None]] | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragmon-ingest-write") if concurrent_writes else None
         self._attempts = 0
         self._retry_at = 0.0
         self._paused = False
@@ -105,8 +110,9 @@ class IngestPipeline:
         return self.stats
 
     def step(self) -> None:
-        """One iteration: retry a blocked batch, or poll and process; flush when due."""
+        """One iteration: collect a finished write, retry a failed one, or poll and process; write when due."""
         now = self.clock()
+        self._collect(block=False)
         if self._sealed is not None:
             if now < self._retry_at:
                 self._poll(min(self._retry_at - now, 0.25))  # paused: keeps group membership, returns nothing
@@ -115,31 +121,32 @@ class IngestPipeline:
                 return
         wait = max(0.0, min(0.25, self._limits.max_wait_seconds - (now - self._batch.opened_at)))
         for msg in self._poll(wait if self._batch.empty else 0.25):
-            self._handle(msg)
-            if self._batch.full():
-                self._seal()
-                if not self._flush(self._sealed):  # type: ignore[arg-type]
-                    break
+            self._handle(msg)  # every polled message is handled, even past a failure: its offset is consumed
+            if self._batch.full() and self._sealed is None:
+                self._dispatch()
         now = self.clock()
         for done in self.assembler.expire(now):
             self._emit(done)
         if self._sealed is None and self._batch.due(now):
-            self._seal()
-            self._flush(self._sealed)  # type: ignore[arg-type]
-        elif self._sealed is None and self._batch.empty:
+            self._dispatch()
+        elif self._sealed is None and self._inflight is None and self._batch.empty:
             self._commit()
         if now >= self._next_lag:
             self._next_lag = now + 5.0
             self._update_lag()
 
+    def drain(self) -> None:
+        """Wait for the write in flight, if any, and account for it (tests, shutdown, rebalance)."""
+        self._collect(block=True)
+
     def shutdown(self) -> None:
         """Flush what is buffered (one attempt within the grace period), commit, close. Never raises."""
         try:
+            self._collect(block=True)
             if self._sealed is not None:
                 self._flush(self._sealed)
             if self._sealed is None and not self._batch.empty:
-                self._seal()
-                self._flush(self._sealed)  # type: ignore[arg-type]
+                self._flush(self._seal())
             if self._sealed is not None:
                 log.warning("shutdown with an unwritten batch of %d traces: not committed, will be re-read",
                             len(self._sealed))
@@ -149,6 +156,8 @@ class IngestPipeline:
         except Exception:  # noqa: BLE001 - shutdown must finish
             log.exception("error while flushing at shutdown")
         finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
             for closer in (self.source.close, self.dead_letters.close):
                 try:
                     closer()
@@ -162,7 +171,8 @@ class IngestPipeline:
 
     def idle(self) -> bool:
         """Nothing buffered, nothing waiting for a write, every consumed offset committed."""
-        return (self._sealed is None and self._batch.empty and self.assembler.pending() == 0
+        return (self._sealed is None and self._inflight is None and self._batch.empty
+                and self.assembler.pending() == 0
                 and self.ledger.pending() == 0 and not self.ledger.committable())
 
     # -- per message ------------------------------------------------------------------------------------------
@@ -178,6 +188,8 @@ class IngestPipeline:
         self.last_poll = self.clock()
         self.t.ingest_last_poll.set(time.time())
         if msgs:
+            if self.stats.first_data_at is None:
+                self.stats.first_data_at = time.time()
             self.stats.consumed += len(msgs)
             by_topic = Counter(m.topic for m in msgs)
             for topic, n in by_topic.items():
@@ -248,39 +260,80 @@ class IngestPipeline:
 
     # -- writing ----------------------------------------------------------------------------------------------
 
-    def _seal(self) -> None:
-        self._sealed, self._batch = self._batch, Batch(self._limits, self.clock())
+    def _seal(self) -> Batch:
+        batch, self._batch = self._batch, Batch(self._limits, self.clock())
         self._attempts = 0
+        return batch
 
-    def _flush(self, batch: Batch) -> bool:
-        """Write the batch and its dead letters, then commit. On failure pause and schedule a retry."""
+    def _dispatch(self) -> None:
+        """Write the open batch: in the writer thread (one in flight at most: memory is bounded by two
+        batches), so decoding the next batch overlaps the insert; or inline without ``concurrent_writes``."""
+        if not self._collect(block=True):
+            return  # the previous write failed: it is retried first, this batch keeps buffering meanwhile
+        batch = self._seal()
+        if self._executor is None:
+            self._flush(batch)
+        else:
+            self._inflight = (batch, self._executor.submit(self._write, batch))
+
+    def _collect(self, *, block: bool) -> bool:
+        """Account for the write in flight once it finished. False while it runs or when it failed."""
+        if self._inflight is None:
+            return True
+        batch, future = self._inflight
+        if not block and not future.done():
+            return False
+        self._inflight = None
         try:
-            if not batch.stored and len(batch):
-                token = batch.dedup_token()
-                self.faults.hit("before_insert", rows=len(batch), token=token)
-                started = time.perf_counter()
-                self.faults.hit("during_insert", rows=len(batch), token=token)
-                self.writer.write(batch.columns.columns, token)
-                self.t.ingest_write_seconds.observe(time.perf_counter() - started)
-                self.t.ingest_batch_rows.observe(len(batch))
-                self.t.ingest_traces_stored.inc(len(batch))
-                self.stats.stored += len(batch)
-                self.stats.batches += 1
-                batch.stored = True
-                self.faults.hit("after_insert", rows=len(batch), token=token)
-            if not batch.dead_letters_sent and batch.dead_letters:
-                self.dead_letters.send(batch.dead_letters)
-                batch.dead_letters_sent = True
-                for reason, n in Counter(d.reason for d in batch.dead_letters).items():
-                    self.t.ingest_dead_letters.labels(reason).inc(n)
-                    self.stats.dead_letters[reason] += n
+            future.result()
         except (StoreError, SourceError) as exc:
+            self._sealed = batch
             self._backoff(exc, "store" if isinstance(exc, StoreError) else "dead_letter")
             return False
+        self._finish(batch)
+        return True
+
+    def _flush(self, batch: Batch) -> bool:
+        """Write the batch and its dead letters now, then commit. On failure pause and schedule a retry."""
+        try:
+            self._write(batch)
+        except (StoreError, SourceError) as exc:
+            self._sealed = batch
+            self._backoff(exc, "store" if isinstance(exc, StoreError) else "dead_letter")
+            return False
+        self._finish(batch)
+        return True
+
+    def _write(self, batch: Batch) -> None:
+        """Insert the rows (once), then produce the dead letters (once). Raises; may run in the writer thread."""
+        if not batch.stored and len(batch):
+            token = batch.dedup_token()
+            self.faults.hit("before_insert", rows=len(batch), token=token)
+            started = time.perf_counter()
+            self.faults.hit("during_insert", rows=len(batch), token=token)
+            self.writer.write(batch.columns.columns, token)
+            self.t.ingest_write_seconds.observe(time.perf_counter() - started)
+            self.t.ingest_batch_rows.observe(len(batch))
+            self.t.ingest_traces_stored.inc(len(batch))
+            self.stats.stored += len(batch)
+            self.stats.batches += 1
+            self.stats.last_write_at = time.time()
+            batch.stored = True
+            self.faults.hit("after_insert", rows=len(batch), token=token)
+        if not batch.dead_letters_sent and batch.dead_letters:
+            self.dead_letters.send(batch.dead_letters)
+            batch.dead_letters_sent = True
+            for reason, n in Counter(d.reason for d in batch.dead_letters).items():
+                self.t.ingest_dead_letters.labels(reason).inc(n)
+                self.stats.dead_letters[reason] += n
+
+    def _finish(self, batch: Batch) -> None:
+        """The batch is acknowledged: close its obligations, resume if paused, commit what became safe."""
         for pattern, n in self.redactor.take_counts().items():
             self.t.ingest_redactions.labels(pattern).inc(n)
         batch.release()
-        self._sealed = None
+        if self._sealed is batch:
+            self._sealed = None
         self._attempts = 0
         if self._paused:
             self._paused = False
@@ -288,7 +341,6 @@ class IngestPipeline:
             self.t.ingest_paused.set(0)
             log.info("write succeeded again: consumption resumed")
         self._commit()
-        return True
 
     def _backoff(self, exc: RagmonError, stage: str) -> None:
         self._attempts += 1
@@ -346,16 +398,12 @@ class IngestPipeline:
 
     def _revoke(self, parts: set[Partition]) -> dict[Partition, int]:
         self.stats.revocations += 1
+        self._collect(block=True)
         ok = True
-        for batch in [b for b in (self._sealed, None) if b is not None] + [self._batch]:
-            if batch is self._batch:
-                if batch.empty:
-                    continue
-                self._seal()
-                batch = self._sealed  # type: ignore[assignment]
-            if not self._flush(batch):  # type: ignore[arg-type]
-                ok = False
-                break
+        if self._sealed is not None:
+            ok = self._flush(self._sealed)
+        if ok and not self._batch.empty:
+            ok = self._flush(self._seal())
         offsets = {p: o for p, o in self.ledger.committable().items() if p in parts} if ok else {}
         if not ok:  # the store is down: drop the buffered rows; the partitions' next owner re-reads them
             log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",

@@ -44,6 +44,8 @@ class Rig:
         for _ in range(steps):
             self.pipeline.step()
             self.clock.advance(advance)
+        self.pipeline.drain()
+        self.pipeline.step()
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         return self.telemetry.registry.get_sample_value(name, labels or {}) or 0.0
@@ -53,12 +55,13 @@ class Rig:
 def rig() -> Callable[..., Rig]:
     def make(**settings: Any) -> Rig:
         input_format = settings.pop("input_format", "auto")
+        concurrent = settings.pop("concurrent_writes", False)  # inline writes keep most tests deterministic
         base: dict[str, Any] = {"max_batch_rows": 50, "flush_interval_seconds": 1.0, "store_retry_max_seconds": 2.0}
         base.update(settings)
         source, writer, dlq, clock, tel = (InMemoryTraceSource(), InMemoryTraceWriter(), InMemoryDeadLetterSink(),
                                            FakeClock(), Telemetry())
         pipeline = IngestPipeline(source, writer, dlq, IngestSettings(**base), tel, input_format=input_format,
-                                  clock=clock, rng=random.Random(0))
+                                  concurrent_writes=concurrent, clock=clock, rng=random.Random(0))
         return Rig(pipeline, source, writer, dlq, clock, tel)
 
     return make

@@ -193,10 +193,11 @@ def streams(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(stream=streams(), batch=st.integers(1, 20), store_failures=st.integers(0, 3), dlq_failures=st.integers(0, 2))
+@given(stream=streams(), batch=st.integers(1, 20), store_failures=st.integers(0, 3), dlq_failures=st.integers(0, 2),
+       concurrent=st.booleans())
 def test_mixed_streams_store_every_valid_once_and_dead_letter_every_invalid(rig, stream, batch, store_failures,
-                                                                           dlq_failures):
-    r = rig(max_batch_rows=batch)
+                                                                           dlq_failures, concurrent):
+    r = rig(max_batch_rows=batch, concurrent_writes=concurrent)
     r.writer.fail_next = store_failures
     r.dlq.fail_next = dlq_failures
     expected_valid, expected_invalid = set(), {}
@@ -221,3 +222,24 @@ def test_mixed_streams_store_every_valid_once_and_dead_letter_every_invalid(rig,
     assert got == expected_invalid, "every invalid message dead-lettered once with its reason"
     ends = {(T, p): len(v) for p_, v in r.source.partitions.items() for p in [p_[1]]}
     assert r.source.committed == ends
+
+
+def test_messages_polled_after_a_failed_write_in_the_same_poll_are_still_handled(rig):
+    r = rig(max_batch_rows=5, flush_interval_seconds=100)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(3)])
+    r.pipeline.step()  # 3 buffered, batch not full, not due
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(3, 8)])
+    r.writer.fail_next = 1
+    r.pipeline.step()  # full after 2 more: the write fails; the other 3 of this poll must not be skipped
+    r.drive(40, advance=5)
+    assert sorted(r.writer.trace_ids()) == sorted(f"t{i}" for i in range(8))
+    assert r.source.committed == {(T, 0): 8}
+
+
+def test_concurrent_writes_overlap_and_keep_every_guarantee(rig):
+    r = rig(max_batch_rows=10, concurrent_writes=True)
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(95)])
+    r.source.append(T, 1, [b"{bad"] * 3)
+    r.drive(60)
+    assert sorted(r.writer.trace_ids()) == sorted(f"t{i}" for i in range(95))
+    assert r.source.committed == {(T, 0): 95, (T, 1): 3} and len(r.dlq.letters) == 3
