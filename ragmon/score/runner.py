@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ragmon.errors import RetryableSourceError
+from ragmon.errors import RetryableSourceError, SourceError
 from ragmon.judge import make_judge
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.score.pipeline import BatchResult, LiveScorer
@@ -80,7 +80,10 @@ def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Eve
             continue
         last_data = clock()
         total.merge(scorer.process(traces, batch_key=key))
-        source.commit()
+        try:
+            source.commit()
+        except SourceError as exc:  # partitions moved in a rebalance: their new owner re-scores (rows dedup)
+            log.warning("%s; the batch will be scored again by the partition's new owner", exc)
         read += len(traces)
         if progress:
             progress(read, total)
@@ -102,9 +105,8 @@ class ScoreRole:
                  idle_exit_seconds: float | None = None, progress: Progress | None = None):
         self.scorer = build_scorer(settings, store, telemetry, judge=judge, sampler=sampler)
         self.scorer.announce()
-        self.source = KafkaScoreSource(settings.kafka, topic=settings.score.topic or settings.kafka.topic,
-                                       group_id=settings.score.group_id, max_records=settings.score.max_batch_traces,
-                                       poll_timeout_seconds=settings.score.poll_timeout_seconds)
+        self._settings = settings
+        self.source: KafkaScoreSource | None = self._open_source()  # fails fast when the broker is unreachable
         self.max_traces, self.idle_exit_seconds, self.progress = max_traces, idle_exit_seconds, progress
         self.result = BatchResult()
         #: monotonic time the consume loop last polled (for /healthz)
@@ -113,10 +115,18 @@ class ScoreRole:
     def _beat(self) -> None:
         self.last_poll = time.monotonic()
 
+    def _open_source(self) -> KafkaScoreSource:
+        s = self._settings
+        return KafkaScoreSource(s.kafka, topic=s.score.topic or s.kafka.topic, group_id=s.score.group_id,
+                                max_records=s.score.max_batch_traces, poll_timeout_seconds=s.score.poll_timeout_seconds)
+
     def run(self, stop: threading.Event) -> None:
+        """Consume until stopped. After a crash the daemon calls this again: a fresh consumer joins the group."""
+        source = self.source or self._open_source()
+        self.source = None
         try:
-            self.result = consume(self.scorer, self.source, stop=stop, max_traces=self.max_traces,
-                                  idle_exit_seconds=self.idle_exit_seconds, progress=self.progress,
-                                  heartbeat=self._beat)
+            self.result.merge(consume(self.scorer, source, stop=stop, max_traces=self.max_traces,
+                                      idle_exit_seconds=self.idle_exit_seconds, progress=self.progress,
+                                      heartbeat=self._beat))
         finally:
-            self.source.close()
+            source.close()
