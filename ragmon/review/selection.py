@@ -99,13 +99,13 @@ def sample_week(store: ClickHouseStore, week: str, size: int, seed: str, *, stra
         need = sum(min(m, n) for n in population.values())
         raise InputError(f"{len(population)} strata × --min-per-stratum {m} need {need} traces but --size is {size}; "
                          "raise --size or lower --min-per-stratum")
-    # rank within the stratum in hash order; the first m of each stratum sort before everything else
+    # stratified: rank within the stratum in hash order; the first m of each stratum sort before the rest
+    rank = ", row_number() OVER (PARTITION BY category ORDER BY h, trace_id) AS r" if m else ""
     rows = store.query_rows(
-        "SELECT trace_id, query_id, category, cityHash64({seed:String}, trace_id) AS h, "
-        "row_number() OVER (PARTITION BY category ORDER BY h, trace_id) AS r "
+        f"SELECT trace_id, query_id, category, cityHash64({{seed:String}}, trace_id) AS h{rank} "
         f"FROM {store.table('traces')} FINAL "
         "WHERE variant = 'production' AND ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} "
-        "ORDER BY (r > {m:UInt32}) ASC, h ASC, trace_id ASC LIMIT {n:UInt32}", params)
+        f"ORDER BY {'(r > {m:UInt32}) ASC, ' if m else ''}h ASC, trace_id ASC LIMIT {{n:UInt32}}", params)
     items = tuple(SampledTrace(str(r["trace_id"]), str(r["query_id"]), str(r["category"]), i)
                   for i, r in enumerate(rows))
     return SelectionResult(week, seed, size, stratify, m, sum(population.values()), population, items)

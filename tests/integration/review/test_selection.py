@@ -43,7 +43,7 @@ def test_every_trace_equally_likely(store):
     week, traces = week_traces(60, ["big", "big", "big", "small"], seed=3)
     insert_traces(store, traces)
     counts: Counter[str] = Counter()
-    n_seeds, size = 400, 6
+    n_seeds, size = 200, 10
     for s in range(n_seeds):
         counts.update(ids(sample_week(store, week, size, f"s{s}")))
     observed = [counts[t["trace_id"]] for t in traces]
