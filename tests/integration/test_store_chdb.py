@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import select
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
@@ -357,7 +358,9 @@ def test_second_process_on_a_held_chdb_directory_gets_store_locked_error(tmp_pat
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, dsn], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready", holder.stderr
+        assert holder.stdout is not None
+        ready, _, _ = select.select([holder.stdout], [], [], 90)  # never block the suite on a stuck holder
+        assert ready and holder.stdout.readline().strip() == "ready", "the holder process did not open chDB"
         second = subprocess.run(
             [sys.executable, "-c",
              "import sys\n" + HOLDER.split("ClickHouseStore.open")[0]
@@ -375,7 +378,11 @@ def test_second_process_on_a_held_chdb_directory_gets_store_locked_error(tmp_pat
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        holder.wait(timeout=60)
+        try:
+            holder.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            raise
     # once the holder is gone the directory opens normally (nothing was corrupted)
     after = run_ragmon("store", "migrate", env={"RAGMON_STORE__DSN": dsn})
     assert after.returncode == 0, after.stderr
