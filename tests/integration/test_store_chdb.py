@@ -185,6 +185,16 @@ def test_bad_data_is_a_permanent_store_error(store: ClickHouseStore):
         store.insert_columns("traces", columns, dedup_token="bad")
 
 
+def test_errors_are_classified_retryable_or_permanent(store: ClickHouseStore):
+    with pytest.raises(RetryableStoreError) as timeout:
+        store.query("SELECT sleepEachRow(0.05) FROM numbers(40) SETTINGS max_block_size = 4",
+                    settings={"max_execution_time": 0.5})
+    assert "TIMEOUT_EXCEEDED" in str(timeout.value) and timeout.value.retryable
+    with pytest.raises(PermanentStoreError) as missing:
+        store.query("SELECT 1 FROM no_such_database.traces")
+    assert not missing.value.retryable
+
+
 # -- the trace row layout ----------------------------------------------------------------------------------------
 
 
