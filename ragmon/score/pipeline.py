@@ -73,6 +73,8 @@ class LiveScorer:
         self._clock = clock
         self._sleep = sleep
         self.telemetry.judge_info.labels(judge.fingerprint, judge.name, judge.model or "-").set(1)
+        # an HTTP judge counts its own calls (ok/retry/error per request); others are counted here per trace
+        self._count_calls = getattr(judge, "telemetry", None) is None
 
     def announce(self) -> str | None:
         """Log the fingerprint in force; warn when it differs from the last one this judge kind wrote.
@@ -146,21 +148,30 @@ class LiveScorer:
         error = ""
         for attempt in range(1, self.judge_attempts + 1):
             try:
-                return score_trace(self.judge, trace)
+                scores = score_trace(self.judge, trace)
+                self._counted("ok")
+                return scores
             except JudgeError as exc:
+                self._counted("retry" if exc.retryable and attempt < self.judge_attempts else "error")
                 error = str(exc)
                 if not exc.retryable:
                     break
             except ValueError as exc:  # impossible verdicts (e.g. relevance 3.0): the judge is broken
+                self._counted("error")
                 error = f"the judge returned verdicts the metrics reject: {exc}"
                 break
             except Exception as exc:  # noqa: BLE001 - one bad trace must not stop the loop; unknown is permanent
+                self._counted("error")
                 log.exception("judge %s crashed on a trace", self.judge.name)
                 error = f"internal error in the {self.judge.name} judge: {type(exc).__name__}: {exc}"
                 break
             if attempt < self.judge_attempts:
                 self._sleep(min(30.0, 2.0 ** attempt) * random.random())
         return error[:2000] or "judge failed"
+
+    def _counted(self, outcome: str) -> None:
+        if self._count_calls:
+            self.telemetry.judge_calls.labels(self.judge.name, outcome).inc()
 
     def _insert(self, table: str, columns: dict[str, list[Any]], batch_key: str | None) -> None:
         if not columns["trace_id"]:

@@ -75,6 +75,7 @@ def test_scores_written_with_fingerprint_using_the_gate_functions(store):
     assert get("ragmon_score_traces_scored_total") == len(sampled)
     assert get("ragmon_score_sampling_decisions_total", {"decision": "sampled"}) == len(sampled)
     assert get("ragmon_judge_info", {"fingerprint": judge.fingerprint, "judge": "heuristic", "model": "-"}) == 1
+    assert get("ragmon_judge_calls_total", {"judge": "heuristic", "outcome": "ok"}) == len(sampled)
 
 
 def test_judge_failures_recorded_as_failures_never_as_scores(store):
@@ -88,6 +89,9 @@ def test_judge_failures_recorded_as_failures_never_as_scores(store):
     assert all(math.isnan(r["value"]) and "HTTP 503" in r["error"] for r in stored)
     assert judge.calls == 6  # retried judge_attempts times per trace
     assert tel.registry.get_sample_value("ragmon_score_failures_total") == 2
+    calls = {o: tel.registry.get_sample_value("ragmon_judge_calls_total", {"judge": "failing", "outcome": o})
+             for o in ("retry", "error")}
+    assert calls == {"retry": 4, "error": 2}
 
 
 def test_permanent_judge_error_is_not_retried(store):
