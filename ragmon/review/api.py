@@ -91,13 +91,13 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         week_or_404(week)
         if not in_queue(ctx.store, week, trace_id):
             raise HTTPException(404, "this item is not in that week's review queue")
-        trace = load_trace(ctx.store, trace_id)
+        trace = load_trace(ctx.store, week, trace_id)
         if trace is None:
             raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
         labels = labels_for(ctx.store, trace_id)
         revealed = any(lab.reviewer == who.username for lab in labels)
         return ItemOut.of(week, build_item_view(trace), labels, disagreements(labels),
-                          load_verdicts(ctx.store, trace_id) if revealed else [], who.username)
+                          load_verdicts(ctx.store, week, trace_id) if revealed else [], who.username)
 
     @router.put("/weeks/{week}/items/{trace_id}/label", response_model=LabelOut,
                 responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
@@ -111,7 +111,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         week_or_404(week)
         if not in_queue(ctx.store, week, trace_id):
             raise HTTPException(404, "this item is not in that week's review queue")
-        trace = load_trace(ctx.store, trace_id)
+        trace = load_trace(ctx.store, week, trace_id)
         if trace is None:
             raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
         try:

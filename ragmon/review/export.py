@@ -93,7 +93,7 @@ def export_golden(store: ClickHouseStore, path: Path, *, week: str | None = None
         if cid in known:
             present.append(cid)
             continue
-        trace = load_trace(store, str(row["trace_id"]))
+        trace = load_trace(store, str(row["week"]), str(row["trace_id"]))
         if trace is None:
             skipped[cid] = "the trace is no longer stored (retention TTL)"
             continue

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmon.review.labels import Label, labels_of_week
+from ragmon.review.selection import parse_week
 from ragmon.store import SELECT_TRACE_COLUMNS, ClickHouseStore, row_to_trace
 
 NO_STRATUM = "(none)"
@@ -98,20 +99,28 @@ def in_queue(store: ClickHouseStore, week: str, trace_id: str) -> bool:
         {"w": week, "t": trace_id}))
 
 
-def load_trace(store: ClickHouseStore, trace_id: str) -> dict[str, Any] | None:
-    """The stored trace as a trace.v1 document, or None (e.g. deleted by the TTL)."""
+def _week_bounds(week: str) -> dict[str, Any]:
+    start, end = parse_week(week)
+    return {"start": start, "end": end}
+
+
+_IN_WEEK = "ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)}"  # prunes partitions: traces are not keyed by id
+
+
+def load_trace(store: ClickHouseStore, week: str, trace_id: str) -> dict[str, Any] | None:
+    """The stored trace (of that week's traffic) as a trace.v1 document, or None (e.g. deleted by the TTL)."""
     rows = store.query_rows(
-        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL WHERE trace_id = {{t:String}} LIMIT 1",
-        {"t": trace_id})
+        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL "
+        f"WHERE {_IN_WEEK} AND trace_id = {{t:String}} LIMIT 1", {"t": trace_id, **_week_bounds(week)})
     return row_to_trace(rows[0]) if rows else None
 
 
-def load_verdicts(store: ClickHouseStore, trace_id: str) -> list[Verdict]:
+def load_verdicts(store: ClickHouseStore, week: str, trace_id: str) -> list[Verdict]:
     """Every judge's current scores of the trace, grouped by judge fingerprint, then metric."""
     rows = store.query_rows(
         "SELECT metric, value, status, error, judge_name, judge_fingerprint, details "
-        f"FROM {store.table('scores')} FINAL WHERE trace_id = {{t:String}} "
-        "ORDER BY judge_fingerprint, metric", {"t": trace_id})
+        f"FROM {store.table('scores')} FINAL WHERE {_IN_WEEK} AND trace_id = {{t:String}} "
+        "ORDER BY judge_fingerprint, metric", {"t": trace_id, **_week_bounds(week)})
     return [Verdict(str(r["metric"]), float(r["value"]), str(r["status"]), str(r["error"]), str(r["judge_name"]),
                     str(r["judge_fingerprint"]), _details(str(r["details"]))) for r in rows]
 

@@ -149,7 +149,7 @@ def web_router(ctx: ReviewContext) -> APIRouter:
             return error(session, 403, "Missing or wrong CSRF token: reload the page and label again.")
         if _week_or_none(ctx, week) is None or not in_queue(ctx.store, week, trace_id):
             return error(session, 404, "This item is not in that week's review queue.")
-        trace = load_trace(ctx.store, trace_id)
+        trace = load_trace(ctx.store, week, trace_id)
         if trace is None:
             return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
         try:
@@ -201,7 +201,7 @@ def _item_page(page: Any, error: Any, ctx: ReviewContext, session: Session, week
     data = _week_or_none(ctx, week)
     if data is None or not any(i.trace_id == trace_id for i in data.items):
         return error(session, 404, "This item is not in that week's review queue.")
-    trace = load_trace(ctx.store, trace_id)
+    trace = load_trace(ctx.store, week, trace_id)
     if trace is None:
         return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
     labels = labels_for(ctx.store, trace_id)
@@ -214,6 +214,6 @@ def _item_page(page: Any, error: Any, ctx: ReviewContext, session: Session, week
         "item.html", session=session, week=data, item=build_item_view(trace), trace=trace, mine=mine,
         revealed=revealed, labels=labels if revealed else [], me=session.username,
         disagreements=disagreements(labels) if revealed else [],
-        verdicts=load_verdicts(ctx.store, trace_id) if revealed else [],
+        verdicts=load_verdicts(ctx.store, week, trace_id) if revealed else [],
         position=position + 1, next_item=next_item,
     )
