@@ -132,9 +132,11 @@ _typed = msgspec.json.Decoder(FastTrace)
 _keys = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
-def decode_trace(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedTrace | Rejection:
+def decode_trace(data: bytes | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedTrace | Rejection:
     """Decode one message. Never raises; returns a ``Rejection`` for anything that is not a valid trace."""
     try:
+        if not data:  # a Kafka tombstone (None) or an empty record
+            return Rejection("invalid_json", "the message is empty; expected a JSON trace object")
         size = len(data)
         if size > max_bytes:
             return Rejection("too_large", f"message is {size} bytes, over the limit of {max_bytes}")

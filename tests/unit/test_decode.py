@@ -396,6 +396,12 @@ def test_other_non_finite_numbers_are_invalid_values(doc: dict[str, Any], field:
     assert not model_accepts(raw)
 
 
+def test_empty_and_null_messages_are_invalid_json():
+    for data in (None, b"", bytearray()):
+        result = decode_trace(data)
+        assert isinstance(result, Rejection) and result.reason == "invalid_json" and "empty" in result.detail
+
+
 def test_negative_latency_names_the_stage():
     doc = {"trace_id": "t", "query_id": "q", "timestamp": "2026-12-01T10:00:00Z", "retriever": {"name": "r"},
            "question": "?", "latency_ms": {"retrieve": 3.0, "rerank": -0.5}}
