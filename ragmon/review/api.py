@@ -30,19 +30,20 @@ from ragmon.review.models import (
     WeeksOut,
 )
 from ragmon.review.queue import Week, in_queue, load_trace, load_verdicts, load_week, weeks
-from ragmon.review.role import ReviewContext
+from ragmon.review.role import ReviewContext, StoreAwareRoute
 from ragmon.review.selection import parse_week
 
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"
 WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]
 TraceParam = Annotated[str, Path(min_length=1, max_length=256, description="The trace id.")]
 _ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
-           404: {"model": ErrorOut, "description": "No such week or item in the queue."}}
+           404: {"model": ErrorOut, "description": "No such week or item in the queue."},
+           503: {"model": ErrorOut, "description": "The store is unavailable; retry later."}}
 _bearer = HTTPBearer(auto_error=False, description="A reviewer's API token (`ragmon review new-token`).")
 
 
 def api_router(ctx: ReviewContext) -> APIRouter:
-    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS)
+    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS, route_class=StoreAwareRoute)
 
     class Caller:
         def __init__(self, username: str, via_cookie: bool, csrf: str):

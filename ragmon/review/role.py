@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from ragmon.config import ReviewSettings, secret_value
 from ragmon.daemon import PeriodicRole
+from ragmon.errors import StoreError
 from ragmon.review.auth import Authenticator
 from ragmon.review.queue import load_week, weeks
 from ragmon.review.selection import SelectionResult, previous_week, select_week
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
+
+log = logging.getLogger("ragmon.review")
 
 
 @dataclass
@@ -51,6 +58,24 @@ class ReviewContext:
         for p in week.progress() if week else ():
             due.labels(stratum=p.stratum).set(p.total)
             reviewed.labels(stratum=p.stratum).set(p.reviewed)
+
+
+class StoreAwareRoute(APIRoute):
+    """Turns a store outage during a request into 503 with what to do, instead of a 500 with a traceback."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except StoreError as exc:
+                log.warning("review request %s failed: %s", request.url.path, exc)
+                return JSONResponse({"detail": "the store is unavailable; try again in a minute "
+                                     f"({'retryable' if exc.retryable else 'permanent'} store error)"},
+                                    status_code=503, headers={"Retry-After": "60"})
+
+        return route
 
 
 class ReviewRole:

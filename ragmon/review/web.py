@@ -25,7 +25,7 @@ from ragmon.review.item_view import build_item_view
 from ragmon.review.labels import disagreements, labels_for, save_label
 from ragmon.review.models import LabelIn
 from ragmon.review.queue import in_queue, load_trace, load_verdicts, load_week, weeks
-from ragmon.review.role import ReviewContext
+from ragmon.review.role import ReviewContext, StoreAwareRoute
 from ragmon.review.selection import parse_week
 
 SECURITY_HEADERS = {
@@ -49,7 +49,7 @@ def _environment() -> Environment:
 
 
 def web_router(ctx: ReviewContext) -> APIRouter:
-    router = APIRouter(prefix="/review", include_in_schema=False)
+    router = APIRouter(prefix="/review", include_in_schema=False, route_class=StoreAwareRoute)
     env = _environment()
 
     def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:

@@ -108,3 +108,13 @@ def test_fuzz_api_no_server_errors_and_schema_conformance(store, mode):
     assert len(calls) >= 4 * 10 and all(code < 500 for code in calls)
     if mode == "positive":
         assert calls.count(200) >= 10, sorted(set(calls))
+
+
+def test_store_outage_is_a_503_that_says_what_to_do(store):
+    app, week, traces = seeded_app(store)
+    client = TestClient(app)
+    signed = signed_in(app)
+    store.command(f"DROP DATABASE {store.database}")  # every query now fails inside the store adapter
+    r = client.get(f"/review/api/v1/weeks/{week}/queue", headers=BEARER)
+    assert r.status_code == 503 and "store is unavailable" in r.json()["detail"] and r.headers["retry-after"]
+    assert signed.get(f"/review/weeks/{week}").status_code == 503
