@@ -89,13 +89,13 @@ class DriftChecker:
         started = time.monotonic()
         try:
             result = self._check()
+            duration = time.monotonic() - started
+            result = CheckResult(result.check_id, result.checked_at, result.results, duration, result.groups_dropped)
+            self._store(result)
         except Exception:
             if self.telemetry is not None:
                 self.telemetry.drift_checks.labels(outcome="error").inc()
             raise
-        duration = time.monotonic() - started
-        result = CheckResult(result.check_id, result.checked_at, result.results, duration, result.groups_dropped)
-        self._store(result)
         if self.exporter is not None and self.telemetry is not None:
             self.exporter.export(result.results)
             self.telemetry.drift_last_check.set(result.checked_at.timestamp())

@@ -62,17 +62,23 @@ def window_parameters(windows: Windows) -> dict[str, Any]:
     }
 
 
-def window_expr(traces: str, *, has_snapshot: bool) -> str:
-    """w = 1 current, 0 reference, 2 neither. Current wins where a pinned reference overlaps it."""
-    if has_snapshot:
-        snapshot = "corpus_snapshot = {snapshot:String}"
-    else:
-        snapshot = f"trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}})"
+def window_expr(traces: str, *, has_snapshot: bool, pinned_snapshot: bool = False) -> str:
+    """w = 1 current, 0 reference, 2 neither. Current wins where a pinned reference overlaps it.
+
+    ``has_snapshot``: the source table has a corpus_snapshot column (traces); ``pinned_snapshot``: the reference
+    is pinned to a corpus snapshot (otherwise no snapshot condition is generated at all).
+    """
+    snapshot = ""
+    if pinned_snapshot and has_snapshot:
+        snapshot = " AND corpus_snapshot = {snapshot:String}"
+    elif pinned_snapshot:
+        snapshot = (f" AND trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}}"
+                    " AND ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, 'UTC'))")
     return (
         "multiIf(ts >= fromUnixTimestamp64Milli({cs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({ce:Int64}, 'UTC'), 1,"
         " ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, 'UTC')"
         " AND ({slice:Int64} = 0 OR positiveModulo(toUnixTimestamp64Milli(ts) - {anchor:Int64}, 86400000) < {slice:Int64})"
-        f" AND ({{snapshot:String}} = '' OR {snapshot}), 0, 2)"
+        f"{snapshot}, 0, 2)"
     )
 
 
@@ -90,9 +96,9 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
     ]
 
 
-def traces_sql(traces: str, features: Sequence[Feature]) -> str:
+def traces_sql(traces: str, features: Sequence[Feature], *, pinned_snapshot: bool = False) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature."""
-    inner = [f"{_GROUP}", f"{window_expr(traces, has_snapshot=True)} AS w"]
+    inner = [f"{_GROUP}", f"{window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)} AS w"]
     outer = [_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
@@ -105,20 +111,21 @@ def traces_sql(traces: str, features: Sequence[Feature]) -> str:
             f"WHERE w < 2 GROUP BY {_GROUP}, w")
 
 
-def scores_sql(scores: str, traces: str) -> str:
+def scores_sql(scores: str, traces: str, *, pinned_snapshot: bool = False) -> str:
     """One aggregation over ``scores`` (status ok) for the listed metrics, per judge fingerprint."""
     value = "value"
     return (
         f"SELECT {_GROUP}, judge_fingerprint, metric, w, count() AS n_rows, {', '.join(_sketch_columns('s', value))} "
-        f"FROM (SELECT {_GROUP}, judge_fingerprint, metric, value, {window_expr(traces, has_snapshot=False)} AS w "
+        f"FROM (SELECT {_GROUP}, judge_fingerprint, metric, value, {window_expr(traces, has_snapshot=False, pinned_snapshot=pinned_snapshot)} AS w "
         f"FROM {scores} WHERE {_SPAN} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
         f"WHERE w < 2 GROUP BY {_GROUP}, judge_fingerprint, metric, w"
     )
 
 
-def chunks_sql(traces: str) -> str:
+def chunks_sql(traces: str, *, pinned_snapshot: bool = False) -> str:
     """Retrieved chunks per group and window, and how many come from their document's newest version."""
-    exploded = (f"SELECT {_GROUP}, {window_expr(traces, has_snapshot=True)} AS w, doc, ver FROM {traces} "
+    w = window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)
+    exploded = (f"SELECT {_GROUP}, {w} AS w, doc, ver FROM {traces} "
                 f"ARRAY JOIN retrieved_doc_ids AS doc, retrieved_doc_versions AS ver WHERE {_SPAN}")
     return (
         f"SELECT c.retriever_name AS retriever_name, c.retriever_version AS retriever_version, c.variant AS variant, "
@@ -156,12 +163,13 @@ def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
 def aggregate(store: QueryStore, features: Sequence[Feature], windows: Windows) -> Aggregates:
     """Run the queries these features need over ``windows``; both windows' summaries per (group, feature)."""
     params = window_parameters(windows)
+    pinned = windows.reference.corpus_snapshot is not None
     traces = store.table("traces")
     acc: dict[tuple[Group, str], dict[int, Summary]] = {}
     kinds = {f.name: f.kind for f in features}
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
-        for row in store.query_rows(traces_sql(traces, on_traces), params):
+        for row in store.query_rows(traces_sql(traces, on_traces, pinned_snapshot=pinned), params):
             g = _group(row)
             for i, f in enumerate(on_traces):
                 s = (_continuous(row, f"f{i}") if f.kind == "continuous"
@@ -169,11 +177,11 @@ def aggregate(store: QueryStore, features: Sequence[Feature], windows: Windows) 
                 acc.setdefault((g, f.name), {})[int(row["w"])] = s
     if any(f.source == "chunks" for f in features):
         name = next(f.name for f in features if f.source == "chunks")
-        for row in store.query_rows(chunks_sql(traces), params):
+        for row in store.query_rows(chunks_sql(traces, pinned_snapshot=pinned), params):
             acc.setdefault((_group(row), name), {})[int(row["w"])] = RateSummary(int(row["n_rows"]), int(row["f0__k"]))
     on_scores = {f.expr: f.name for f in features if f.source == "scores"}
     if on_scores:
-        rows = store.query_rows(scores_sql(store.table("scores"), traces), {**params, "metrics": list(on_scores)})
+        rows = store.query_rows(scores_sql(store.table("scores"), traces, pinned_snapshot=pinned), {**params, "metrics": list(on_scores)})
         for row in rows:
             g = _group(row, str(row["judge_fingerprint"]))
             acc.setdefault((g, on_scores[str(row["metric"])]), {})[int(row["w"])] = _continuous(row, "s")

@@ -22,7 +22,7 @@ NOW = datetime.now(UTC).replace(minute=30, second=0, microsecond=0) - timedelta(
 
 def _insert_traces(store, rng, *, n: int, start: datetime, seconds: float, shift: float = 0.0,
                    retriever: str = "hybrid@v1", stratum: str = "billing", empty_rate: float = 0.0,
-                   refusal_rate: float = 0.05, tag: str = "") -> np.ndarray:
+                   refusal_rate: float = 0.05, tag: str = "", snapshot: str = "2026-11-01") -> np.ndarray:
     """n traces uniform in [start, start+seconds); returns their top-1 scores."""
     name, version = retriever.split("@")
     level = rng.normal(0.7 + shift, 0.08, size=n)
@@ -35,7 +35,7 @@ def _insert_traces(store, rng, *, n: int, start: datetime, seconds: float, shift
         "trace_id": ids, "query_id": ids,
         "ts": [start + timedelta(seconds=float(o)) for o in offsets],
         "retriever_name": [name] * n, "retriever_version": [version] * n, "variant": ["production"] * n,
-        "category": [stratum] * n,
+        "category": [stratum] * n, "corpus_snapshot": [snapshot] * n,
         "retrieved_chunk_ids": [[f"d{j}@c" for j in range(len(s))] for s in scores],
         "retrieved_doc_ids": [[f"d{j}" for j in range(len(s))] for s in scores],
         "retrieved_doc_versions": [["v1"] * len(s) for s in scores],
@@ -164,3 +164,36 @@ def test_judge_fingerprints_are_never_compared(store) -> None:
     assert by_fp["fpA", "ks"].status == "ok" and not by_fp["fpA", "ks"].drifted
     labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", test="ks")
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", {**labels, "feature": "faithfulness[fpA]"}) == 0
+
+
+def test_reference_pinned_to_a_corpus_snapshot(store) -> None:
+    rng = np.random.default_rng(6)
+    two_days = NOW - timedelta(days=2)
+    old = _insert_traces(store, rng, n=1500, start=two_days, seconds=86400, snapshot="old", tag="o")
+    _insert_traces(store, rng, n=1500, start=two_days, seconds=86400, snapshot="new", shift=0.5, tag="n")
+    _insert_traces(store, rng, n=800, start=NOW - timedelta(hours=1), seconds=3600, snapshot="new", tag="c")
+
+    def faithfulness(ids: list[str], start: datetime, seconds: float, mean: float) -> None:
+        n = len(ids)
+        store.insert_columns("scores", {
+            "trace_id": ids, "query_id": ids, "ts": [start + timedelta(seconds=float(o)) for o in rng.random(n) * seconds],
+            "scored_at": [datetime.now(UTC)] * n, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n,
+            "variant": ["production"] * n, "category": ["billing"] * n, "metric": ["faithfulness"] * n,
+            "value": np.clip(rng.normal(mean, 0.05, n), 0, 1).tolist(), "status": ["ok"] * n,
+            "judge_fingerprint": ["fp"] * n,
+        })
+
+    old_ids = [r["trace_id"] for r in store.query_rows(
+        f"SELECT trace_id FROM {store.table('traces')} WHERE corpus_snapshot = 'old'")]
+    faithfulness(old_ids[:600], two_days, 86400, 0.9)
+    faithfulness([f"x{i}" for i in range(600)], two_days, 86400, 0.5)  # scores of traces of no snapshot "old"
+    faithfulness([f"c{i}" for i in range(400)], NOW - timedelta(hours=1), 3600, 0.9)
+    windows = DriftWindowSettings(reference="pinned", reference_corpus_snapshot="old")
+    settings = DriftSettings(features=["top1_score", "faithfulness"], windows=windows)
+    result = DriftChecker(store, settings, clock=lambda: NOW).run_once()
+    by = {(r.feature, r.test): r for r in result.results}
+    top1 = by["top1_score", "ks"]
+    assert top1.reference.n == 1500 and top1.reference.mean == pytest.approx(np.mean(old))
+    assert not top1.drifted  # the shifted "new" snapshot traces of the same days are not in the reference
+    assert by["faithfulness", "ks"].reference.n == 600 and not by["faithfulness", "ks"].drifted
+    assert "corpus snapshot old" in top1.windows.reference.describe()
