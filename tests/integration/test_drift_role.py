@@ -106,6 +106,10 @@ def test_cli_check_and_report(store, store_settings, tmp_path, monkeypatch: pyte
     runner = CliRunner()
     empty = runner.invoke(app, ["drift", "report"])
     assert empty.exit_code == 2 and "run `ragmon drift check` first" in empty.output
+    wrong = runner.invoke(app, ["drift", "simulate", "--retriever", "no-version"])
+    assert wrong.exit_code == 2 and "name@version" in wrong.output
+    negative = runner.invoke(app, ["drift", "simulate", "--current", "-5"])
+    assert negative.exit_code == 2 and "must be ≥ 0" in negative.output
     sim = runner.invoke(app, ["drift", "simulate", "--reference-per-day", "200", "--current", "600", "--shift", "0.3",
                               "--strata", "billing"])
     assert sim.exit_code == 0, sim.output
