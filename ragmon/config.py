@@ -207,6 +207,9 @@ class ScoreSettings(_Section):
     )
     max_batch_traces: int = Field(500, ge=1, le=100_000, description="Traces per poll/insert round.")
     poll_timeout_seconds: float = Field(1.0, gt=0, le=60, description="How long one Kafka poll waits for records.")
+    flush_interval_seconds: float = Field(
+        1.0, gt=0, le=300, description="Score and store buffered traces after this long even below max_batch_traces."
+    )
     judge_attempts: int = Field(
         2, ge=1, le=10, description="Judge calls per trace before it is recorded as failed (each with its own retries)."
     )

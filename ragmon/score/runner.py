@@ -53,16 +53,37 @@ def backfill(scorer: LiveScorer, store: Any, since: datetime, until: datetime, *
 def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Event,
             max_traces: int | None = None, idle_exit_seconds: float | None = None,
             progress: Progress | None = None, clock: Callable[[], float] = time.monotonic,
-            heartbeat: Callable[[], None] | None = None) -> BatchResult:
-    """Poll, score, store, commit until ``stop`` is set (or ``max_traces`` read, or idle for ``idle_exit_seconds``).
+            heartbeat: Callable[[], None] | None = None, max_batch: int = 500,
+            flush_interval_seconds: float = 1.0) -> BatchResult:
+    """Poll, buffer, score, store, commit until ``stop`` is set (or ``max_traces`` read, or idle long enough).
 
-    Offsets are committed only after the batch's rows are in the store; a crash in between re-scores the batch
-    (rows are keyed by trace and fingerprint, so FINAL reads see each once).
+    Traces are buffered up to ``max_batch`` or ``flush_interval_seconds`` so inserts stay large and about one a
+    second (what ClickHouse wants). Offsets are committed only after the buffer's rows are in the store; a
+    crash in between re-scores it (rows are keyed by trace and fingerprint, so FINAL reads see each once).
+    On stop the buffer is flushed and committed before returning.
     """
     total = BatchResult()
     read = 0
     last_data = clock()
     backoff = 0.5
+    buffer: list[Any] = []
+    keys: list[str] = []
+    first_at = 0.0
+
+    def flush() -> None:
+        nonlocal read
+        if keys:
+            total.merge(scorer.process(buffer, batch_key=";".join(keys)))
+            read += len(buffer)
+            try:
+                source.commit()
+            except SourceError as exc:  # partitions moved in a rebalance: their new owner re-scores (rows dedup)
+                log.warning("%s; the batch will be scored again by the partition's new owner", exc)
+            buffer.clear()
+            keys.clear()
+            if progress:
+                progress(read, total)
+
     while not stop.is_set():
         if heartbeat is not None:
             heartbeat()
@@ -74,21 +95,21 @@ def consume(scorer: LiveScorer, source: KafkaScoreSource, *, stop: threading.Eve
             backoff = min(backoff * 2, 30.0)
             continue
         backoff = 0.5
-        if key is None:
-            if idle_exit_seconds is not None and clock() - last_data >= idle_exit_seconds:
-                break
-            continue
-        last_data = clock()
-        total.merge(scorer.process(traces, batch_key=key))
-        try:
-            source.commit()
-        except SourceError as exc:  # partitions moved in a rebalance: their new owner re-scores (rows dedup)
-            log.warning("%s; the batch will be scored again by the partition's new owner", exc)
-        read += len(traces)
-        if progress:
-            progress(read, total)
+        now = clock()
+        if key is not None:
+            if not keys:
+                first_at = now
+            buffer.extend(traces)
+            keys.append(key)
+            last_data = now
+        if keys and (len(buffer) >= max_batch or now - first_at >= flush_interval_seconds or key is None
+                     or (max_traces is not None and read + len(buffer) >= max_traces)):
+            flush()
         if max_traces is not None and read >= max_traces:
             break
+        if key is None and idle_exit_seconds is not None and now - last_data >= idle_exit_seconds:
+            break
+    flush()
     return total
 
 
@@ -125,8 +146,9 @@ class ScoreRole:
         source = self.source or self._open_source()
         self.source = None
         try:
-            self.result.merge(consume(self.scorer, source, stop=stop, max_traces=self.max_traces,
-                                      idle_exit_seconds=self.idle_exit_seconds, progress=self.progress,
-                                      heartbeat=self._beat))
+            self.result.merge(consume(
+                self.scorer, source, stop=stop, max_traces=self.max_traces, idle_exit_seconds=self.idle_exit_seconds,
+                progress=self.progress, heartbeat=self._beat, max_batch=self._settings.score.max_batch_traces,
+                flush_interval_seconds=self._settings.score.flush_interval_seconds))
         finally:
             source.close()
