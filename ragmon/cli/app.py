@@ -96,40 +96,34 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 
 
 def _register() -> None:
-    from ragmon.cli import config_cmd, schema_cmd, store_cmd
+    """Every subcommand, in the order ``ragmon --help`` lists them (daemons first, tools after)."""
+    from ragmon.cli import (
+        calibrate_cmd,
+        config_cmd,
+        demo_cmd,
+        drift_cmd,
+        gate_cmd,
+        ingest_cmd,
+        review_cmd,
+        run_cmd,
+        schema_cmd,
+        score_cmd,
+        shadow_cmd,
+        store_cmd,
+    )
 
-    app.add_typer(schema_cmd.app, name="schema")
-    app.add_typer(store_cmd.app, name="store")
-    app.add_typer(config_cmd.app, name="config")
-
-    from ragmon.cli import gate_cmd
-
-    app.command("gate")(gate_cmd.gate)
-
-    from ragmon.cli import review_cmd
-
-    app.add_typer(review_cmd.app, name="review")
-
-    from ragmon.cli import shadow_cmd
-
-    app.add_typer(shadow_cmd.app, name="shadow")
-
-    from ragmon.cli import ingest_cmd
-
+    app.command("demo")(demo_cmd.demo)
+    app.command("run")(run_cmd.run)
     app.command("ingest")(ingest_cmd.ingest)
-
-    from ragmon.cli import drift_cmd
-
-    app.add_typer(drift_cmd.app, name="drift")
-
-    from ragmon.cli import calibrate_cmd, score_cmd
-
     app.add_typer(score_cmd.app, name="score")
-    app.command("calibrate")(calibrate_cmd.calibrate)
-
-    from ragmon.cli import drift_cmd
-
     app.add_typer(drift_cmd.app, name="drift")
+    app.add_typer(review_cmd.app, name="review")
+    app.add_typer(shadow_cmd.app, name="shadow")
+    app.command("gate")(gate_cmd.gate)
+    app.command("calibrate")(calibrate_cmd.calibrate)
+    app.add_typer(store_cmd.app, name="store")
+    app.add_typer(schema_cmd.app, name="schema")
+    app.add_typer(config_cmd.app, name="config")
 
 
 _register()

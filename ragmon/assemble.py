@@ -1,0 +1,137 @@
+"""Assembling one ragmon process from settings: which roles run, on one store, one telemetry, one HTTP port.
+
+``build_process`` is what ``ragmon run`` calls. Every enabled role is built eagerly so that a bad setup (an
+unreachable broker, a review UI without users, a judge without a key) fails at start-up with one line per
+problem, never later inside a loop. The same image runs as separate Deployments by switching roles on and
+off (``RAGMON_ROLES__<ROLE>``); the shadow role runs only when comparisons are configured.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter
+
+from ragmon.config import Settings
+from ragmon.daemon import Daemon, PeriodicRole, Role
+from ragmon.errors import ConfigError, RagmonError
+from ragmon.server import Health
+from ragmon.store import ClickHouseStore
+from ragmon.telemetry import Telemetry
+
+log = logging.getLogger("ragmon.run")
+
+
+@dataclass
+class Process:
+    """Everything one ragmon process runs."""
+
+    settings: Settings
+    store: ClickHouseStore
+    telemetry: Telemetry
+    health: Health
+    roles: list[Role] = field(default_factory=list)
+    routers: list[APIRouter] = field(default_factory=list)
+    closers: list[Any] = field(default_factory=list)
+
+    @property
+    def role_names(self) -> list[str]:
+        return [r.name for r in self.roles]
+
+    def daemon(self) -> Daemon:
+        daemon = Daemon(self.roles, grace_seconds=self.settings.ingest.shutdown_grace_seconds)
+        self.health.add_liveness("roles", daemon.liveness_check)
+        return daemon
+
+
+def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
+                  telemetry: Telemetry | None = None) -> Process:
+    """Build every enabled role. Raises ``ConfigError`` listing every role that cannot start, and why."""
+    store = store or ClickHouseStore.open(settings.store)
+    telemetry = telemetry or Telemetry()
+    process = Process(settings, store, telemetry, Health())
+    process.health.add_readiness("store", _store_ready(store))
+    enabled = settings.roles
+    problems: list[str] = []
+    for name, wanted, build in (
+        ("ingest", enabled.ingest, _ingest),
+        ("score", enabled.score, _score),
+        ("drift", enabled.drift, _drift),
+        ("review", enabled.review, _review),
+    ):
+        if not wanted:
+            continue
+        try:
+            build(process)
+        except ConfigError as exc:
+            problems.extend(f"{name}: {p}" for p in exc.problems)
+        except RagmonError as exc:
+            problems.append(f"{name}: {exc} (or switch the role off: RAGMON_ROLES__{name.upper()}=false)")
+    if settings.shadow.comparisons:
+        from ragmon.shadow.live import run_configured_comparisons
+
+        process.roles.append(PeriodicRole(
+            "shadow", settings.shadow.interval_seconds,
+            lambda: run_configured_comparisons(store, settings, telemetry)))
+    if problems:
+        raise ConfigError(problems)
+    if not process.roles:
+        raise ConfigError(["roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"])
+    return process
+
+
+def _store_ready(store: ClickHouseStore) -> Any:
+    def check() -> tuple[bool, str]:
+        try:
+            store.ping()
+        except RagmonError as exc:
+            return False, str(exc)
+        return True, "store answers"
+
+    return check
+
+
+def _ingest(p: Process) -> None:
+    from ragmon.ingest.role import build_ingest
+
+    pipeline = build_ingest(p.settings, p.store, p.telemetry, p.health)
+    p.roles.append(_Named("ingest", pipeline))
+
+
+def _score(p: Process) -> None:
+    from ragmon.score.runner import ScoreRole
+    from ragmon.server import heartbeat_check
+
+    role = ScoreRole(p.settings, p.store, p.telemetry)
+    p.health.add_liveness("score_loop", heartbeat_check(lambda: role.last_poll, 120.0, "last score poll"))
+    p.roles.append(role)
+
+
+def _drift(p: Process) -> None:
+    from ragmon.drift.check import DriftChecker
+    from ragmon.drift.schedule import DriftRole
+
+    role = DriftRole(DriftChecker(p.store, p.settings.drift, p.telemetry), p.settings.drift.interval_seconds)
+    p.health.add_liveness("drift_schedule", role.liveness)
+    p.roles.append(role)
+
+
+def _review(p: Process) -> None:
+    from ragmon.review.role import ReviewRole
+
+    role = ReviewRole(p.settings.review, p.store, p.telemetry)
+    p.routers.append(role.router)
+    p.roles.extend(role.roles())
+
+
+@dataclass
+class _Named:
+    """Gives a loop object with ``run(stop)`` the role name the daemon reports."""
+
+    name: str
+    loop: Any
+
+    def run(self, stop: Any) -> None:
+        self.loop.run(stop)

@@ -1,0 +1,107 @@
+"""``ragmon demo``: generate two days of RAG traffic with a known incident, run it through ragmon, and show
+what ragmon found. No external services: the store is the embedded ClickHouse engine on local disk."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import SecretStr
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragmon.cli.app import console, err_console, fail, settings_of
+
+STAGES = ("generate", "ingest", "score", "drift", "review", "shadow")
+
+
+def demo(
+    ctx: typer.Context,
+    data_dir: Annotated[Path, typer.Option(
+        "--dir", help="Embedded ClickHouse data directory for the demo (wiped at the start of each run).")
+    ] = Path(".ragmon/demo"),
+    queries: Annotated[int, typer.Option(min=400, max=200_000,
+                                         help="Production queries to generate over two days (each may have a "
+                                              "shadow twin).")] = 12_000,
+    sample_rate: Annotated[float, typer.Option(min=0.01, max=1.0,
+                                               help="Share of traffic scored by the judge (by hash of query_id).")
+                           ] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of the generated traffic.")] = 7,
+    keep_serving: Annotated[bool, typer.Option(
+        "--keep-serving", help="Afterwards keep the review UI and /metrics up until Ctrl-C (a demo reviewer "
+                               "account is created and its password printed).")] = False,
+    host: Annotated[str, typer.Option(help="Bind address with --keep-serving.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port with --keep-serving (0 picks a free one).")] = 9108,
+) -> None:
+    """Run ragmon end to end on generated traffic, with no external services.
+
+    It generates two days of traffic for a production retriever (hybrid@v1) and a shadow candidate
+    (hybrid@v2) across four strata, injects a retrieval-score drift and a faithfulness drop in one stratum for
+    the last four hours, then runs the real stages: decode, redact, batch and store (with a few malformed
+    messages dead-lettered), deterministic sampling and the heuristic judge, a drift check, the weekly review
+    selection and the shadow comparison. It ends with what was ingested, the drift detected, the shadow
+    verdict, and where the review UI and /metrics are.
+    """
+    from ragmon.demo.run import demo_settings, run_demo
+    from ragmon.demo.scenario import Scenario
+    from ragmon.store import ClickHouseStore
+    from ragmon.telemetry import Telemetry
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    settings = demo_settings(settings_of(ctx), sample_rate)
+    if data_dir.exists():
+        if not (data_dir / "metadata").is_dir() and any(data_dir.iterdir()):
+            raise fail(f"--dir {data_dir} exists and is not an embedded ClickHouse directory; choose another")
+        shutil.rmtree(data_dir)
+    store_settings = settings.store.model_copy(update={"dsn": SecretStr(f"chdb://{data_dir.resolve()}"),
+                                                       "database": "ragmon_demo"})
+    settings = settings.model_copy(update={"store": store_settings})
+    store = ClickHouseStore.open(settings.store)
+    telemetry = Telemetry()
+    scenario = Scenario(n_queries=queries, seed=seed)
+
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as bar:
+        tasks = {stage: bar.add_task(stage, total=None) for stage in STAGES}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(tasks[stage], completed=done, total=total)
+
+        result = run_demo(settings, store, telemetry, scenario, progress=progress)
+
+    from ragmon.demo.summary import print_summary
+
+    print_summary(console, result, data_dir)
+    if keep_serving:
+        _serve(settings, store, telemetry, host, port)
+
+
+def _serve(settings, store, telemetry, host: str, port: int) -> None:  # type: ignore[no-untyped-def]
+    from ragmon.config import ReviewSettings, ReviewUser
+    from ragmon.daemon import Daemon
+    from ragmon.review.auth import hash_password
+    from ragmon.review.role import ReviewRole
+    from ragmon.server import Health, create_app, serve
+
+    password = secrets.token_urlsafe(12)
+    review_settings = ReviewSettings(users=[ReviewUser(username="demo", password_hash=SecretStr(hash_password(password)))],
+                                     session_secret=SecretStr(secrets.token_hex(32)))
+    role = ReviewRole(review_settings, store, telemetry)
+    role.refresh_gauges()
+    health = Health()
+    health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
+    handle = serve(create_app(telemetry, health, [role.router], title="ragmon demo"), host, port)
+    base = f"http://{host}:{handle.port}"
+    table = Table.grid(padding=(0, 2))
+    table.add_row("review UI", f"{base}/review/  (user [bold]demo[/], password [bold]{password}[/])")
+    table.add_row("metrics", f"{base}/metrics")
+    console.print(table)
+    console.print("serving until Ctrl-C")
+    try:
+        Daemon([role.roles()[0]]).run_until_signal()
+    finally:
+        handle.stop()

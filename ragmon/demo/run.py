@@ -1,0 +1,169 @@
+"""``ragmon demo``: the scenario pushed through the real pipeline stages on the embedded store.
+
+Stages, each the production code path (only the Kafka consumer is replaced by its in-memory twin, since the
+demo runs without external services): decode → validate → redact → batch → ClickHouse insert → commit
+(``IngestPipeline``), deterministic sampling → heuristic judge → metric functions → ``scores``
+(``LiveScorer``), a drift check with the aggregation in ClickHouse (``DriftChecker``), the weekly review
+selection (``select_week``) and the shadow comparison (``compare``). Returns a ``DemoResult``; printing is
+the CLI's job.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from ragmon.config import DriftSettings, DriftWindowSettings, SamplingSettings, Settings
+from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate
+from ragmon.demo.traffic import generate_golden
+from ragmon.drift.check import CheckResult, DriftChecker
+from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
+from ragmon.ingest.pipeline import IngestPipeline
+from ragmon.ingest.source import InMemoryTraceSource
+from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.review.selection import SelectionResult, iso_week, select_week
+from ragmon.score.pipeline import BatchResult
+from ragmon.score.runner import backfill, build_scorer
+from ragmon.shadow.compare import CompareOptions, compare
+from ragmon.shadow.pairs import RetrieverRef
+from ragmon.shadow.result import ComparisonResult
+from ragmon.shadow.verdict import Thresholds
+from ragmon.store import ClickHouseStore
+from ragmon.telemetry import Telemetry
+
+TOPIC = "rag.traces"
+PARTITIONS = 3
+#: malformed messages mixed into the stream, to show dead-lettering next to valid neighbours
+BAD_MESSAGES = (
+    b'{"trace_id": "bad-1", "query_id": ',
+    b'{"trace_id": "bad-2", "query_id": "q", "timestamp": "2026-01-01T00:00:00Z", "retriever": {"name": "r"},'
+    b' "question": "q", "retrieved": [{"chunk_id": "c", "score": NaN, "rank": 1}]}',
+    b'{"trace_id": "bad-3", "query_id": "q", "timestamp": "2026-01-01T00:00:00Z", "retriever": {"name": "r"},'
+    b' "question": 42}',
+)
+
+#: stage name, done, total
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class DemoResult:
+    scenario: Scenario
+    now: datetime
+    produced: int
+    stored: int
+    dead_letters: dict[str, int]
+    redactions: int
+    ingest_seconds: float
+    scored: BatchResult
+    score_seconds: float
+    drift: CheckResult
+    review: SelectionResult
+    shadow: ComparisonResult
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def demo_settings(base: Settings, sample_rate: float) -> Settings:
+    """The demo's windows and sampling: two days of traffic, the last 6 hours (the incident) against the day
+    before them."""
+    drift = DriftSettings(
+        interval_seconds=base.drift.interval_seconds,
+        windows=DriftWindowSettings(current_seconds=6 * 3600, reference="trailing", reference_days=1, same_hours=False),
+        min_samples=100,
+    )
+    sampling = SamplingSettings(salt=base.sampling.salt, rate=sample_rate)
+    return base.model_copy(update={"drift": drift, "sampling": sampling})
+
+
+def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, scenario: Scenario, *,
+             progress: Progress = lambda stage, done, total: None) -> DemoResult:
+    now = datetime.now(UTC)
+    timings: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    traces = generate(scenario, now)
+    messages = [json.dumps(t, separators=(",", ":")).encode() for t in traces]
+    timings["generate"] = time.perf_counter() - t0
+    progress("generate", len(messages), len(messages))
+
+    t0 = time.perf_counter()
+    dead = _ingest(settings, store, telemetry, messages, progress)
+    ingest_seconds = time.perf_counter() - t0
+    stored = int(store.command(f"SELECT count() FROM {store.table('traces')} FINAL"))
+
+    t0 = time.perf_counter()
+    scorer = build_scorer(settings, store, telemetry)
+    scored = backfill(scorer, store, scenario.start(now) - timedelta(minutes=1), now + timedelta(minutes=1),
+                      page_size=1000, progress=lambda done, _r: progress("score", done, len(messages)))
+    score_seconds = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    drift = DriftChecker(store, settings.drift, telemetry, clock=lambda: now + timedelta(seconds=1)).run_once()
+    timings["drift"] = time.perf_counter() - t0
+    progress("drift", 1, 1)
+
+    t0 = time.perf_counter()
+    review = select_week(store, iso_week(now), 50, seed=f"demo-{scenario.seed}", stratify=True,
+                         min_per_stratum=5, now=now, selected_by="demo")
+    timings["review"] = time.perf_counter() - t0
+    progress("review", 1, 1)
+
+    t0 = time.perf_counter()
+    shadow = compare(store, _shadow_options(scenario, now))
+    timings["shadow"] = time.perf_counter() - t0
+    progress("shadow", 1, 1)
+
+    redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
+                         if s.name.endswith("_total")))
+    return DemoResult(scenario, now, len(traces), stored, dead, redactions, ingest_seconds, scored, score_seconds,
+                      drift, review, shadow, timings)
+
+
+def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],
+            progress: Progress) -> dict[str, int]:
+    source = InMemoryTraceSource()
+    stream = list(messages)
+    for i, bad in enumerate(BAD_MESSAGES):  # malformed messages between valid neighbours
+        stream.insert((i + 1) * len(stream) // (len(BAD_MESSAGES) + 1), bad)
+    for p in range(PARTITIONS):
+        source.append(TOPIC, p, stream[p::PARTITIONS])
+    total = len(stream)
+    letters = InMemoryDeadLetterSink()
+    pipeline = IngestPipeline(source, StoreTraceWriter(store), letters, settings.ingest, telemetry,
+                              input_format="native", retention_days=settings.store.traces_ttl_days)
+    stop = threading.Event()
+    worker = threading.Thread(target=pipeline.run, args=(stop,), name="demo-ingest", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            done = sum(source.committed.values())
+            progress("ingest", done, total)
+            if done >= total:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        worker.join(30)
+    progress("ingest", sum(source.committed.values()), total)
+    reasons: dict[str, int] = {}
+    for letter in letters.letters:
+        reasons[letter.reason] = reasons.get(letter.reason, 0) + 1
+    return reasons
+
+
+def _shadow_options(scenario: Scenario, now: datetime) -> CompareOptions:
+    golden = generate_golden(scenario.n_queries, scenario.strata, scenario.seed, every=3, hostile_every=97)
+    from ragmon.contracts.golden import GoldenCase
+
+    return CompareOptions(
+        baseline=RetrieverRef(PRODUCTION.name, PRODUCTION.version, "production"),
+        candidate=RetrieverRef(CANDIDATE.name, CANDIDATE.version, "shadow"),
+        since=scenario.start(now) - timedelta(minutes=1), until=now + timedelta(minutes=1), k=10,
+        thresholds=Thresholds(min_pairs=100, max_latency_p95_delta_ms=25.0,
+                              max_quality_drop={"recall_at_k": 0.02, "ndcg_at_k": 0.02}),
+        golden=[GoldenCase.model_validate(c) for c in golden], n_resamples=500, seed=scenario.seed,
+    )

@@ -1,0 +1,129 @@
+"""The demo's story as data: two days of traffic for a production retriever and a shadow candidate, with a
+known incident injected partway through. Pure: returns trace.v1 documents, no I/O.
+
+The incident, from ``incident_start`` on, in one stratum (``incident_stratum``) of production traffic only:
+- **retrieval-score drift** — every retrieved score is scaled down (a stale index: the same chunks come
+  back, with less confidence), so top-1 and mean scores shift;
+- **faithfulness drop** — answers assert things the retrieved chunks do not say (a prompt regression).
+The shadow candidate (``hybrid@v2``) is less noisy than production on one stratum and noisier on another,
+so the shadow comparison has a winner stratum and a loser stratum.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ragmon.demo.traffic import (
+    _TOPICS,
+    DEFAULT_STRATA,
+    HOSTILE_TEXT,
+    RetrieverProfile,
+    generate_traces,
+    relevance_of,
+)
+
+PRODUCTION = RetrieverProfile(name="hybrid", version="v1", k=10, noise=0.6, latency_ms_median=45.0)
+CANDIDATE = RetrieverProfile(
+    name="hybrid", version="v2", k=10, noise=0.6, stratum_noise={"shipping": 0.2, "returns": 1.6},
+    latency_ms_median=52.0,
+)
+WINNER_STRATUM, LOSER_STRATUM = "shipping", "returns"
+
+#: question shape (its opening words) → the fact a relevant chunk states, in the question's own words
+_FACTS = (
+    ("How do I change", "You change the {t} for order {i} on the order page under Edit {t}."),
+    ("Why was my", "A {t} on account {i} is rejected when it fails the {s} verification check."),
+    ("Can I get a refund", "A refund on the {t} from ticket {i} is possible within 30 days under the {s} policy."),
+    ("What is the policy", "The {s} policy on {t} for case {i} allows one free change per month."),
+)
+_QUESTION = re.compile(r"(?P<t>" + "|".join(map(re.escape, _TOPICS)) + r")\D*(?P<i>\d+)")
+_REFUSAL = "I cannot find information about that in the documents."
+_UNSUPPORTED = (
+    "Refunds are always paid in cash within one hour, no receipt needed.",
+    "Every customer is automatically entitled to a lifetime discount of 80 percent.",
+    "Our warehouse in Reykjavik ships overnight to every country for free.",
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the demo generates and injects; the printed summary compares what ragmon found with this."""
+
+    n_queries: int = 12_000
+    hours: float = 48.0
+    shadow_coverage: float = 0.5
+    incident_hours: float = 6.0
+    incident_stratum: str = "billing"
+    score_scale: float = 0.8
+    seed: int = 7
+    strata: tuple[str, ...] = DEFAULT_STRATA
+
+    def start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.hours)
+
+    def incident_start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.incident_hours)
+
+
+def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Every trace of the scenario, in time order, with the incident applied."""
+    now = now or datetime.now(UTC)
+    spacing = scenario.hours * 3600.0 / max(1, scenario.n_queries + 1)
+    traces = generate_traces(
+        scenario.n_queries, scenario.strata, seed=scenario.seed, start=scenario.start(now),
+        production=PRODUCTION, candidate=CANDIDATE, coverage=scenario.shadow_coverage, spacing_seconds=spacing,
+        hostile_every=97,
+    )
+    relevance = relevance_of(scenario.n_queries, scenario.strata, scenario.seed)
+    traces = [_realistic(t, relevance.get(t["query_id"], {})) for t in traces]
+    incident = scenario.incident_start(now)
+    for i, trace in enumerate(traces):
+        if (trace["retriever"]["variant"] == "production" and trace["category"] == scenario.incident_stratum
+                and datetime.fromisoformat(trace["timestamp"]) >= incident):
+            traces[i] = _inject(trace, scenario.score_scale, i)
+    return traces
+
+
+def _inject(trace: dict[str, Any], scale: float, i: int) -> dict[str, Any]:
+    retrieved = [dict(r, score=round(r["score"] * scale, 6)) for r in trace["retrieved"]]
+    if trace["behaviour"] != "answer" or not trace["citations"]:
+        return dict(trace, retrieved=retrieved, attributes=dict(trace.get("attributes", {}), demo_incident="true"))
+    claims = [_UNSUPPORTED[i % len(_UNSUPPORTED)], _UNSUPPORTED[(i + 1) % len(_UNSUPPORTED)]]
+    cited = trace["citations"][0]["chunk_id"]
+    return dict(trace, retrieved=retrieved, answer=" ".join(claims),
+                citations=[{"sentence": n, "chunk_id": cited, "quote": c.rstrip(".")} for n, c in enumerate(claims)],
+                attributes=dict(trace.get("attributes", {}), demo_incident="true"))
+
+
+def _realistic(trace: dict[str, Any], relevant: dict[str, int]) -> dict[str, Any]:
+    """Give chunks and answers words a judge can check: relevant chunks state a fact in the question's words,
+    the answer restates the facts found in its context with quoted citations, and a context without any
+    relevant chunk makes the system refuse."""
+    question, stratum = trace["question"], trace["category"]
+    match = _QUESTION.search(question)
+    fact = next((f for opening, f in _FACTS if question.startswith(opening)), _FACTS[0][1])
+    words = {"t": match["t"] if match else "request", "i": match["i"] if match else "0", "s": stratum}
+    retrieved = []
+    for r in trace["retrieved"]:
+        if r.get("text") == HOSTILE_TEXT:
+            retrieved.append(r)
+        elif relevant.get(r["chunk_id"], 0) >= 2:
+            retrieved.append(dict(r, text=fact.format(**words) + f" See {r['doc_id']} for the {stratum} details."))
+        else:
+            retrieved.append(dict(r, text=f"Opening hours of the {stratum} team are 9 to 5 on weekdays "
+                                           f"({r['chunk_id']})."))
+    texts = {r["chunk_id"]: r["text"] for r in retrieved}
+    context = trace["context"]["chunk_ids"]
+    supported = [c for c in context if relevant.get(c, 0) >= 2][:2]
+    if not trace["answer"]:
+        return dict(trace, retrieved=retrieved)
+    if not supported:
+        return dict(trace, retrieved=retrieved, answer=_REFUSAL, behaviour="refuse", citations=[])
+    first_sentences = [texts[c].split(". ")[0].rstrip(".") + "." for c in supported]
+    answer = " ".join(first_sentences)
+    citations = [{"sentence": n, "chunk_id": c, "quote": first_sentences[n].rstrip(".")}
+                 for n, c in enumerate(supported)]
+    return dict(trace, retrieved=retrieved, answer=answer, behaviour="answer", citations=citations)

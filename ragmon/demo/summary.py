@@ -1,0 +1,70 @@
+"""Printing what the demo found, next to what it injected, as tables a person can read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ragmon.demo.run import DemoResult
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "–" if x != x else f"{x:.{digits}g}"  # NaN → dash
+
+
+def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
+    s = r.scenario
+    console.rule("[bold]ragmon demo")
+    console.print(
+        f"Injected: from {s.incident_start(r.now):%Y-%m-%d %H:%M} UTC on, stratum [bold]{s.incident_stratum}[/] of "
+        f"hybrid@v1 (production): retrieval scores ×{s.score_scale} (stale index) and unsupported answers "
+        "(faithfulness drop). Shadow candidate hybrid@v2: better on shipping, worse on returns.",
+        highlight=False)
+
+    ingest = Table(title="Ingest", title_justify="left")
+    for col in ("messages", "stored (FINAL)", "dead-lettered", "redactions", "traces/s"):
+        ingest.add_column(col, justify="right")
+    dead = ", ".join(f"{k}: {v}" for k, v in sorted(r.dead_letters.items())) or "0"
+    rate = r.stored / r.ingest_seconds if r.ingest_seconds else 0.0
+    ingest.add_row(f"{r.produced + sum(r.dead_letters.values()):,}", f"{r.stored:,}", dead, f"{r.redactions:,}",
+                   f"{rate:,.0f}")
+    console.print(ingest)
+
+    sc = r.scored
+    console.print(f"Scored {sc.scored:,} sampled traces with the heuristic judge "
+                  f"({sc.failed} failed) in {r.score_seconds:.1f}s; sampling decisions recorded: {sum(sc.decisions.values()):,} ({dict(sc.decisions)}).",
+                  highlight=False)
+
+    drift = Table(title=f"Drift detected (check {r.drift.check_id[:12]}, {len(r.drift.results)} tests, "
+                        "Benjamini–Hochberg across the check)", title_justify="left")
+    for col in ("retriever", "variant", "stratum", "feature", "test", "statistic", "p (adj.)", "effect", "n ref/cur"):
+        drift.add_column(col)
+    for d in sorted(r.drift.drifted, key=lambda d: (d.group.stratum, d.feature, d.test)):
+        drift.add_row(d.group.retriever, d.group.variant, d.group.stratum, d.feature, d.test, _fmt(d.statistic), _fmt(d.p_adjusted),
+                      f"{_fmt(d.effect)} ({d.effect_name})", f"{d.reference.n}/{d.current.n}")
+    if not r.drift.drifted:
+        drift.add_row(*(["none"] + [""] * 8))
+    console.print(drift)
+
+    rv = r.review
+    console.print(f"Review: week {rv.week}: {len(rv.items)} traces chosen at random from {rv.population:,} production "
+                  f"traces (seed {rv.seed}, per stratum {rv.selected_by_stratum()}).", highlight=False)
+
+    sh = r.shadow
+    shadow = Table(title=f"Shadow: {sh.candidate} vs {sh.baseline}, k={sh.k}, {sh.pairs:,} pairs — overall verdict: "
+                         f"{sh.verdict.decision.upper()} (exit code {sh.exit_code})", title_justify="left")
+    for col in ("stratum", "pairs", "overlap@k", "verdict", "why"):
+        shadow.add_column(col)
+    for st in sh.strata:
+        shadow.add_row(st.stratum, f"{st.pairs:,}", _fmt(st.agreement.mean_overlap), st.verdict.decision,
+                       "; ".join(st.verdict.reasons))
+    console.print(shadow)
+
+    console.print(
+        f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "
+        "http://127.0.0.1:9108/metrics are served by `ragmon demo --keep-serving`; "
+        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2` and `ragmon drift report` work on "
+        f"the same data with RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo.",
+        highlight=False, soft_wrap=True)
