@@ -102,6 +102,8 @@ def api_router(ctx: ReviewContext) -> APIRouter:
 
     @router.put("/weeks/{week}/items/{trace_id}/label", response_model=LabelOut,
                 responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
+                           411: {"model": ErrorOut, "description": "A chunked body without Content-Length."},
+                           413: {"model": ErrorOut, "description": "The body is larger than 1 MiB."},
                            403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
                            410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."},
                            422: {"model": ErrorOut, "description": "The label is not valid for this item."}},

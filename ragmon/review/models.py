@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,7 @@ class LabelIn(BaseModel):
     note: str = Field("", max_length=MAX_NOTE_CHARS, description="Free text for a later reader.")
     reference_answer: str = Field("", max_length=MAX_REFERENCE_ANSWER_CHARS,
                                   description="What a competent human would answer (for the golden set).")
-    relevant_chunk_ids: list[str] = Field(default_factory=list, max_length=1000,
+    relevant_chunk_ids: list[Annotated[str, Field(max_length=256)]] = Field(default_factory=list, max_length=1000,
                                           description="Retrieved chunk ids that answer the question.")
     add_to_golden: bool = Field(False, description="Export this item to the golden set.")
 

@@ -60,13 +60,26 @@ class ReviewContext:
             reviewed.labels(stratum=p.stratum).set(p.reviewed)
 
 
+#: the largest request body the review UI and API accept (a label with a long note is a few KB)
+MAX_BODY_BYTES = 1_048_576
+
+
 class StoreAwareRoute(APIRoute):
-    """Turns a store outage during a request into 503 with what to do, instead of a 500 with a traceback."""
+    """Bounds request bodies (413/411 before anything is read) and turns a store outage during a request into
+    503 with what to do, instead of a 500 with a traceback."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def route(request: Request) -> Response:
+            if request.method in ("POST", "PUT"):
+                if "chunked" in request.headers.get("transfer-encoding", "").lower():
+                    return JSONResponse({"detail": "send a Content-Length (chunked bodies are not accepted)"},
+                                        status_code=411)
+                length = request.headers.get("content-length", "0")
+                if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+                    return JSONResponse({"detail": f"the body must be at most {MAX_BODY_BYTES:,} bytes"},
+                                        status_code=413)
             try:
                 return await handler(request)
             except StoreError as exc:

@@ -130,7 +130,8 @@ def web_router(ctx: ReviewContext) -> APIRouter:
                                        f"`ragmon review select --week {week}`.")
         ctx.refresh_gauges()
         return page("queue.html", session=session, week=data, me=session.username,
-                    progress=data.progress(session.username))
+                    progress=data.progress(session.username),
+                    disputed=lambda item: bool(disagreements(list(item.labels))))
 
     @router.get("/weeks/{week}/items/{trace_id:path}")
     def item(request: Request, week: str, trace_id: str) -> Response:

@@ -118,3 +118,14 @@ def test_store_outage_is_a_503_that_says_what_to_do(store):
     r = client.get(f"/review/api/v1/weeks/{week}/queue", headers=BEARER)
     assert r.status_code == 503 and "store is unavailable" in r.json()["detail"] and r.headers["retry-after"]
     assert signed.get(f"/review/weeks/{week}").status_code == 503
+
+
+def test_oversized_and_chunked_bodies_are_refused_before_reading(store):
+    app, week, traces = seeded_app(store)
+    client = TestClient(app)
+    url = f"/review/api/v1/weeks/{week}/items/{traces[1]['trace_id']}/label"
+    big = {**LABEL, "note": "x" * 2_000_000}
+    assert client.put(url, headers=BEARER, json=big).status_code == 413
+    chunks = iter([b'{"answer_correct": true', b"}"])
+    assert client.put(url, headers=BEARER, content=chunks).status_code == 411
+    assert client.post("/review/login", content=b"x" * 1_100_000).status_code == 413
