@@ -130,6 +130,14 @@ def test_score_from_store_then_calibrate_and_report(tmp_path: Path):
     assert cal.returncode == 0, cal.stdout + cal.stderr
     assert counts["scored"][0]["fps"][0] in cal.stdout and "PASS" in cal.stdout
 
+    # a stricter judge calibrated before it scores anything: nothing written, its own fingerprint reported
+    rejudged = ragmon(["calibrate", "--rejudge", "--format", "json"], dsn,
+                      RAGMON_JUDGE__KIND="heuristic")
+    assert rejudged.returncode == 0, rejudged.stderr
+    [result] = json.loads(rejudged.stdout)
+    assert result["fingerprint"] == counts["scored"][0]["fps"][0] and result["cells"][0]["n"] == 20
+    assert json.loads(py(COUNT, dsn))["scored"][0]["n"] == 30
+
     report = ragmon(["score", "report", "--since", "1d"], dsn)
     assert report.returncode == 0 and "fingerprint" in report.stdout and "citation_recall" in report.stdout
 
@@ -165,3 +173,29 @@ def test_score_consumes_a_kafka_topic(tmp_path: Path, kafka_bootstrap: str, new_
     again = ragmon(["score", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--group-id", f"g-{topic}",
                     "--rate", "0.5", "--exit-when-idle", "3", "--port", "0"], dsn)
     assert again.returncode == 0 and "decisions: none" in again.stdout
+
+
+def test_score_from_store_with_the_openai_judge(tmp_path: Path):
+    from tests.integration.test_openai_judge import good
+    from tests.support.openai_server import FakeOpenAI, ok, status
+
+    dsn = f"chdb://{tmp_path / 'chdb'}"
+    docs = [make_trace() for _ in range(6)]
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps([docs, []]))
+    py(SEED, dsn, str(seed))
+    calls = {"n": 0}
+
+    def responder(request):
+        calls["n"] += 1
+        return status(503, "overloaded") if calls["n"] <= 2 else ok(good(), prompt_tokens=1000, completion_tokens=100)
+
+    with FakeOpenAI(responder=responder) as srv:
+        out = ragmon(["score", "--from-store", "--since", "1h", "--rate", "1", "--judge", "openai"], dsn,
+                     RAGMON_JUDGE__BASE_URL=srv.base_url, RAGMON_JUDGE__API_KEY="sk-cli-secret",
+                     RAGMON_JUDGE__BACKOFF_INITIAL_SECONDS="0.01", RAGMON_JUDGE__INPUT_USD_PER_MILLION_TOKENS="1",
+                     RAGMON_JUDGE__OUTPUT_USD_PER_MILLION_TOKENS="10")
+    assert out.returncode == 0, out.stderr
+    # identical content: the first trace is judged (after two 503s), the other five come from the cache
+    assert "scored 6, failed 0" in out.stdout and "$0.0020" in out.stdout
+    assert calls["n"] == 3 and "sk-cli-secret" not in out.stdout + out.stderr
