@@ -130,7 +130,7 @@ def test_score_from_store_then_calibrate_and_report(tmp_path: Path):
     assert cal.returncode == 0, cal.stdout + cal.stderr
     assert counts["scored"][0]["fps"][0] in cal.stdout and "PASS" in cal.stdout
 
-    # a stricter judge calibrated before it scores anything: nothing written, its own fingerprint reported
+    # --rejudge: the configured judge judges the labelled traces now; nothing is written
     rejudged = ragmon(["calibrate", "--rejudge", "--format", "json"], dsn,
                       RAGMON_JUDGE__KIND="heuristic")
     assert rejudged.returncode == 0, rejudged.stderr
