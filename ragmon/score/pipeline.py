@@ -77,13 +77,13 @@ class LiveScorer:
         self._count_calls = getattr(judge, "telemetry", None) is None
 
     def announce(self) -> str | None:
-        """Log the fingerprint in force; warn when it differs from the last one this judge kind wrote.
+        """Log the fingerprint in force; warn when it differs from the last one this judge kind wrote (30 days).
 
         Returns the previous fingerprint when it changed (None otherwise).
         """
         rows = self.store.query_rows(
             f"SELECT judge_fingerprint FROM {self.store.table('scores')} WHERE judge_name = {{name:String}} "
-            "ORDER BY scored_at DESC LIMIT 1",
+            "AND ts >= now() - INTERVAL 30 DAY ORDER BY scored_at DESC LIMIT 1",  # partition-pruned at start-up
             {"name": self.judge.name},
         )
         previous = rows[0]["judge_fingerprint"] if rows else None
