@@ -1,0 +1,74 @@
+"""`ragmon demo` end to end in a subprocess (its own chDB directory): the injected incident is found, the
+shadow verdicts name the winning and losing strata, and --keep-serving serves the review UI and /metrics."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _demo(tmp_path: Path, *args: str, **popen: object) -> subprocess.Popen[str]:
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.Popen([sys.executable, "-m", "ragmon", "demo", "--dir", str(tmp_path / "demo"), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, **popen)
+
+
+def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path) -> None:
+    proc = _demo(tmp_path)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    drift_rows = [line for line in out.splitlines() if "│ hybrid@v1" in line and "production" in line]
+    drifted = {(row.split("│")[3].strip(), row.split("│")[4].strip()) for row in drift_rows}
+    # the incident: billing only, retrieval scores and faithfulness
+    assert ("billing", "top1_score") in drifted
+    assert ("billing", "faithfulness") in drifted
+    assert {stratum for stratum, _ in drifted} == {"billing"}, drift_rows
+    # three malformed messages dead-lettered with their reasons, every valid trace stored once
+    assert re.search(r"18,005 │\s+18,002 │ invalid_json: 1, non_finite_score: 1, schema: 1", out), out
+    verdicts = {m["stratum"]: m["verdict"] for m in re.finditer(
+        r"│ (?P<stratum>billing|consent|returns|shipping)\s+│[^│]+│[^│]+│ (?P<verdict>promote|hold|reject)", out)}
+    assert verdicts["shipping"] == "promote"
+    assert verdicts["returns"] == "reject"
+    assert "overall verdict: REJECT" in out
+    assert "/review/" in out and "/metrics" in out
+
+
+def test_demo_keep_serving_serves_review_ui_and_metrics(tmp_path: Path) -> None:
+    proc = _demo(tmp_path, "--queries", "1200", "--keep-serving", "--port", "0")
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "serving until" in line:
+                break
+        out = "".join(lines)
+        assert "serving until" in out, out
+        metrics_url = re.findall(r"(http://127\.0\.0\.1:\d+)/metrics", out)[-1]
+        password = re.search(r"user demo, password (\S+)\)", out)
+        assert password, out
+        metrics = httpx.get(f"{metrics_url}/metrics", timeout=10).text
+        assert "ragmon_ingest_traces_stored_total" in metrics
+        assert re.search(r'ragmon_review_items_due\{stratum="\w+"\} [1-9]', metrics), metrics
+        page = httpx.get(f"{metrics_url}/review/", timeout=10, follow_redirects=False)
+        assert page.status_code in (302, 303, 401), "the review UI must not be open without signing in"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
