@@ -15,7 +15,7 @@ from rich.table import Table
 from ragmon.cli.app import console, err_console, fail, settings_of
 from ragmon.review.auth import hash_password, token_digest
 from ragmon.review.queue import NO_STRATUM, load_week, weeks
-from ragmon.review.selection import previous_week, select_week
+from ragmon.review.selection import parse_week, previous_week, select_week
 from ragmon.store import ClickHouseStore
 
 app = typer.Typer(
@@ -91,6 +91,9 @@ def select(
         help="Seed of the random order (default: a fresh random one). It is recorded; pass a recorded seed with "
         "--dry-run to reproduce a sample.", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the sample without writing the queue.")] = False,
+    partial: Annotated[bool, typer.Option(
+        "--partial", help="Allow a week that has not ended: only its traffic so far can be chosen, and the selection "
+        "is final.")] = False,
 ) -> None:
     """Choose the week's review sample uniformly at random from its production traces (never by complaint or
     judge score) and put it in the queue. Running it again for the same week changes nothing."""
@@ -102,9 +105,14 @@ def select(
     min_per = cfg.min_per_stratum if min_per_stratum is None else min_per_stratum
     if min_per_stratum is not None and not stratify:
         raise fail("--min-per-stratum needs --stratify")
+    _, week_end = parse_week(week)
+    now = datetime.now(UTC)
+    if week_end > now and not partial and not dry_run:
+        raise fail(f"{week} has not ended yet (it ends {week_end:%Y-%m-%d %H:%M} UTC); a selection is final, so "
+                   "select it after it ends, or pass --partial to sample only the traffic so far")
     store = ClickHouseStore.open(settings.store)
     result = select_week(store, week, size, seed=seed, stratify=stratify, min_per_stratum=min_per,
-                         now=datetime.now(UTC), dry_run=dry_run)
+                         now=now, dry_run=dry_run)
     if result.already_selected:
         console.print(f"{week} was already selected (seed {result.seed}, {len(result.items)} items): nothing changed",
                       highlight=False, soft_wrap=True)

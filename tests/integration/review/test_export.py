@@ -104,6 +104,10 @@ def test_cli_select_status_export(store, store_settings, tmp_path, monkeypatch):
     assert r.exit_code == 0 and "items" in r.output
     r = runner.invoke(cli, ["review", "select", "--week", "2026-W99"])
     assert r.exit_code != 0
+    from ragmon.review.selection import iso_week
+
+    r = runner.invoke(cli, ["review", "select", "--week", iso_week(datetime.now(UTC))])
+    assert r.exit_code == 2 and "has not ended yet" in " ".join(r.output.split())
     r = runner.invoke(cli, ["review", "export", "--golden", str(tmp_path / "g.json")])
     assert r.exit_code == 0 and "0 cases added" in r.output
     assert json.loads((tmp_path / "g.json").read_text()) == []
