@@ -80,6 +80,9 @@ def test_sign_in_label_with_keyboard_and_see_verdicts(store, chromium_path):
             page.click("#answer a.cite >> nth=0")
             expect(page).to_have_url(f"{page.url.split('#')[0]}#chunk-1")
             expect(page.locator("#chunk-1 mark")).to_have_text("Consent can be withdrawn at any time")
+            outline = "e => getComputedStyle(e).outlineStyle"
+            assert page.eval_on_selector("#chunk-1 .chunk-text", outline) == "solid"  # the cited chunk stands out
+            assert page.eval_on_selector("#chunk-2 .chunk-text", outline) == "none"
             # verdicts stay hidden until the label is in
             expect(page.locator("#verdicts-hidden")).to_be_visible()
             assert page.locator("#verdict-table").count() == 0
