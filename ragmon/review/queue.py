@@ -46,6 +46,14 @@ class Week:
     population: int
     items: tuple[QueueItem, ...]
 
+    def reviewers(self) -> dict[str, int]:
+        """Reviewer → items of this week they labelled (counts only: no label is revealed)."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            for lab in item.labels:
+                counts[lab.reviewer] = counts.get(lab.reviewer, 0) + 1
+        return dict(sorted(counts.items()))
+
     def progress(self, reviewer: str = "") -> list[StratumProgress]:
         """Per stratum: items, items with at least one label, items this reviewer labelled."""
         by: dict[str, StratumProgress] = {}

@@ -201,7 +201,9 @@ def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
     page = alice.get(item_url(week, trace_id)).text
     assert 'id="disagreement"' in page and "answer_correct" in page
     assert page.count("<tr") - page.count("<tr><th") >= 2  # both labels listed
-    assert "reviewers disagree" in alice.get(f"/review/weeks/{week}").text
+    queue_page = alice.get(f"/review/weeks/{week}").text
+    assert "reviewers disagree" in queue_page
+    assert re.search(r'id="reviewers">Labelled so far:\s*alice 1, bob 1', queue_page)
     # a reviewer who has not labelled yet sees neither label nor disagreement
     app2, _ = review_app(store)
     fresh = signed_in(app2, "bob")
