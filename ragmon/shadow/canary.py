@@ -65,11 +65,17 @@ def canary_index(cases: Sequence[GoldenCase]) -> tuple[dict[str, GoldenCase], li
 
 
 def canary_sql(traces_table: str) -> str:
-    """Pairs whose normalized question is in ``{questions:Array(String)}``, with both full result lists."""
+    """Pairs whose baseline question, normalized, is in ``{questions:Array(String)}``, with both full lists.
+
+    The query_ids are found first with a plain scan of the baseline side, so only canary queries are paired.
+    """
+    matching = (f"SELECT query_id FROM {traces_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
+                "AND ts < {until:DateTime64(3, 'UTC')} AND retriever_name = {b_name:String} "
+                f"AND {NORMALIZED_QUESTION_SQL.replace('b_question', 'question')} IN {{questions:Array(String)}}")
     return f"""
     SELECT query_id, stratum, b_question AS question, {NORMALIZED_QUESTION_SQL} AS key, b_ids, c_ids
-    FROM ({pairs_sql(traces_table, having=f"AND {NORMALIZED_QUESTION_SQL} IN {{questions:Array(String)}}",
-                     features=False)})"""
+    FROM ({pairs_sql(traces_table, where=f"AND query_id IN ({matching})",
+                     having=f"AND {NORMALIZED_QUESTION_SQL} IN {{questions:Array(String)}}", features=False)})"""
 
 
 def score_canaries(rows: list[dict[str, Any]], index: dict[str, GoldenCase], k: int) -> dict[str, dict[str, Any]]:

@@ -75,10 +75,10 @@ def compare(store: Any, opts: CompareOptions) -> ComparisonResult:
     notices: list[str] = []
     params = pairs.parameters(opts.baseline, opts.candidate, opts.since, opts.until, k=opts.k or DEFAULT_K,
                               p=opts.rbo_p, seed=opts.seed, stage=opts.latency_stage)
-    counts = store.query_rows(pairs.side_counts_sql(traces), params)[0]
-    k = _choose_k(store, traces, params, opts, notices)
+    counts = store.query_rows(pairs.sides_sql(traces), params)[0]
+    k = _choose_k(counts, opts, notices)
     params["k"] = k
-    rows = store.query_rows(pairs.summary_sql(traces, seed=opts.seed), params)
+    rows = store.query_rows(pairs.summary_sql(traces, seed=opts.seed, lowest=max(1, opts.top)), params)
     by_stratum = {r["stratum"]: r for r in rows if r["stratum"] != ""}
     total = next((r for r in rows if r["stratum"] == ""), None)
     if total is None or total["pairs"] == 0:
@@ -112,7 +112,8 @@ def compare(store: Any, opts: CompareOptions) -> ComparisonResult:
     overall_verdict = combine([s.verdict for s in strata], [s.stratum for s in strata])
     empty = _empty_row()
     overall = _stratum(ALL, total or empty, deltas.get(ALL, ()), k, opts, verdict=overall_verdict)
-    examples = pick_examples(store, traces, params, judged, canaries, opts.rank_by, opts.top, k, notices)
+    lowest = [(float(rbo), q) for rbo, q in (total or {}).get("lowest_rbo", [])]
+    examples = pick_examples(store, traces, params, judged, canaries, lowest, opts, k, notices)
     return ComparisonResult(
         baseline=opts.baseline, candidate=opts.candidate, since=opts.since, until=opts.until, k=k,
         thresholds=opts.thresholds, confidence=opts.confidence, n_resamples=opts.n_resamples, seed=opts.seed,
@@ -122,8 +123,7 @@ def compare(store: Any, opts: CompareOptions) -> ComparisonResult:
     )
 
 
-def _choose_k(store: Any, traces: str, params: dict[str, Any], opts: CompareOptions, notices: list[str]) -> int:
-    row = store.query_rows(pairs.lengths_sql(traces), params)[0]
+def _choose_k(row: dict[str, Any], opts: CompareOptions, notices: list[str]) -> int:
     b_mode = row["b_mode"][0] if row["b_mode"] else None
     c_mode = row["c_mode"][0] if row["c_mode"] else None
     b_pk, c_pk = sorted(row["b_param_k"]), sorted(row["c_param_k"])

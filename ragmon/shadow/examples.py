@@ -36,8 +36,10 @@ def _candidates(judged: quality.JudgedPairs, canaries: dict[str, dict[str, Any]]
 
 
 def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quality.JudgedPairs,
-                  canaries: dict[str, dict[str, Any]], rank_by: str | None, top: int, k: int,
+                  canaries: dict[str, dict[str, Any]], lowest_rbo: list[tuple[float, str]], opts: Any, k: int,
                   notices: list[str]) -> Examples:
+    """``lowest_rbo``: (rbo, query_id) of the least-agreeing pairs, from the summary aggregation."""
+    rank_by, top = opts.rank_by, opts.top
     if top <= 0:
         return Examples("none", "")
     options = _candidates(judged, canaries)
@@ -48,7 +50,7 @@ def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quali
     if metric is None and options:
         metric = "ndcg_at_k" if "ndcg_at_k" in options else max(options, key=lambda m: (len(options[m]), m))
     if metric is None:
-        return _disagreements(store, traces, params, top, k)
+        return _disagreements(store, traces, params, lowest_rbo[:top], k)
     values = options[metric]
     ranked = sorted(values.items(), key=lambda kv: (kv[1][2] - kv[1][1], kv[0]))
     losses = [kv for kv in ranked[:top] if kv[1][2] - kv[1][1] < 0]
@@ -63,7 +65,7 @@ def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quali
             if d is None:
                 continue
             relevant = canaries[q]["relevant"] if q in canaries else ()
-            out.append(Example(q, stratum, d["question"], metric, b, c, d["b"], d["c"], relevant))
+            out.append(Example(q, stratum, d["question"], metric, b, c, d["b"], d["c"], relevant))  # type: ignore[arg-type]
         return tuple(out)
 
     return Examples("quality", metric, gains=build(gains), losses=build(losses))
@@ -72,17 +74,17 @@ def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quali
 def _details(store: Any, traces: str, params: dict[str, Any], ids: list[str], k: int) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    sql = f"""SELECT query_id, b_question AS question, arraySlice(arrayDistinct(b_ids), 1, {{k:UInt32}}) AS b,
+    sql = f"""SELECT query_id, stratum, b_question AS question, arraySlice(arrayDistinct(b_ids), 1, {{k:UInt32}}) AS b,
                      arraySlice(arrayDistinct(c_ids), 1, {{k:UInt32}}) AS c
               FROM ({pairs.pairs_sql(traces, where="AND query_id IN {ids:Array(String)}", features=False)})"""
     rows = store.query_rows(sql, {**params, "ids": ids, "k": k})
-    return {r["query_id"]: {"question": r["question"], "b": tuple(r["b"]), "c": tuple(r["c"])} for r in rows}
+    return {r["query_id"]: {"stratum": r["stratum"], "question": r["question"], "b": tuple(r["b"]),
+                            "c": tuple(r["c"])} for r in rows}
 
 
-def _disagreements(store: Any, traces: str, params: dict[str, Any], top: int, k: int) -> Examples:
-    sql = f"""SELECT query_id, stratum, b_question AS question, bk, ck, rbo
-              FROM ({pairs.pairs_sql(traces)}) ORDER BY rbo ASC, query_id LIMIT {{top:UInt32}}"""
-    rows = store.query_rows(sql, {**params, "top": top})
-    shown = tuple(Example(r["query_id"], r["stratum"], r["question"], "rbo", 1.0, float(r["rbo"]), tuple(r["bk"]),
-                          tuple(r["ck"])) for r in rows)
+def _disagreements(store: Any, traces: str, params: dict[str, Any], lowest: list[tuple[float, str]],
+                   k: int) -> Examples:
+    details = _details(store, traces, params, [q for _, q in lowest], k)
+    shown = tuple(Example(q, details[q]["stratum"], details[q]["question"], "rbo", 1.0, rbo, details[q]["b"],
+                          details[q]["c"]) for rbo, q in lowest if q in details)
     return Examples("disagreement", "rbo", losses=shown) if shown else Examples("none", "")

@@ -73,7 +73,7 @@ _COLUMNS = {
 def grouped_sql(traces_table: str, *, where: str = "") -> str:
     """One row per query_id seen on either side in the window: n_b/n_c and each side's earliest trace."""
     picks = ",\n        ".join(
-        f"argMinIf({expr}, (ts, trace_id), side = {i}) AS {p}_{col}"
+        f"argMinIf({expr}, (ts, cityHash64(trace_id)), side = {i}) AS {p}_{col}"
         for i, p in ((1, "b"), (2, "c")) for col, expr in _COLUMNS.items()
     )
     return f"""
@@ -90,23 +90,31 @@ def grouped_sql(traces_table: str, *, where: str = "") -> str:
     GROUP BY query_id"""
 
 
-#: per-pair agreement at depth {k} — the SQL twin of ``ragmon.shadow.agreement``
+#: per-pair agreement at depth {k} — the SQL twin of ``ragmon.shadow.agreement``. Chunk ids are hashed to
+#: UInt64 first (integer compares are far cheaper than string compares). Each shared item enters the
+#: prefix overlap at depth max(rank in baseline, rank in candidate), so RBO is a sum over shared items of the
+#: tail sums of its weights p^(d-1)/d: O(k) per pair instead of k set intersections. Kendall tau counts, for
+#: each shared item, the later shared items the candidate also ranks later (concordant pairs C); positions are
+#: distinct, so the other pairs are discordant and tau = 2C / (n(n-1)/2) - 1.
 PAIR_FEATURES = """
-    arraySlice(arrayDistinct(b_ids), 1, {k:UInt32}) AS bk,
-    arraySlice(arrayDistinct(c_ids), 1, {k:UInt32}) AS ck,
-    length(arrayDistinct(arrayConcat(bk, ck))) AS n_union,
-    if(n_union = 0, 1.0, length(arrayIntersect(bk, ck)) / n_union) AS jaccard,
-    least({k:UInt32}, greatest(length(bk), length(ck))) AS depth,
+    arraySlice(arrayDistinct(arrayMap(x -> cityHash64(x), b_ids)), 1, {k:UInt32}) AS bk,
+    arraySlice(arrayDistinct(arrayMap(x -> cityHash64(x), c_ids)), 1, {k:UInt32}) AS ck,
+    arrayMap(x -> indexOf(ck, x), bk) AS pos_in_c,
+    arrayFilter(x -> x > 0, pos_in_c) AS shared_pos,
+    length(shared_pos) AS n_shared,
+    length(bk) + length(ck) - n_shared AS n_union,
+    if(n_union = 0, 1.0, n_shared / n_union) AS jaccard,
+    greatest(length(bk), length(ck)) AS depth,
+    arrayReverse(arrayCumSum(arrayReverse(arrayMap(d -> pow({p:Float64}, d - 1) / d, range(1, depth + 1)))))
+        AS w_tail,
     if(depth = 0, 1.0, (1 - {p:Float64}) / (1 - pow({p:Float64}, depth)) * arraySum(arrayMap(
-        d -> pow({p:Float64}, d - 1) * length(arrayIntersect(arraySlice(bk, 1, d), arraySlice(ck, 1, d))) / d,
-        range(1, depth + 1)))) AS rbo,
+        (x, i) -> if(x = 0, 0., w_tail[greatest(x, i)]), pos_in_c, arrayEnumerate(pos_in_c)))) AS rbo,
     if(empty(b_ids) AND empty(c_ids), NULL, toNullable(toFloat64(notEmpty(b_ids) AND notEmpty(c_ids)
         AND b_ids[1] = c_ids[1]))) AS top1,
-    arrayMap(x -> indexOf(ck, x), arrayFilter(x -> has(ck, x), bk)) AS shared_pos,
-    length(shared_pos) AS n_shared,
-    if(n_shared < 2, NULL, toNullable(arraySum(arrayMap(i -> arraySum(arrayMap(j -> sign(shared_pos[j]
-        - shared_pos[i]), arraySlice(range(1, n_shared + 1), i + 1))), range(1, n_shared + 1)))
-        / (n_shared * (n_shared - 1) / 2))) AS tau"""
+    arrayEnumerate(shared_pos) AS shared_idx,
+    if(n_shared < 2, NULL, toNullable(2 * arraySum(arrayMap(
+        (x, i) -> arrayCount(y -> y > x, arraySlice(shared_pos, i + 1)), shared_pos, shared_idx))
+        / (n_shared * (n_shared - 1) / 2) - 1)) AS tau"""
 
 
 def pairs_sql(traces_table: str, *, where: str = "", having: str = "", features: bool = True) -> str:
@@ -122,15 +130,18 @@ def pairs_sql(traces_table: str, *, where: str = "", having: str = "", features:
     WHERE n_b > 0 AND n_c > 0 {having}"""
 
 
-def summary_sql(traces_table: str, *, seed: int = 0) -> str:
+def summary_sql(traces_table: str, *, seed: int = 0, lowest: int = 5) -> str:
     """Per-stratum (and, on the row with stratum = '', overall) counts, agreement and operational figures.
 
-    ``seed`` fixes the score sample; ClickHouse takes aggregate-function parameters only as literals, so it is
-    formatted in as an integer (checked), never as text, plus one (it wants a positive seed).
+    ``seed`` fixes the score sample and ``lowest`` is how many least-agreeing pairs (lowest RBO) to keep for
+    the report; ClickHouse takes aggregate-function parameters only as literals, so both are formatted in as
+    checked integers, never as text (the sample seed plus one: it wants a positive seed).
     """
-    seed = int(seed)
+    seed, lowest = int(seed), int(lowest)
     if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be a non-negative 64-bit integer, got {seed}")
+    if not 1 <= lowest <= 1000:
+        raise ValueError(f"lowest must be between 1 and 1000, got {lowest}")
     q = "0.5, 0.95, 0.99"
     return f"""
     SELECT
@@ -156,7 +167,8 @@ def summary_sql(traces_table: str, *, seed: int = 0) -> str:
         countIf(paired AND b_error = '' AND length(arrayDistinct(b_ids)) < {{k:UInt32}}) AS b_short,
         countIf(paired AND c_error = '' AND length(arrayDistinct(c_ids)) < {{k:UInt32}}) AS c_short,
         groupArraySampleIf({SCORE_SAMPLE}, {seed + 1})(b_top1, paired AND isFinite(b_top1)) AS b_scores,
-        groupArraySampleIf({SCORE_SAMPLE}, {seed + 1})(c_top1, paired AND isFinite(c_top1)) AS c_scores
+        groupArraySampleIf({SCORE_SAMPLE}, {seed + 1})(c_top1, paired AND isFinite(c_top1)) AS c_scores,
+        groupArraySortedIf({lowest})((rbo, query_id), paired) AS lowest_rbo
     FROM (
         SELECT *, n_b > 0 AND n_c > 0 AS paired,{PAIR_FEATURES}
         FROM ({grouped_sql(traces_table)})
@@ -165,22 +177,22 @@ def summary_sql(traces_table: str, *, seed: int = 0) -> str:
     ORDER BY stratum = '' , stratum"""
 
 
-def lengths_sql(traces_table: str) -> str:
-    """The most common result-list length and the parameter k on each side (to choose and check k)."""
+def sides_sql(traces_table: str) -> str:
+    """Per side over the window (paired or not): trace counts, the most common result-list length, and the
+    retriever's parameters.k values — to choose k, check it, and explain an empty comparison. No pairing."""
     return f"""
-    SELECT topKIf(1)(length(b_ids), b_error = '' AND notEmpty(b_ids)) AS b_mode,
-           topKIf(1)(length(c_ids), c_error = '' AND notEmpty(c_ids)) AS c_mode,
-           groupUniqArrayIf(8)(b_pk, b_pk > 0) AS b_param_k, groupUniqArrayIf(8)(c_pk, c_pk > 0) AS c_param_k,
-           count() AS pairs
-    FROM ({pairs_sql(traces_table, features=False)})"""
-
-
-def side_counts_sql(traces_table: str) -> str:
-    """Traces per side in the window (whatever their pairing), to explain an empty comparison."""
-    return f"""
-    SELECT countIf({_side('b')}) AS baseline, countIf({_side('c')}) AS candidate
-    FROM {traces_table} FINAL
-    WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}"""
+    SELECT countIf(side = 1) AS baseline, countIf(side = 2) AS candidate,
+           topKIf(1)(n_results, side = 1 AND error = '' AND n_results > 0) AS b_mode,
+           topKIf(1)(n_results, side = 2 AND error = '' AND n_results > 0) AS c_mode,
+           groupUniqArrayIf(8)(pk, side = 1 AND pk > 0) AS b_param_k,
+           groupUniqArrayIf(8)(pk, side = 2 AND pk > 0) AS c_param_k
+    FROM (
+        SELECT multiIf({_side('b')}, 1, {_side('c')}, 2, 0) AS side, n_results, error,
+               JSONExtractInt(retriever_params, 'k') AS pk
+        FROM {traces_table} FINAL
+        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
+          AND ({_side('b')} OR {_side('c')})
+    )"""
 
 
 def parameters(baseline: RetrieverRef, candidate: RetrieverRef, since: datetime, until: datetime, *,

@@ -48,13 +48,19 @@ class JudgedPairs:
 
 
 def judged_sql(traces_table: str, scores_table: str) -> str:
-    """Every ok score of a paired trace: (query_id, stratum, side, metric, fingerprint, value)."""
+    """Every ok score of a paired trace: (query_id, stratum, side, metric, fingerprint, value).
+
+    Only queries with at least one score in the window are paired (live scoring samples a fraction of the
+    traffic), and both twins of such a query are kept, so one-sided judging is seen and reported.
+    """
+    judged_queries = (f"SELECT query_id FROM {scores_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
+                      "AND ts < {until:DateTime64(3, 'UTC')} AND status = 'ok'")
     return f"""
     SELECT p.query_id AS query_id, p.stratum AS stratum, p.side AS side, s.metric AS metric,
            s.judge_fingerprint AS fingerprint, s.latest AS value
     FROM (
         SELECT query_id, stratum, arrayJoin([(b_trace, 'b'), (c_trace, 'c')]) AS t, t.1 AS trace_id, t.2 AS side
-        FROM ({pairs_sql(traces_table, features=False)})
+        FROM ({pairs_sql(traces_table, where=f"AND query_id IN ({judged_queries})", features=False)})
     ) AS p
     INNER JOIN (
         SELECT trace_id, metric, judge_fingerprint, argMax(value, scored_at) AS latest
