@@ -22,28 +22,19 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 
 from ragmon.config import IngestSettings
-from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.errors import RagmonError, SourceError, StoreError
 from ragmon.ingest.batcher import Batch, BatchLimits
-from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
+from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
-from ragmon.ingest.offsets import OffsetLedger, release_trace
-from ragmon.ingest.otlp import detect_format, parse_otlp
-from ragmon.ingest.otlp_assembly import Assembled, OtlpAssembler
-from ragmon.ingest.redact import Redactor
+from ragmon.ingest.intake import Intake
+from ragmon.ingest.offsets import OffsetLedger
 from ragmon.ingest.source import Partition, RawMessage, TraceSource
 from ragmon.ingest.writer import TraceWriter
-from ragmon.store.trace_rows import SourcePosition
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest")
-
-#: DateTime64(3) ends in 2299; a later timestamp would make the whole batch fail, so it is rejected here
-_MAX_TS = datetime(2299, 12, 31, tzinfo=UTC)
-
 
 @dataclass
 class IngestStats:
@@ -74,15 +65,15 @@ class IngestPipeline:
         self.dead_letters = dead_letters
         self.settings = settings
         self.t = telemetry
-        self.input_format = input_format
-        self.retention = timedelta(days=retention_days)
         self.faults = faults or FaultPoints()
         self.clock = clock
         self.rng = rng or random.Random()
         self.stats = IngestStats()
-        self.redactor = Redactor(settings.redact_patterns, settings.redact_fields)
         self.ledger = OffsetLedger()
-        self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces)
+        self.intake = Intake(settings, telemetry, self.ledger, input_format=input_format,
+                             retention_days=retention_days, clock=clock)
+        self.redactor = self.intake.redactor
+        self.assembler = self.intake.assembler
         self._limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
         self._batch = Batch(self._limits, clock())
         self._sealed: Batch | None = None          # a batch whose write failed, waiting for its retry
@@ -121,12 +112,11 @@ class IngestPipeline:
                 return
         wait = max(0.0, min(0.25, self._limits.max_wait_seconds - (now - self._batch.opened_at)))
         for msg in self._poll(wait if self._batch.empty else 0.25):
-            self._handle(msg)  # every polled message is handled, even past a failure: its offset is consumed
+            self.intake.handle(msg, self._batch)  # every polled message is handled, even past a failure: its offset is consumed
             if self._batch.full() and self._sealed is None:
                 self._dispatch()
         now = self.clock()
-        for done in self.assembler.expire(now):
-            self._emit(done)
+        self.intake.expire(now, self._batch)
         if self._sealed is None and self._batch.due(now):
             self._dispatch()
         elif self._sealed is None and self._inflight is None and self._batch.empty:
@@ -195,68 +185,6 @@ class IngestPipeline:
             for topic, n in by_topic.items():
                 self.t.ingest_messages_consumed.labels(topic).inc(n)
         return msgs
-
-    def _handle(self, msg: RawMessage) -> None:
-        fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
-        if fmt == "native":
-            self._handle_native(msg)
-            return
-        parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
-        if isinstance(parsed, Rejection):
-            self._reject(msg, parsed, [self.ledger.track((msg.topic, msg.partition), msg.offset, 1)])
-            return
-        for item in self.assembler.add(msg, parsed, self.ledger, self.clock()):
-            self._emit(item)
-
-    def _handle_native(self, msg: RawMessage) -> None:
-        entry = self.ledger.track((msg.topic, msg.partition), msg.offset, 1)
-        result = decode_trace(msg.value, max_bytes=self.settings.max_message_bytes)
-        if isinstance(result, DecodedTrace):
-            result = self._check_time(result)
-        if isinstance(result, Rejection):
-            self._reject(msg, result, [entry])
-            return
-        self._add(result, SourcePosition(msg.topic, msg.partition, msg.offset), [entry])
-
-    def _add(self, decoded: DecodedTrace, source: SourcePosition, entries: list) -> None:
-        if decoded.unknown_fields:
-            self.t.ingest_unknown_fields.inc()
-        trace = self.redactor.trace(decoded.trace)
-        self._batch.add_trace(trace, source, decoded.size_bytes, entries)
-
-    def _check_time(self, d: DecodedTrace) -> DecodedTrace | Rejection:
-        ts = d.trace.timestamp
-        if ts > _MAX_TS:
-            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31, the store's limit")
-        if ts < datetime.now(UTC) - self.retention:
-            return Rejection("outside_retention", f"$.timestamp {ts.isoformat()} is older than the "
-                             f"{self.retention.days}-day retention; the store would delete it on insert")
-        return d
-
-    def _emit(self, item: Assembled) -> None:
-        """An OTLP trace left the assembler: decode it like a native trace, or drop it (counted)."""
-        if item.outcome != "complete":
-            self.t.ingest_otlp_incomplete.labels(item.outcome).inc()
-        if item.document is None:          # dropped: nothing to store, its obligations close now
-            release_trace(item.entries)
-            return
-        src = item.source
-        if item.rejection is not None:
-            self._reject(RawMessage(src.topic, src.partition, src.offset, item.document), item.rejection,
-                         item.entries)
-            return
-        result = decode_trace(item.document, max_bytes=self.settings.max_message_bytes)
-        if isinstance(result, DecodedTrace):
-            result = self._check_time(result)
-        if isinstance(result, Rejection):
-            self._reject(RawMessage(src.topic, src.partition, src.offset, item.document), result, item.entries)
-            return
-        self._add(result, src, item.entries)
-
-    def _reject(self, msg: RawMessage, rejection: Rejection, entries: list) -> None:
-        letter = DeadLetter(msg.topic, msg.partition, msg.offset, msg.value, rejection.reason, rejection.detail,
-                            msg.headers)
-        self._batch.add_dead_letter(letter, entries)
 
     # -- writing ----------------------------------------------------------------------------------------------
 

@@ -44,8 +44,18 @@ class Rig:
         for _ in range(steps):
             self.pipeline.step()
             self.clock.advance(advance)
-        self.pipeline.drain()
-        self.pipeline.step()
+        # with concurrent writes the writer thread runs in real time: let a write still in flight (or its
+        # retry) finish, without running the loop forever
+        for _ in range(steps):
+            self.pipeline.drain()
+            if not self._busy():
+                break
+            self.pipeline.step()
+            self.clock.advance(advance)
+
+    def _busy(self) -> bool:
+        p = self.pipeline
+        return p.paused or not p.idle() and p.ledger.pending() > 0
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         return self.telemetry.registry.get_sample_value(name, labels or {}) or 0.0

@@ -94,7 +94,9 @@ def test_dead_letter_failure_blocks_the_commit(rig):
     r = rig(max_batch_rows=100)
     r.dlq.fail_next = 3
     r.source.append(T, 0, [trace_bytes(trace_id="good1"), b"{not json", trace_bytes(trace_id="good2")])
-    r.drive(6)
+    for _ in range(6):
+        r.pipeline.step()
+        r.clock.advance(0.3)
     assert r.source.committed == {}, "no commit while the dead letter is not acknowledged"
     assert r.writer.trace_ids() == ["good1", "good2"]  # the store write happened once and is not repeated
     r.drive(40)
