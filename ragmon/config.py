@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from ragmon.errors import ConfigError
@@ -269,7 +277,14 @@ class ShadowComparisonSettings(_Section):
     candidate_variant: Literal["production", "shadow", "canary"] = Field("shadow", description="Candidate variant.")
     window_seconds: float = Field(3600.0, ge=60, le=90 * 86400, description="Each run compares the last this-many seconds.")
     k: int | None = Field(None, ge=1, le=1000, description="Top k compared (default: the smaller usual list length).")
-    latency_stage: str = Field("retrieve", min_length=1, description="latency_ms key compared, or 'total'.")
+    latency_stage: str = Field("retrieve", min_length=1, max_length=256, description="latency_ms key compared, or 'total'.")
+
+    @model_validator(mode="after")
+    def _sides_differ(self) -> ShadowComparisonSettings:
+        if (self.baseline, self.baseline_variant) == (self.candidate, self.candidate_variant):
+            raise ValueError(f"baseline and candidate both select {self.baseline} ({self.baseline_variant}); "
+                             "give the candidate's name, version or variant")
+        return self
 
 
 class ShadowSettings(_Section):

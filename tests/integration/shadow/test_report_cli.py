@@ -139,11 +139,11 @@ def test_live_gauges(store):
                                                                                  latency_ms_median=80.0)))
     settings = Settings(shadow={"comparisons": [
         {"baseline": "hybrid@v1", "candidate": "dense@v2", "window_seconds": 86400},
-        {"baseline": "hybrid@v1", "candidate": "hybrid@v1", "candidate_variant": "production"},  # invalid: same side
+        {"baseline": "hybrid@v1", "candidate": "dense@v9", "window_seconds": 86400},  # emits nothing yet
     ]})
     telemetry = Telemetry()
     results = run_configured_comparisons(store, settings, telemetry)
-    assert len(results) == 1
+    assert len(results) == 2 and results[1].pairs == 0
     get = telemetry.registry.get_sample_value
     labels = {"baseline": "hybrid@v1", "candidate": "dense@v2"}
     assert get("ragmon_shadow_pairs", {**labels, "stratum": "all"}) == 400
@@ -151,11 +151,27 @@ def test_live_gauges(store):
     assert overlap == pytest.approx(next(s for s in results[0].strata if s.stratum == "billing").agreement.mean_overlap)
     p95 = get("ragmon_shadow_latency_delta_seconds", {**labels, "stratum": "all", "quantile": "0.95"})
     assert p95 == pytest.approx(results[0].overall.operational.latency_delta_ms()[1] / 1000) and p95 > 0.01
-    assert get("ragmon_shadow_runs_total", {"outcome": "ok"}) == 1
-    assert get("ragmon_shadow_runs_total", {"outcome": "error"}) == 1
+    assert get("ragmon_shadow_pairs", {"baseline": "hybrid@v1", "candidate": "dense@v9", "stratum": "all"}) == 0
+    assert get("ragmon_shadow_overlap_at_k", {"baseline": "hybrid@v1", "candidate": "dense@v9",
+                                              "stratum": "all"}) is None  # no pairs: no made-up overlap
+    assert get("ragmon_shadow_runs_total", {"outcome": "ok"}) == 2
     assert get("ragmon_shadow_last_run_timestamp_seconds", labels) > 0
     # a stratum that leaves the window stops being reported
     store.command(f"ALTER TABLE {store.table('traces')} DELETE WHERE category = 'billing' SETTINGS mutations_sync = 1")
     run_configured_comparisons(store, settings, telemetry)
     assert get("ragmon_shadow_overlap_at_k", {**labels, "stratum": "billing"}) is None
     assert get("ragmon_shadow_pairs", {**labels, "stratum": "all"}) == 300
+    # a failing store is counted per comparison and never raised out of the periodic job
+    store.command(f"DROP TABLE {store.table('scores')}")
+    assert run_configured_comparisons(store, settings, telemetry) == []
+    assert get("ragmon_shadow_runs_total", {"outcome": "error"}) == 2
+
+
+def test_comparison_settings_are_checked_at_start_up():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="both select hybrid"):
+        Settings(shadow={"comparisons": [{"baseline": "hybrid", "candidate": "hybrid",
+                                          "candidate_variant": "production"}]})
+    with pytest.raises(ValidationError, match="pattern"):
+        Settings(shadow={"comparisons": [{"baseline": "hybrid", "candidate": "a@b@c"}]})
