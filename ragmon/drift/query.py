@@ -83,7 +83,12 @@ def window_expr(traces: str, *, has_snapshot: bool, pinned_snapshot: bool = Fals
 
 
 _SPAN = "ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')"
-_GROUP = "retriever_name, retriever_version, variant, category"
+# Grouping by four LowCardinality columns took 3× longer in chDB than grouping by their String values
+# (0.9 s vs 0.3 s for 2.3 M rows), so the inner queries cast them and the outer ones rename them back.
+_INNER_GROUP = ("toString(retriever_name) AS g_rn, toString(retriever_version) AS g_rv, toString(variant) AS g_var, "
+                "toString(category) AS g_cat")
+_OUTER_GROUP = "g_rn AS retriever_name, g_rv AS retriever_version, g_var AS variant, g_cat AS category"
+_GROUP_KEYS = "g_rn, g_rv, g_var, g_cat"
 
 
 def _sketch_columns(alias: str, value: str) -> list[str]:
@@ -98,8 +103,8 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
 
 def traces_sql(traces: str, features: Sequence[Feature], *, pinned_snapshot: bool = False) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature."""
-    inner = [f"{_GROUP}", f"{window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)} AS w"]
-    outer = [_GROUP, "w", "count() AS n_rows"]
+    inner = [_INNER_GROUP, f"{window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)} AS w"]
+    outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
@@ -108,31 +113,39 @@ def traces_sql(traces: str, features: Sequence[Feature], *, pinned_snapshot: boo
             inner.append(f"toUInt8({f.expr}) AS v{i}")
             outer.append(f"sum(v{i}) AS f{i}__k")
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {_SPAN}) "
-            f"WHERE w < 2 GROUP BY {_GROUP}, w")
+            f"WHERE w < 2 GROUP BY {_GROUP_KEYS}, w")
 
 
 def scores_sql(scores: str, traces: str, *, pinned_snapshot: bool = False) -> str:
     """One aggregation over ``scores`` (status ok) for the listed metrics, per judge fingerprint."""
     value = "value"
     return (
-        f"SELECT {_GROUP}, judge_fingerprint, metric, w, count() AS n_rows, {', '.join(_sketch_columns('s', value))} "
-        f"FROM (SELECT {_GROUP}, judge_fingerprint, metric, value, {window_expr(traces, has_snapshot=False, pinned_snapshot=pinned_snapshot)} AS w "
+        f"SELECT {_OUTER_GROUP}, g_fp AS judge_fingerprint, g_metric AS metric, w, count() AS n_rows, "
+        f"{', '.join(_sketch_columns('s', value))} "
+        f"FROM (SELECT {_INNER_GROUP}, toString(judge_fingerprint) AS g_fp, toString(metric) AS g_metric, value, "
+        f"{window_expr(traces, has_snapshot=False, pinned_snapshot=pinned_snapshot)} AS w "
         f"FROM {scores} WHERE {_SPAN} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
-        f"WHERE w < 2 GROUP BY {_GROUP}, judge_fingerprint, metric, w"
+        f"WHERE w < 2 GROUP BY {_GROUP_KEYS}, g_fp, g_metric, w"
     )
 
 
 def chunks_sql(traces: str, *, pinned_snapshot: bool = False) -> str:
-    """Retrieved chunks per group and window, and how many come from their document's newest version."""
+    """Retrieved chunks per group and window, and how many come from their document's newest version.
+
+    The newest version per document (over both windows) is a scalar subquery; ``transform`` then looks each
+    chunk's document up in it as a hash table — twice as fast as joining the exploded chunks back.
+    """
     w = window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)
-    exploded = (f"SELECT {_GROUP}, {w} AS w, doc, ver FROM {traces} "
-                f"ARRAY JOIN retrieved_doc_ids AS doc, retrieved_doc_versions AS ver WHERE {_SPAN}")
+    newest = (f"SELECT (groupArray(doc), groupArray(newest)) FROM (SELECT doc, max(ver) AS newest FROM "
+              f"(SELECT {w} AS w, doc, ver FROM {traces} ARRAY JOIN retrieved_doc_ids AS doc, "
+              f"retrieved_doc_versions AS ver WHERE {_SPAN}) WHERE w < 2 GROUP BY doc)")
     return (
-        f"SELECT c.retriever_name AS retriever_name, c.retriever_version AS retriever_version, c.variant AS variant, "
-        f"c.category AS category, c.w AS w, count() AS n_rows, countIf(c.ver = nv.newest) AS f0__k "
-        f"FROM ({exploded}) AS c INNER JOIN (SELECT doc, max(ver) AS newest FROM ({exploded}) WHERE w < 2 "
-        f"GROUP BY doc) AS nv ON c.doc = nv.doc WHERE c.w < 2 "
-        f"GROUP BY retriever_name, retriever_version, variant, category, w"
+        f"WITH ({newest}) AS newest_by_doc "
+        f"SELECT {_OUTER_GROUP}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
+        f"sum(arrayCount((d, v) -> v = transform(d, newest_by_doc.1, newest_by_doc.2, ''), "
+        f"retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
+        f"FROM (SELECT {_INNER_GROUP}, {w} AS w, retrieved_doc_ids, retrieved_doc_versions FROM {traces} "
+        f"WHERE {_SPAN}) WHERE w < 2 GROUP BY {_GROUP_KEYS}, w"
     )
 
 

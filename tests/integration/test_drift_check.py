@@ -22,7 +22,8 @@ NOW = datetime.now(UTC).replace(minute=30, second=0, microsecond=0) - timedelta(
 
 def _insert_traces(store, rng, *, n: int, start: datetime, seconds: float, shift: float = 0.0,
                    retriever: str = "hybrid@v1", stratum: str = "billing", empty_rate: float = 0.0,
-                   refusal_rate: float = 0.05, tag: str = "", snapshot: str = "2026-11-01") -> np.ndarray:
+                   refusal_rate: float = 0.05, tag: str = "", snapshot: str = "2026-11-01",
+                   old_version_share: float = 0.0) -> np.ndarray:
     """n traces uniform in [start, start+seconds); returns their top-1 scores."""
     name, version = retriever.split("@")
     level = rng.normal(0.7 + shift, 0.08, size=n)
@@ -38,7 +39,7 @@ def _insert_traces(store, rng, *, n: int, start: datetime, seconds: float, shift
         "category": [stratum] * n, "corpus_snapshot": [snapshot] * n,
         "retrieved_chunk_ids": [[f"d{j}@c" for j in range(len(s))] for s in scores],
         "retrieved_doc_ids": [[f"d{j}" for j in range(len(s))] for s in scores],
-        "retrieved_doc_versions": [["v1"] * len(s) for s in scores],
+        "retrieved_doc_versions": [["v1" if rng.random() < old_version_share else "v2" for _ in s] for s in scores],
         "retrieved_scores": scores, "retrieved_ranks": [list(range(1, len(s) + 1)) for s in scores],
         "behaviour": np.where(rng.random(n) < refusal_rate, "refuse", "answer").tolist(),
         "latency_total_ms": rng.gamma(4, 100, size=n).tolist(), "cost_usd": rng.gamma(2, 0.001, size=n).tolist(),
@@ -197,3 +198,18 @@ def test_reference_pinned_to_a_corpus_snapshot(store) -> None:
     assert not top1.drifted  # the shifted "new" snapshot traces of the same days are not in the reference
     assert by["faithfulness", "ks"].reference.n == 600 and not by["faithfulness", "ks"].drifted
     assert "corpus snapshot old" in top1.windows.reference.describe()
+
+
+def test_newest_version_share_counts_chunks_of_the_newest_document_version(store) -> None:
+    rng = np.random.default_rng(7)
+    _same_hours_reference(store, rng, 200, old_version_share=0.05)
+    _insert_traces(store, rng, n=500, start=NOW - timedelta(hours=1), seconds=3600, old_version_share=0.5,
+                   empty_rate=0.1)
+    result = DriftChecker(store, DriftSettings(features=["newest_version_share"]), clock=lambda: NOW).run_once()
+    (r,) = result.results
+    expected = store.query_rows(
+        f"SELECT countIf(v = 'v2') AS k, count() AS n FROM {store.table('traces')} ARRAY JOIN retrieved_doc_versions AS v "
+        "WHERE ts >= {s:DateTime64(3, 'UTC')}", {"s": NOW - timedelta(hours=1)})[0]
+    assert (r.current.k, r.current.n) == (expected["k"], expected["n"])  # every doc's newest version is v2
+    assert r.reference.value == pytest.approx(0.95, abs=0.02) and r.current.value == pytest.approx(0.5, abs=0.05)
+    assert r.drifted and r.test == "two_proportion"
