@@ -383,3 +383,47 @@ def test_otlp_spans_from_the_real_sdk_split_across_messages_land_as_traces(kafka
     assert (j7["model_name"], j7["tokens_prompt"], j7["tokens_completion"]) == ("gen-1", 120, 24)
     assert j7["attributes"]["service.name"] == "rag-app" and j7["attributes"]["otel.span_count"] == "3"
     assert run.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 1
+
+
+# -- SIGTERM: stop polling, flush, commit, close; the HTTP endpoints while running ----------------------------
+
+def test_sigterm_flushes_the_buffered_batch_and_commits_and_endpoints_answer(kafka_bootstrap, new_topic, tmp_path):
+    import socket
+    import urllib.request
+
+    topic = new_topic(2)
+    group = f"g-{topic}"
+    values, expected = traces("st", 500)
+    produce(kafka_bootstrap, topic, values, partitions=2)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ingest_cmd(topic, group, kafka_bootstrap)
+    cmd = [c for c in cmd]
+    for flag, value in (("--flush-interval-seconds", "300"), ("--max-batch-rows", "100000"), ("--port", str(port))):
+        cmd[cmd.index(flag) + 1] = value
+    proc = subprocess.Popen(cmd, env=ingest_env(tmp_path / "chdb"), cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def get(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except OSError as exc:
+            code = getattr(exc, "code", 0)
+            return code, ""
+
+    try:
+        consumed = f'ragmon_ingest_messages_consumed_total{{topic="{topic}"}} 500.0'
+        wait_for(lambda: consumed in get("/metrics")[1], 90, "all 500 messages read (held in the open batch)")
+        assert get("/healthz")[0] == 200 and get("/readyz")[0] == 200
+        assert "ragmon_ingest_traces_stored_total 0.0" in get("/metrics")[1], "nothing written before SIGTERM"
+        assert committed(kafka_bootstrap, group) == {}
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 0, proc.stderr.read() if proc.stderr else ""
+    assert exactly_once_problems(count_in_subprocess(tmp_path / "chdb"), expected) == []
+    assert committed(kafka_bootstrap, group) == {0: 250, 1: 250}
