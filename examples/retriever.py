@@ -4,7 +4,8 @@
         --min-coverage 0.7 --min-mrr 0.6
 
 ``search(question, k)`` returns up to k ``(chunk_id, score)`` pairs, best first; ties are broken by chunk id so
-every run ranks identically. ``CORPUS_SNAPSHOT`` tells the gate which corpus it serves, so the run artifact can
+every run ranks identically. ``chunk_text(chunk_id)`` returns a chunk's text (``ragmon gate --answerer`` hands
+it to the answerer and the judge). ``CORPUS_SNAPSHOT`` tells the gate which corpus it serves, so the run artifact can
 record it and warn when the golden set was adjudicated against another snapshot. Only chunks without a tenant,
 or of the tenant in ``RAGMON_EXAMPLE_TENANT``, are searched: that filter is what a permission test checks.
 Set ``RAGMON_EXAMPLE_CORPUS`` to point it at another JSONL file with the same fields.
@@ -47,6 +48,7 @@ class BM25Index:
 
     def __init__(self, rows: list[dict[str, str]]):
         self.ids = [r["chunk_id"] for r in rows]
+        self.texts = {r["chunk_id"]: r["text"] for r in rows}
         self.tenants = [r.get("tenant") for r in rows]
         self.docs = [Counter(tokens(r["text"])) for r in rows]
         self.lengths = [sum(d.values()) for d in self.docs]
@@ -89,3 +91,8 @@ def _corpus_path() -> str:
 def search(question: str, k: int) -> list[tuple[str, float]]:
     """The top ``k`` chunks for ``question`` as (chunk_id, BM25 score) pairs, best first."""
     return load_index(_corpus_path()).search(question, k, tenant=os.environ.get("RAGMON_EXAMPLE_TENANT"))
+
+
+def chunk_text(chunk_id: str) -> str | None:
+    """The text of ``chunk_id`` (None for an id the corpus does not hold)."""
+    return load_index(_corpus_path()).texts.get(chunk_id)

@@ -19,10 +19,23 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.app import err_console, fail
-from ragmon.errors import InputError
+from ragmon.cli.app import err_console, fail, settings_of
+from ragmon.cli.gate_generation import (
+    generation_notes,
+    generation_result,
+    judge_line,
+    prepare_generation,
+    run_generation,
+)
+from ragmon.errors import ConfigError, InputError
 from ragmon.gate import artifact as artifacts
 from ragmon.gate.compare import Comparison, check_same_golden, compare_runs
+from ragmon.gate.generation_report import (
+    GenerationResult,
+    GenerationThresholds,
+    render_generation_markdown,
+    render_generation_table,
+)
 from ragmon.gate.golden_io import GoldenFile, load_golden
 from ragmon.gate.report import Thresholds, build_result, render_json, render_markdown, render_table
 from ragmon.gate.runner import load_retriever, run_gate_cases
@@ -31,6 +44,11 @@ from ragmon.gate.runner import load_retriever, run_gate_cases
 class SetName(StrEnum):
     dev = "dev"
     release = "release"
+
+
+class JudgeKind(StrEnum):
+    heuristic = "heuristic"
+    openai = "openai"
 
 
 class Format(StrEnum):
@@ -88,6 +106,7 @@ def _notes(golden: GoldenFile, runs: list[Any], retriever_corpus: str | None, se
 
 
 def gate(
+    ctx: typer.Context,
     golden_path: Annotated[Path, typer.Argument(metavar="GOLDEN.json", help="Golden set: a JSON array of golden-case.v1 cases, or an envelope {name, version, set, cases}.", show_default=False)],
     retriever: Annotated[str, typer.Option("--retriever", help="Retriever to gate, as module:function or path/to/file.py:function. Called as f(question, k) and must return ranked chunk ids or (chunk_id, score) pairs, best first. Modules in the working directory are importable.", show_default=False)],
     k: Annotated[int, typer.Option("--k", help="The k you actually pass to the model: coverage, hit, MRR and nDCG are computed at this cut-off.", show_default=False)],
@@ -103,12 +122,22 @@ def gate(
     out: Annotated[Path, typer.Option("--out", help="Directory for the run artifact (run-<sha256>.json, immutable).")] = Path(".ragmon/gate-runs"),
     fmt: Annotated[Format, typer.Option("--format", help="table (terminal), json (machines; stdout holds only the JSON), markdown (CI summaries).")] = Format.table,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Do not show the progress bar (it is shown on a terminal only).")] = False,
+    answerer: Annotated[str | None, typer.Option("--answerer", help="Also gate generation: the answerer as module:function or path/to/file.py:function, called as f(question, chunks) with chunks = the top --k retrieved (chunk_id, text) pairs (texts from chunk_text(chunk_id) in the retriever's module). Returns {answer, citations: [{sentence, chunk_id, quote}], behaviour?, context?} or an object with those attributes. Every case, answerable or not, is answered and scored by the judge on the live scorer's path. See docs/gate.md.", show_default=False)] = None,
+    judge: Annotated[JudgeKind | None, typer.Option("--judge", help="With --answerer: the judge (default: judge.kind from --config / RAGMON_JUDGE__KIND; its other judge.* settings apply). Its fingerprint is printed and recorded in the artifact.", show_default=False)] = None,
+    min_faithfulness: Annotated[float | None, typer.Option("--min-faithfulness", help="With --answerer: minimum mean faithfulness (supported claims / claims), 0–1, per stratum. No default.", show_default=False)] = None,
+    min_citation_precision: Annotated[float | None, typer.Option("--min-citation-precision", help="With --answerer: minimum mean citation precision (quote verified in code and supporting), 0–1, per stratum. No default.", show_default=False)] = None,
+    max_wrong_refusal_rate: Annotated[float | None, typer.Option("--max-wrong-refusal-rate", help="With --answerer: maximum share of should-answer cases (golden expected_behaviour) that were declined, 0–1, per stratum. No default.", show_default=False)] = None,
+    max_missed_refusal_rate: Annotated[float | None, typer.Option("--max-missed-refusal-rate", help="With --answerer: maximum share of should-decline cases (refuse/clarify/route) that were answered, 0–1, per stratum. No default.", show_default=False)] = None,
 ) -> None:
     """Gate a retriever on a golden set: per-stratum coverage@k, recall@depth, hit@k, MRR, nDCG@k and latency.
 
     Cases whose expected_behaviour is not 'answer' are excluded from retrieval scoring and counted. Every stratum and ALL are gated. Exit 0 when all meet every threshold, 1 when any misses one (FAIL marks say where), 2 on usage or input errors. Every completed run writes an immutable artifact to --out.
 
+    With --answerer, generation is gated too: faithfulness, citation precision and recall, answer relevance (judge-scored through the same score_trace call, judge and fingerprint as live scoring) and refusal correctness as two numbers (wrong and missed refusals) over every case, in a second table.
+
     Example: ragmon gate examples/golden/dev.json --retriever examples.retriever:search --k 3 --depth 8 --min-coverage 0.7 --min-mrr 0.6
+
+    With generation: add --answerer examples.answerer:answer --min-faithfulness 0.8 --max-missed-refusal-rate 0
     """
     if k <= 0:
         raise fail(f"--k must be a positive integer, got {k}")
@@ -116,8 +145,13 @@ def gate(
     if depth < k:
         raise fail(f"--depth ({depth}) must be at least --k ({k}); it is the deeper cut-off")
     thresholds = Thresholds(min_coverage, min_mrr, min_ndcg, max_p95_ms)
-    if problems := thresholds.problems():
+    gen_thresholds = GenerationThresholds(min_faithfulness, min_citation_precision, max_wrong_refusal_rate,
+                                          max_missed_refusal_rate)  # fmt: skip
+    if problems := thresholds.problems() + gen_thresholds.problems():
         raise fail("; ".join(problems))
+    if answerer is None and (gen_thresholds.any or judge is not None):
+        raise fail("--judge and the generation thresholds (--min-faithfulness, --min-citation-precision, "
+                   "--max-wrong-refusal-rate, --max-missed-refusal-rate) need --answerer")  # fmt: skip
     try:
         golden = load_golden(golden_path)
         chosen_set = _set_name(golden, set_name)
@@ -126,7 +160,10 @@ def gate(
             check_same_golden({"version": golden.version, "sha256": golden.sha256, "set": chosen_set}, baseline,
                               allow_different_golden)  # fmt: skip
         function, module = load_retriever(retriever)
-    except InputError as exc:
+        generation = None
+        if answerer is not None:
+            generation = prepare_generation(settings_of(ctx), answerer, judge and judge.value, retriever, module)
+    except (InputError, ConfigError) as exc:
         raise fail(str(exc)) from None
     scored = sum(1 for c in golden.cases if c.expected_behaviour == "answer")
     if scored == 0:
@@ -136,13 +173,21 @@ def gate(
                   transient=True, disable=no_progress) as progress:  # fmt: skip
         task = progress.add_task("cases", total=len(golden.cases))
         runs = run_gate_cases(golden.cases, function, k, depth, on_case=lambda _: progress.advance(task))
+        retriever_corpus = artifacts.retriever_snapshot(module)
+        gen_result = gen_section = None
+        if generation is not None:
+            gen_task = progress.add_task("generation", total=len(golden.cases))
+            gen_runs = run_generation(generation, golden.cases, runs, function, k, depth, retriever,
+                                      retriever_corpus or "", on_case=lambda _: progress.advance(gen_task))  # fmt: skip
+            gen_result = generation_result(generation, gen_runs, gen_thresholds)
+            gen_section = artifacts.generation_section(answerer or "", generation.judge_kind, gen_result, gen_runs)
 
     result = build_result(runs, thresholds, k, depth)
-    retriever_corpus = artifacts.retriever_snapshot(module)
     prior = artifacts.earlier_runs(out, golden.sha256, chosen_set)
     content = artifacts.build_artifact(
         golden=golden, set_name=chosen_set, runs=runs, result=result, retriever_spec=retriever,
         retriever_corpus=retriever_corpus, revision=artifacts.code_revision(Path.cwd()), created_at=datetime.now(UTC),
+        generation=gen_section,
     )  # fmt: skip
     comparison = None
     if baseline is not None:
@@ -153,6 +198,9 @@ def gate(
         raise fail(str(exc)) from None
 
     notes = _notes(golden, runs, retriever_corpus, chosen_set, prior)
+    if gen_section is not None:
+        notes += generation_notes(gen_section)
+    passed = result.passed and (gen_result is None or gen_result.passed)
     excluded = sum(1 for r in runs if r.excluded)
     summary = (f"{len(runs)} cases: {len(runs) - excluded} scored, {excluded} excluded (expected behaviour is not "
                f"'answer'); {chosen_set} set {golden.name!r} version {golden.version}")  # fmt: skip
@@ -160,14 +208,22 @@ def gate(
     if fmt == Format.json:
         payload = {**result.as_dict(), "artifact": str(path), "golden": content["golden"], "notes": notes,
                    "comparison": comparison.as_dict() if comparison else None}  # fmt: skip
+        if gen_result is not None:
+            payload |= {"passed": passed, "generation": gen_result.as_dict()}
         out_console.print(render_json(payload), markup=False, highlight=False)
     else:
         log = out_console if fmt == Format.table else err_console
         if fmt == Format.table:
             out_console.print(render_table(result))
+            if gen_result is not None:
+                out_console.print(render_generation_table(gen_result))
         else:
             out_console.print(render_markdown(result), markup=False, highlight=False, end="")
+            if gen_result is not None:
+                out_console.print("\n" + render_generation_markdown(gen_result), markup=False, highlight=False, end="")
         log.print(summary, markup=False, highlight=False)
+        if gen_section is not None:
+            log.print(judge_line(gen_section), markup=False, highlight=False, soft_wrap=True)
         for note in notes:
             log.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
         if comparison is not None:
@@ -182,8 +238,16 @@ def gate(
             log.print(f"{comparison.unchanged} case(s) unchanged; only in baseline: {len(comparison.only_in_baseline)}, "
                       f"only in this run: {len(comparison.only_in_current)}", markup=False)  # fmt: skip
         log.print(f"artifact: {path}", markup=False, highlight=False, soft_wrap=True)
-        verdict = "PASS: every stratum met every threshold" if result.passed else (
-            "FAIL: " + ", ".join(f"{r.stratum} ({', '.join(r.failures)})" for r in result.rows if r.failures))
-        log.print(verdict, markup=False, highlight=False, soft_wrap=True)
-    if not result.passed:
+        log.print(_verdict(result, gen_result), markup=False, highlight=False, soft_wrap=True)
+    if not passed:
         raise typer.Exit(1)
+
+
+def _verdict(result: Any, gen_result: GenerationResult | None) -> str:
+    failures: dict[str, list[str]] = {}
+    for row in (*result.rows, *(gen_result.rows if gen_result is not None else ())):
+        if row.failures:
+            failures.setdefault(row.stratum, []).extend(row.failures)
+    if not failures:
+        return "PASS: every stratum met every threshold"
+    return "FAIL: " + ", ".join(f"{stratum} ({', '.join(names)})" for stratum, names in failures.items())

@@ -22,6 +22,8 @@ from typing import Any
 
 from ragmon import __version__
 from ragmon.errors import InputError
+from ragmon.gate.generation import GenerationRun
+from ragmon.gate.generation_report import GenerationResult
 from ragmon.gate.golden_io import GoldenFile
 from ragmon.gate.report import GateResult
 from ragmon.gate.runner import CaseRun
@@ -79,9 +81,11 @@ def build_artifact(
     retriever_corpus: str | None,
     revision: dict[str, Any],
     created_at: datetime,
+    generation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The artifact's content (plain JSON data)."""
-    return {
+    """The artifact's content (plain JSON data). ``generation``: the ``generation`` section of an --answerer run
+    (see :func:`generation_section`); without it the artifact is exactly the retrieval-only one."""
+    content = {
         "schema": SCHEMA,
         "created_at": created_at.isoformat(),
         "code": revision,
@@ -100,6 +104,32 @@ def build_artifact(
         "parameters": {"retriever": retriever_spec, "k": result.k, "depth": result.depth},
         "report": result.as_dict(),
         "queries": [_query(r) for r in runs],
+    }
+    if generation is not None:
+        content["parameters"] = {**content["parameters"], **generation["parameters"]}
+        content["generation"] = {"judge": generation["judge"], "report": generation["report"]}
+        per_case = generation["queries"]
+        for query in content["queries"]:
+            query["generation"] = per_case.get(query["case_id"])
+    return content
+
+
+def generation_section(answerer_spec: str, judge_kind: str, report: GenerationResult,
+                       runs: list[GenerationRun]) -> dict[str, Any]:  # fmt: skip
+    """What an --answerer run adds: parameters, the judge's identity, the report, and per case its trace."""
+
+    def query(r: GenerationRun) -> dict[str, Any]:
+        usage = r.usage
+        return {"behaviour": r.behaviour, "refusal_outcome": r.outcome, "refusal_cause": r.refusal_cause,
+                "live_scores": r.values, "generate_ms": r.generate_ms, "error": r.error, "trace": r.trace,
+                "judge_usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                                "cost_usd": usage.cost_usd, "cached": usage.cached}}  # fmt: skip
+
+    return {
+        "parameters": {"answerer": answerer_spec, "judge": judge_kind},
+        "judge": {"name": report.judge_name, "model": report.judge_model, "fingerprint": report.judge_fingerprint},
+        "report": report.as_dict(),
+        "queries": {r.case_id: query(r) for r in runs},
     }
 
 

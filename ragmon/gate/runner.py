@@ -53,19 +53,22 @@ class RetrieverOutputError(ValueError):
     """The retriever returned something that is not a ranking."""
 
 
-def load_retriever(spec: str) -> tuple[Retriever, ModuleType]:
-    """Resolve ``module:function`` (or ``path/to/file.py:function``); ``InputError`` saying what is wrong."""
+def load_retriever(spec: str, option: str = "--retriever") -> tuple[Retriever, ModuleType]:
+    """Resolve ``module:function`` (or ``path/to/file.py:function``); ``InputError`` saying what is wrong.
+
+    ``option`` names the command-line option in messages (the answerer is loaded the same way).
+    """
     module_name, sep, function_name = spec.rpartition(":")
     if not sep or not module_name or not function_name:
-        raise InputError(f"--retriever {spec!r}: expected module:function, e.g. examples.retriever:search")
+        raise InputError(f"{option} {spec!r}: expected module:function, e.g. examples.retriever:search")
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
             if not path.is_file():
-                raise InputError(f"--retriever {spec!r}: no such file {path}")
-            loader_spec = importlib.util.spec_from_file_location(f"_ragmon_retriever_{path.stem}", path)
+                raise InputError(f"{option} {spec!r}: no such file {path}")
+            loader_spec = importlib.util.spec_from_file_location(f"_ragmon_{option.strip('-')}_{path.stem}", path)
             if loader_spec is None or loader_spec.loader is None:
-                raise InputError(f"--retriever {spec!r}: cannot load {path} as a Python module")
+                raise InputError(f"{option} {spec!r}: cannot load {path} as a Python module")
             module = importlib.util.module_from_spec(loader_spec)
             loader_spec.loader.exec_module(module)
         else:
@@ -76,16 +79,16 @@ def load_retriever(spec: str) -> tuple[Retriever, ModuleType]:
         raise
     except ModuleNotFoundError as exc:
         raise InputError(
-            f"--retriever {spec!r}: importing {module_name} failed: {exc}. Run from the directory that holds it "
+            f"{option} {spec!r}: importing {module_name} failed: {exc}. Run from the directory that holds it "
             f"(working directory: {Path.cwd()}), install it, or pass a file: path/to/retriever.py:{function_name}"
         ) from None
     except Exception as exc:  # user code failed at import: say so, with its message
-        raise InputError(f"--retriever {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"{option} {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)
     if function is None:
-        raise InputError(f"--retriever {spec!r}: {module_name} has no attribute {function_name!r}")
+        raise InputError(f"{option} {spec!r}: {module_name} has no attribute {function_name!r}")
     if not callable(function):
-        raise InputError(f"--retriever {spec!r}: {function_name} is not callable")
+        raise InputError(f"{option} {spec!r}: {function_name} is not callable")
     return function, module
 
 
@@ -129,7 +132,7 @@ def normalise_output(value: object, limit: int) -> tuple[tuple[str, ...], tuple[
     return ids, scores, more
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
@@ -148,7 +151,7 @@ def run_case(
         ids, scores, more = normalise_output(retriever(case.question, depth), depth)
         latency_ms = (clock() - started) * 1000.0
     except (Exception, SystemExit) as exc:  # user code: one bad case must not stop the run
-        error = f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError) else _describe(exc)
+        error = f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError) else describe(exc)
         return CaseRun(**base, excluded=False, error=error, metrics=score_ranking((), grades, k, depth))
     return CaseRun(
         **base,
