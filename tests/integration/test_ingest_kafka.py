@@ -417,6 +417,8 @@ def test_sigterm_flushes_the_buffered_batch_and_commits_and_endpoints_answer(kaf
         consumed = f'ragmon_ingest_messages_consumed_total{{topic="{topic}"}} 500.0'
         wait_for(lambda: consumed in get("/metrics")[1], 90, "all 500 messages read (held in the open batch)")
         assert get("/healthz")[0] == 200 and get("/readyz")[0] == 200
+        lag = f'ragmon_ingest_consumer_lag_messages{{partition="1",topic="{topic}"}} 0.0'
+        wait_for(lambda: lag in get("/metrics")[1], 20, "the per-partition lag gauge")
         assert "ragmon_ingest_traces_stored_total 0.0" in get("/metrics")[1], "nothing written before SIGTERM"
         assert committed(kafka_bootstrap, group) == {}
         proc.send_signal(signal.SIGTERM)
