@@ -89,7 +89,7 @@ def rich_renderable(result: ComparisonResult) -> Group:
     return Group(*parts)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def md(text: str) -> str:
