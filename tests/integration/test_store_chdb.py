@@ -383,8 +383,8 @@ def test_second_process_on_a_held_chdb_directory_gets_store_locked_error(tmp_pat
         assert second.returncode == 7, second.stdout + second.stderr
         assert "in use by another process" in second.stdout and str(tmp_path / "chdb") in second.stdout
         cli = run_ragmon("store", "migrate", env={"RAGMON_STORE__DSN": dsn})
-        assert cli.returncode == 3 and "Traceback" not in cli.stderr
-        assert "in use by another process" in cli.stderr and "RAGMON_STORE__DSN" in cli.stderr
+        assert cli.returncode == 3 and "Traceback" not in cli.stderr, cli.stderr
+        assert "in use by another process" in cli.stderr and "RAGMON_STORE__DSN" in cli.stderr, cli.stderr
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
@@ -396,7 +396,7 @@ def test_second_process_on_a_held_chdb_directory_gets_store_locked_error(tmp_pat
     # once the holder is gone the directory opens normally (nothing was corrupted)
     after = run_ragmon("store", "migrate", env={"RAGMON_STORE__DSN": dsn})
     assert after.returncode == 0, after.stderr
-    assert "schema is up to date" in after.stdout
+    assert "schema is up to date" in after.stdout, after.stdout + after.stderr
 
 
 def test_one_process_cannot_open_a_second_chdb_directory(store: ClickHouseStore, tmp_path: Path):
