@@ -110,6 +110,9 @@ def test_cli_verdicts_and_exit_codes(store, store_settings, monkeypatch, capsys,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--since", "yesterday"], "neither an ISO 8601 time"),
+    (["--since", "99999999999d"], "before year 1"),
+    (["--k", "0"], "--k must be between 1 and 1000"),
+    (["--rbo-p", "1"], "--rbo-p must be in (0, 1)"),
     (["--max-quality-drop", "ndcg"], "METRIC=X"),
     (["--format", "pdf"], "--format 'pdf'"),
     (["--candidate", "hybrid@v1", "--candidate-variant", "production"], "both select"),
