@@ -181,7 +181,8 @@ def generate_case(case: GoldenCase, run: CaseRun, setup: GenerationSetup,
     cause = None
     if relevant and actual != "answer":  # a decline of an answerable case: was the evidence in what it was given?
         found = any(c in relevant for c in out.context)
-        cause = classify_refusal(actual, list(scores or ()), min_score=0.0, evidence_found=found).value
+        shortlist = list(scores[: len(given)]) if scores else [0.0] * len(given)  # only its emptiness counts here
+        cause = classify_refusal(actual, shortlist, min_score=0.0, evidence_found=found).value
     return GenerationRun(
         **base,
         behaviour=actual,
