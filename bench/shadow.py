@@ -133,6 +133,10 @@ def main() -> None:
     for name, (wall, cpu) in timings.items():
         table.add_row(name, f"{wall:.2f}", f"{cpu:.2f}", f"{args.pairs / wall:,.0f}")
     console.print(table)
+    import resource
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    console.print(f"peak resident memory of the process (chDB included): {peak_mb:,.0f} MB")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     console.print(f"load average during the run: {load:.1f} on {os.cpu_count()} cores")
     console.print(f"{n_traces:,} traces, {n_scores:,} score rows; result: {result.pairs:,} pairs, "  # type: ignore[union-attr]
