@@ -30,6 +30,12 @@ def num(value: float | None, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def pval(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
 def pct(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{100 * value:.2f}%"
 
@@ -72,7 +78,7 @@ def sections(r: ComparisonResult) -> list[Section]:
          num(q.result.mean_difference, signed=True),
          f"[{num(q.result.ci_low, signed=True)}, {num(q.result.ci_high, signed=True)}]",
          f"{q.result.sign_test.wins}/{q.result.sign_test.losses}/{q.result.sign_test.ties}",
-         num(q.result.sign_test.p_value, 4))
+         pval(q.result.sign_test.p_value))
         for s in _rows(r) for q in s.quality
     ]
     conf = f"{r.confidence:.0%}"
@@ -90,7 +96,7 @@ def sections(r: ComparisonResult) -> list[Section]:
 def _agreement_row(s: StratumComparison) -> tuple[str, ...]:
     a = s.agreement
     shift = s.shift
-    ks = f"{num(shift.ks_statistic)} ({num(shift.ks_p_value, 4)})" if shift else "–"
+    ks = f"{num(shift.ks_statistic)} ({pval(shift.ks_p_value)})" if shift else "–"
     return (s.stratum, str(s.pairs), str(s.baseline_only), str(s.candidate_only), num(a.mean_overlap),
             num(a.mean_rbo), pct(a.top1_rate) if a.n_top1 else "–", f"{num(a.mean_tau)} ({a.n_tau})", ks,
             num(shift.wasserstein, 4) if shift else "–")
