@@ -7,7 +7,9 @@
 3. (b) ``ragmon ingest`` as a subprocess with a fresh embedded ClickHouse (chDB) directory, end to end
    (decode, redact, batch, insert, commit), on N and on N/2 traces: traces/s between the first message read
    and the last acknowledged write, and the peak RSS of the process (``wait4``), to show RSS is flat in N;
-4. freshness: a fresh ingest process, traces offered at a fixed rate; produce→committed latency per trace,
+4. CPU: user+sys seconds of the ingest process (``wait4``) minus those of a run on an empty topic, per trace:
+   a figure that does not depend on other load on the machine, unlike the wall-clock rates;
+5. freshness: a fresh ingest process, traces offered at a fixed rate; produce→committed latency per trace,
    read by polling the group's committed offsets (a commit follows the store's acknowledgement, so this is an
    upper bound of produce→queryable).
 
@@ -131,8 +133,10 @@ def run_ingest(bootstrap: str, topic: str, workdir: Path) -> dict:
     if status != 0:
         raise SystemExit(f"ragmon ingest failed ({status}):\n{err[-2000:]}")
     s = json.loads(stats.read_text())
-    s["rate"] = s["stored"] / max(1e-9, s["last_write_at"] - s["first_data_at"])
+    if s["stored"]:
+        s["rate"] = s["stored"] / max(1e-9, s["last_write_at"] - s["first_data_at"])
     s["max_rss_mb"] = usage.ru_maxrss / 1024
+    s["cpu_seconds"] = usage.ru_utime + usage.ru_stime
     return s
 
 
@@ -215,6 +219,8 @@ def main() -> None:
             full = run_ingest(args.bootstrap, big, workdir)
         with console.status("ragmon ingest (N/2)"):
             quarter = run_ingest(args.bootstrap, small, workdir)
+        with console.status("ragmon ingest on an empty topic (start-up CPU, subtracted below)"):
+            empty = run_ingest(args.bootstrap, make_topic(args.bootstrap, args.partitions), workdir)
         with console.status(f"freshness at {args.rate:.0f} traces/s for {args.seconds:.0f}s"):
             fresh = freshness(args.bootstrap, args.rate, args.seconds, workdir)
         table = Table(title=f"ragmon ingest benchmark ({os.cpu_count()} cores, N={args.n:,}, "
@@ -225,6 +231,9 @@ def main() -> None:
         table.add_row("(b) ragmon ingest → chDB, end to end", f"{full['rate']:,.0f} traces/s")
         table.add_row("ratio b/a (target ≥ 0.70)", f"{full['rate'] / bare:.2f}")
         table.add_row("(b) per core (target ≥ 10,000)", f"{full['rate'] / (os.cpu_count() or 1):,.0f} traces/s/core")
+        cpu_per_trace = (full["cpu_seconds"] - empty["cpu_seconds"]) / full["stored"]
+        table.add_row("(b) CPU per trace, all threads, start-up subtracted",
+                      f"{cpu_per_trace * 1e6:,.0f} µs = {1 / cpu_per_trace:,.0f} traces per CPU-second")
         table.add_row("stored / batches", f"{full['stored']:,} / {full['batches']}")
         table.add_row(f"peak RSS, N={args.n:,}", f"{full['max_rss_mb']:.0f} MB")
         table.add_row(f"peak RSS, N={args.n // 2:,}", f"{quarter['max_rss_mb']:.0f} MB")
