@@ -140,7 +140,7 @@ def main() -> None:
     summaries = 2 * len({(r.group, r.feature) for r in result.results})
     table.add_row("pushed down (ClickHouse sketches + ragmon tests, stored, exported)", f"{pushed:.2f}",
                   f"{summaries:,} summaries")
-    table.add_row("pushed down, + newest_version_share (chunk-level join)", f"{pushed_full:.2f}",
+    table.add_row("pushed down, + newest_version_share (chunk-level lookup)", f"{pushed_full:.2f}",
                   f"{summaries + 2 * len({r.group for r in result.results}):,} summaries")
     if not args.skip_naive:
         took, rows, exact = naive(store, settings, now)
