@@ -255,3 +255,49 @@ def test_retriever_module_without_chunk_text_is_a_usage_error(system: Path, monk
     done = gate_in_process(system, golden, "--retriever", "bare:search", "--k", "2", "--min-coverage", "0.1",
                            "--min-mrr", "0.1", *ANSWERER, monkeypatch=monkeypatch)  # fmt: skip
     assert done.exit_code == 2 and "has no callable chunk_text(chunk_id)" in done.stderr, done.output
+
+
+def test_openai_judge_through_the_gate_is_the_live_scorers_judge(system: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--judge openai against a local OpenAI-compatible server (real socket, real protocol, a 429 first): the
+    gate records that judge's fingerprint, and the live path with the same settings gives the same values."""
+    from tests.integration.test_openai_judge import good
+    from tests.support.openai_server import FakeOpenAI, ok, status
+
+    quotes = {"sky": "The sky is blue on a clear day", "inv": "Invoices are sent on the first business day",
+              "noise": "Parking is free for visitors"}  # fmt: skip
+
+    def responder(request: dict[str, Any]) -> Any:  # a scripted model: supports with a real quote, except warranty
+        prompt = json.dumps(request["messages"])
+        chunk = next(cid for cid, quote in quotes.items() if quote in prompt or cid == "noise")
+        claim = {"claim": "the answer", "supported": "no" if "warranty" in prompt else "yes",
+                 "evidence": [{"chunk_id": chunk, "quote": quotes[chunk]}]}  # fmt: skip
+        return ok(good(claims=[claim], chunks=[], citations=[]), prompt_tokens=1000, completion_tokens=100)
+
+    with FakeOpenAI([status(429, "slow down", headers={"Retry-After": "0"})], responder=responder) as srv:
+        env = {"RAGMON_JUDGE__BASE_URL": srv.base_url, "RAGMON_JUDGE__API_KEY": "sk-gate-secret",
+               "RAGMON_JUDGE__MODEL": "judge-model", "RAGMON_JUDGE__BACKOFF_INITIAL_SECONDS": "0.01",
+               "RAGMON_JUDGE__INPUT_USD_PER_MILLION_TOKENS": "1"}  # fmt: skip
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        golden = golden_file(system / "g.json", CASES)
+        code, payload, stderr = run_json(system, golden, "--judge", "openai")
+        assert code == 0, stderr
+        settings = load_settings(None).judge
+        live_judge = make_judge(settings.model_copy(update={"kind": "openai"}))  # as `ragmon score --judge openai`
+        assert live_judge.name == "openai"
+        judge = payload["generation"]["judge"]
+        assert judge == {"name": "openai", "model": "judge-model", "fingerprint": live_judge.fingerprint}
+        assert judge["fingerprint"] != make_judge(settings).fingerprint  # the heuristic judge's differs
+        artifact = json.loads(Path(payload["artifact"]).read_text())
+        for query in artifact["queries"]:
+            live = score_trace(live_judge, query["generation"]["trace"])
+            assert {v.metric: v.value for v in live.values} == query["generation"]["live_scores"]
+        assert len(srv.requests) == 2 * len(CASES) + 1  # the gate's calls (one retried 429), then the live ones
+        assert all(h == "Bearer sk-gate-secret" for h in srv.auth_headers)
+        table = gate(system, golden, *RETRIEVAL, *ANSWERER, "--judge", "openai", "--out", system / "runs")
+    rows = rows_of(payload)
+    # the scripted model supports every claim with a real quote except the warranty one (b1): bad = 2/3
+    assert rows["bad"]["faithfulness"] == pytest.approx(2 / 3) and rows["good"]["faithfulness"] == 1.0
+    assert "sk-gate-secret" not in table.stdout + table.stderr + Path(payload["artifact"]).read_text()
+    assert f"judge: openai, model judge-model, fingerprint {judge['fingerprint']}" in table.stdout
+    assert "cost $0.0070" in table.stdout  # 7 judgements × 1,000 prompt tokens at $1 per million
