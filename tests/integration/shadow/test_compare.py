@@ -227,3 +227,38 @@ def test_contradictory_options_are_input_errors(store):
         compare(store, options(since=until, until=since))
     with pytest.raises(InputError, match="NAME@VERSION"):
         RetrieverRef.parse("a@b@c", "shadow")
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_random_lists_agree_between_sql_and_python(store, k):
+    """Seeded fuzz: short alphabets (many duplicates and shared items), lengths 0–12, several k."""
+    import random
+
+    rng = random.Random(k)
+
+    def chunks(ids):
+        return [{"chunk_id": c, "score": 1.0 / (i + 1), "rank": i + 1} for i, c in enumerate(ids)]
+
+    lists = {}
+    docs = []
+    for i in range(300):
+        alphabet = [f"c{j}" for j in range(rng.randint(1, 15))]
+        b = [rng.choice(alphabet) for _ in range(rng.randint(0, 12))]
+        c = [rng.choice(alphabet) for _ in range(rng.randint(0, 12))]
+        lists[f"f{i}"] = (b, c)
+        docs.append(mk(query_id=f"f{i}", retrieved=chunks(b)))
+        docs.append(mk(query_id=f"f{i}", retrieved=chunks(c),
+                       retriever={"name": "dense", "version": "v2", "variant": "shadow"}))
+    insert_traces(store, docs)
+    since, until = window()
+    rows = store.query_rows(pairs.pairs_sql(store.table("traces")), pairs.parameters(
+        RetrieverRef("hybrid", "", "production"), CAND, since, until, k=k, p=0.7))
+    assert len(rows) == 300
+    for r in rows:
+        b, c = lists[r["query_id"]]
+        assert r["jaccard"] == pytest.approx(agreement.jaccard_at_k(b, c, k))
+        assert r["rbo"] == pytest.approx(agreement.rank_biased_overlap(b, c, k, 0.7))
+        tau = agreement.kendall_tau_shared(b, c, k)
+        assert r["tau"] == (None if tau is None else pytest.approx(tau))
+        top1 = agreement.top1_agreement(b, c)
+        assert r["top1"] == (None if top1 is None else float(top1))
