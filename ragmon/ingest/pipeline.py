@@ -214,9 +214,8 @@ class IngestPipeline:
         self._inflight = None
         try:
             future.result()
-        except (StoreError, SourceError) as exc:
-            self._sealed = batch
-            self._backoff(exc, "store" if isinstance(exc, StoreError) else "dead_letter")
+        except Exception as exc:  # noqa: BLE001 - a failing write never kills the loop (see _failed)
+            self._failed(batch, exc)
             return False
         self._finish(batch)
         return True
@@ -225,12 +224,20 @@ class IngestPipeline:
         """Write the batch and its dead letters now, then commit. On failure pause and schedule a retry."""
         try:
             self._write(batch)
-        except (StoreError, SourceError) as exc:
-            self._sealed = batch
-            self._backoff(exc, "store" if isinstance(exc, StoreError) else "dead_letter")
+        except Exception as exc:  # noqa: BLE001 - a failing write never kills the loop (see _failed)
+            self._failed(batch, exc)
             return False
         self._finish(batch)
         return True
+
+    def _failed(self, batch: Batch, exc: Exception) -> None:
+        """Keep the batch for a retry. An exception nobody classified is a bug: logged with its traceback and
+        treated as permanent (retried at the longest backoff, nothing committed), never allowed to end the loop."""
+        self._sealed = batch
+        if not isinstance(exc, RagmonError):
+            log.error("unexpected error while writing a batch", exc_info=exc)
+            exc = StoreError(f"unexpected {type(exc).__name__}: {exc}")
+        self._backoff(exc, "dead_letter" if isinstance(exc, SourceError) else "store")
 
     def _write(self, batch: Batch) -> None:
         """Insert the rows (once), then produce the dead letters (once). Raises; may run in the writer thread."""

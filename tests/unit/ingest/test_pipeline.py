@@ -245,3 +245,23 @@ def test_concurrent_writes_overlap_and_keep_every_guarantee(rig):
     r.drive(60)
     assert sorted(r.writer.trace_ids()) == sorted(f"t{i}" for i in range(95))
     assert r.source.committed == {(T, 0): 95, (T, 1): 3} and len(r.dlq.letters) == 3
+
+
+def test_an_unexpected_writer_exception_is_retried_not_fatal(rig):
+    class Buggy:
+        calls = 0
+
+        def write(self, columns, dedup_token):
+            Buggy.calls += 1
+            if Buggy.calls == 1:
+                raise TypeError("a bug in a writer")
+            return r.writer.write(columns, dedup_token)
+
+    r = rig(max_batch_rows=5)
+    r.pipeline.writer = Buggy()
+    r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(5)])
+    r.pipeline.step()
+    assert r.source.paused and r.source.committed == {}
+    r.drive(40)
+    assert sorted(r.writer.trace_ids()) == [f"t{i}" for i in range(5)]
+    assert r.metric("ragmon_ingest_flush_failures_total", {"stage": "store", "kind": "permanent"}) == 1
