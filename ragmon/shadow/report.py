@@ -59,6 +59,10 @@ def rich_renderable(result: ComparisonResult) -> Group:
     head.append(result.verdict.decision.upper(), style=_VERDICT_STYLE[result.verdict.decision])
     head.append(f" (exit code {result.exit_code}) — {'; '.join(result.verdict.reasons)}")
     parts.append(Panel(head, title=Text("ragmon shadow compare"), expand=False))
+    if result.notices:
+        parts.append(Text("Notices", style="bold"))
+        for notice in result.notices:
+            parts.append(Text(f"  • {notice}"))
     for section in sections(result):
         table = Table(title=Text(section.title, style="bold"), caption=Text(section.note) if section.note else None,
                       show_lines=False, expand=False)
@@ -82,10 +86,6 @@ def rich_renderable(result: ComparisonResult) -> Group:
             for row in example_rows(e):
                 table.add_row(*(Text(c) for c in row))
             parts.append(table)
-    if result.notices:
-        parts.append(Text("Notices", style="bold"))
-        for notice in result.notices:
-            parts.append(Text(f"  • {notice}"))
     return Group(*parts)
 
 
@@ -101,6 +101,8 @@ def md(text: str) -> str:
 def render_markdown(result: ComparisonResult) -> str:
     lines = ["# Shadow comparison", ""]
     lines += [f"- {md(line)}" for line in summary_lines(result)]
+    if result.notices:
+        lines += ["", "## Notices", ""] + [f"- {md(n)}" for n in result.notices]
     for section in sections(result):
         lines += ["", f"## {md(section.title)}", ""]
         lines.append("| " + " | ".join(md(h) for h in section.headers) + " |")
@@ -118,8 +120,6 @@ def render_markdown(result: ComparisonResult) -> str:
                       "|---|---|---|"]
             lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in example_rows(e)]
             lines.append("")
-    if result.notices:
-        lines += ["", "## Notices", ""] + [f"- {md(n)}" for n in result.notices]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -139,6 +139,8 @@ def render_html(result: ComparisonResult) -> str:
     d = result.verdict.decision
     out.append(f'<li>verdict: <span class="{e(d)}">{e(d.upper())}</span> (exit code {result.exit_code}) — '
                f"{e('; '.join(result.verdict.reasons))}</li></ul>")
+    if result.notices:
+        out.append("<h2>Notices</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in result.notices) + "</ul>")
     for section in sections(result):
         out.append(f"<h2>{e(section.title)}</h2><table>")
         if section.note:
@@ -161,7 +163,5 @@ def render_html(result: ComparisonResult) -> str:
                        f"<th>candidate {e(result.candidate.label)}</th></tr>")
             out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in example_rows(ex)]
             out.append("</table>")
-    if result.notices:
-        out.append("<h2>Notices</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in result.notices) + "</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -44,7 +44,7 @@ def summary_lines(r: ComparisonResult) -> list[str]:
     o = r.overall
     return [
         f"baseline {r.baseline} vs candidate {r.candidate}",
-        f"window {r.since.isoformat()} → {r.until.isoformat()}, k={r.k}",
+        f"window {r.since.isoformat(timespec='seconds')} → {r.until.isoformat(timespec='seconds')}, k={r.k}",
         f"{o.pairs} pairs; unpaired: {o.baseline_only} baseline-only, {o.candidate_only} candidate-only "
         f"({r.baseline_traces} baseline and {r.candidate_traces} candidate traces in the window)",
         f"verdict: {r.verdict.decision.upper()} (exit code {r.exit_code}) — {'; '.join(r.verdict.reasons)}",
@@ -56,10 +56,15 @@ def _rows(r: ComparisonResult) -> list[StratumComparison]:
 
 
 def sections(r: ComparisonResult) -> list[Section]:
+    """The report's tables; with no pairs only the verdicts (the notices say why there is nothing else)."""
     p = r.overall.agreement.rbo_p
+    verdicts = Section("Verdict per stratum", ("stratum", "pairs", "verdict", "reasons"),
+                       tuple((s.stratum, str(s.pairs), s.verdict.decision, "; ".join(s.verdict.reasons))
+                             for s in _rows(r)))
+    if r.pairs == 0:
+        return [verdicts]
     out = [
-        Section("Verdict per stratum", ("stratum", "pairs", "verdict", "reasons"),
-                tuple((s.stratum, str(s.pairs), s.verdict.decision, "; ".join(s.verdict.reasons)) for s in _rows(r))),
+        verdicts,
         Section("Ranking agreement", ("stratum", "pairs", "baseline-only", "candidate-only", f"overlap@{r.k}",
                                       f"RBO (p={p})", "top-1 agree", "Kendall τ (n)", "top-1 score KS D (p)",
                                       "Wasserstein"),
