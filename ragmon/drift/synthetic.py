@@ -1,7 +1,8 @@
 """Synthetic retrieval traffic generated *inside* ClickHouse, for benchmarks, demos and drift tests.
 
-``insert_synthetic`` writes ``n`` traces with ``INSERT … SELECT … FROM numbers(n)`` — the values come from
-ClickHouse's random functions, so ten million traces never pass through Python. Scores are the top-k of a
+``insert_synthetic`` writes ``n`` traces with ``INSERT … SELECT … FROM numbers(n)`` — the values are seeded
+hashes of the row number turned into uniform, normal and exponential draws inside ClickHouse, so ten million
+traces never pass through Python and the same ``seed`` always gives the same traces. Scores are the top-k of a
 per-query level (normal around ``score_mean``) plus per-chunk noise, sorted by rank; ``shift`` adds to every
 score (the drift to detect). Every value is a query parameter.
 """
@@ -46,32 +47,51 @@ class SyntheticSpec:
             raise ValueError("retrievers are 'name@version' strings and strata a non-empty list")
 
 
-_SQL = """
-INSERT INTO {traces} (trace_id, query_id, ts, retriever_name, retriever_version, variant, corpus_snapshot,
+def _h(*args: str) -> str:
+    """A deterministic 64-bit hash of (seed, args): ClickHouse's rand() cannot be seeded, this can."""
+    return f"cityHash64({{seed:UInt64}}, {', '.join(args)})"
+
+
+def _u(*args: str) -> str:
+    """Uniform in (0, 1)."""
+    return f"(({_h(*args)} + 0.5) / 18446744073709551616.0)"
+
+
+def _normal(mean: str, sd: str, *args: str) -> str:
+    """Box–Muller from two seeded uniforms."""
+    return f"({mean} + {sd} * sqrt(-2 * log({_u(*args, '1')})) * cos(2 * pi() * {_u(*args, '2')}))"
+
+
+def _exponential(mean: str, *args: str) -> str:
+    return f"(-{mean} * log({_u(*args)}))"
+
+
+_SQL = f"""
+INSERT INTO {{traces}} (trace_id, query_id, ts, retriever_name, retriever_version, variant, corpus_snapshot,
     category, question, retrieved_chunk_ids, retrieved_doc_ids, retrieved_doc_versions, retrieved_scores,
     retrieved_ranks, behaviour, latency_total_ms, cost_usd, ingested_at)
 SELECT
-    concat({run:String}, '-', toString({seed:UInt64}), '-', toString(number)) AS trace_id,
+    concat({{run:String}}, '-', toString({{seed:UInt64}}), '-', toString(number)) AS trace_id,
     trace_id AS query_id,
-    fromUnixTimestamp64Milli({start_ms:Int64} + toInt64(rand64((number, 1)) % {span_ms:UInt64}), 'UTC') AS ts,
-    rv[1], rv[2], {variant:String}, {snapshot:String},
-    {strata:Array(String)}[1 + rand((number, 3)) % length({strata:Array(String)})],
+    fromUnixTimestamp64Milli({{start_ms:Int64}} + toInt64({_h('number', '1')} % {{span_ms:UInt64}}), 'UTC') AS ts,
+    rv[1], rv[2], {{variant:String}}, {{snapshot:String}},
+    {{strata:Array(String)}}[1 + {_h('number', '3')} % length({{strata:Array(String)}})],
     'synthetic question',
-    arrayMap(i -> concat('doc', toString(rand((number, 4, i)) % 500), '@c', toString(i)), idx) AS chunks,
+    arrayMap(i -> concat('doc', toString({_h('number', '4', 'i')} % 500), '@c', toString(i)), idx) AS chunks,
     arrayMap(c -> splitByChar('@', c)[1], chunks),
-    arrayMap(i -> if(rand((number, 5, i)) % 10 = 0, '2026-10-01', '2026-11-01'), idx),
-    arrayReverseSort(arrayMap(i -> level + randNormal(0, {score_sd:Float64}, (number, 6, i)) * 0.5 - i * 0.03, idx)),
+    arrayMap(i -> if({_h('number', '5', 'i')} % 10 = 0, '2026-10-01', '2026-11-01'), idx),
+    arrayReverseSort(arrayMap(i -> level + {_normal('0', '{score_sd:Float64}', 'number', '6', 'i')} * 0.5 - i * 0.03, idx)),
     arrayMap(i -> toUInt32(i), idx),
-    if(rand((number, 7)) % 10000 < {refuse:UInt32}, 'refuse', 'answer'),
-    300 + randExponential(1 / 400, (number, 8)),
-    0.001 + randExponential(1 / 0.0005, (number, 9)),
+    if({_h('number', '7')} % 10000 < {{refuse:UInt32}}, 'refuse', 'answer'),
+    300 + {_exponential('400', 'number', '8')},
+    0.001 + {_exponential('0.0005', 'number', '9')},
     now64(3, 'UTC')
 FROM (
     SELECT number,
-        splitByChar('@', {retrievers:Array(String)}[1 + rand((number, 2)) % length({retrievers:Array(String)})]) AS rv,
-        randNormal({score_mean:Float64} + {shift:Float64}, {score_sd:Float64}, (number, 10)) AS level,
-        if(rand((number, 11)) % 10000 < {empty:UInt32}, CAST([] AS Array(UInt32)), range(1, {k:UInt32} + 1)) AS idx
-    FROM numbers({n:UInt64})
+        splitByChar('@', {{retrievers:Array(String)}}[1 + {_h('number', '2')} % length({{retrievers:Array(String)}})]) AS rv,
+        {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'number', '10')} AS level,
+        if({_h('number', '11')} % 10000 < {{empty:UInt32}}, CAST([] AS Array(UInt32)), range(1, {{k:UInt32}} + 1)) AS idx
+    FROM numbers({{n:UInt64}})
 )
 """
 
