@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ragmon.shadow.pairs import RetrieverRef
-from ragmon.shadow.stats import PairedDifferenceResult, ShiftResult
+
+if TYPE_CHECKING:  # annotations only: importing the statistics would pull SciPy into every CLI start-up
+    from ragmon.shadow.stats import PairedDifferenceResult, ShiftResult
 
 Decision = Literal["promote", "hold", "reject"]
 QUANTILES = (0.5, 0.95, 0.99)
