@@ -63,9 +63,18 @@ def generation_result(prep: PreparedGeneration, runs: Sequence[GenerationRun],
 
 
 def generation_notes(section: dict[str, Any]) -> list[str]:
+    queries = section["queries"]
     notes = []
-    for case_id, q in section["queries"].items():
-        if q["error"]:
+    if failed := sum(1 for q in queries.values() if q["error"]):
+        gated = any(v is not None for v in section["report"]["thresholds"].values())
+        notes.append(f"generation: {failed} of {len(queries)} cases were not scored ("
+                     + ("their strata fail: generation_errors)" if gated else "no generation threshold is set, so "
+                        "this does not fail the run; pass one, e.g. --min-faithfulness, to gate on it)"))  # fmt: skip
+    not_judged = [case_id for case_id, q in queries.items() if (q["error"] or "").startswith("not judged:")]
+    if not_judged:
+        notes.append(f"{len(not_judged)} case(s) from {not_judged[0]!r} on: {queries[not_judged[0]]['error']}")
+    for case_id, q in queries.items():
+        if q["error"] and case_id not in not_judged:
             notes.append(f"case {case_id!r}: generation: {q['error']} (not scored)")
         elif q["refusal_cause"] in ("empty_shortlist", "irrelevant_shortlist", "low_score_shortlist"):
             notes.append(f"case {case_id!r}: declined an answerable question with no relevant chunk in its context "

@@ -36,6 +36,9 @@ from ragmon.judge.base import Judge, Usage
 from ragmon.judge.scoring import TraceScores, score_trace
 from ragmon.metrics import classify_refusal, refusal_outcome
 
+#: consecutive cases the judge may fail on before the rest of the run is not judged at all
+JUDGE_FAILURES_TO_STOP = 3
+
 
 @dataclass(frozen=True, slots=True)
 class GenerationSetup:
@@ -67,6 +70,7 @@ class GenerationRun:
     usage: Usage = Usage()
     trace: dict[str, Any] | None = None
     error: str | None = None
+    judge_failed: bool = False  # the error is the judge's (endpoint down, bad key), not the system's
 
 
 def trace_id(case_id: str) -> str:
@@ -134,15 +138,19 @@ class _Skip(Exception):
     """This case cannot be generated or scored; the message says why."""
 
 
+class _JudgeFailed(_Skip):
+    """The judge, not the system under test, failed on this case."""
+
+
 def _score(setup: GenerationSetup, trace: dict[str, Any]) -> TraceScores:
     try:
         return score_trace(setup.judge, trace)  # the live scorer's call
     except JudgeError as exc:
-        raise _Skip(f"judge failed: {exc}") from None
+        raise _JudgeFailed(f"judge failed: {exc}") from None
     except ValueError as exc:
-        raise _Skip(f"the judge returned verdicts the metrics reject: {exc}") from None
+        raise _JudgeFailed(f"the judge returned verdicts the metrics reject: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - one case must not stop the run; unknown is recorded, not hidden
-        raise _Skip(f"internal error in the {setup.judge.name} judge: {describe(exc)}") from None
+        raise _JudgeFailed(f"internal error in the {setup.judge.name} judge: {describe(exc)}") from None
 
 
 def generate_case(case: GoldenCase, run: CaseRun, setup: GenerationSetup,
@@ -175,7 +183,8 @@ def generate_case(case: GoldenCase, run: CaseRun, setup: GenerationSetup,
             raise _Skip(f"answerer output does not fit trace.v1: {problems}") from None
         scored = _score(setup, trace)
     except _Skip as exc:
-        return GenerationRun(**base, generate_ms=generate_ms, error=str(exc)[:500])
+        return GenerationRun(**base, generate_ms=generate_ms, error=str(exc)[:500],
+                             judge_failed=isinstance(exc, _JudgeFailed))
     actual = scored.verdicts.observed_behaviour or out.behaviour
     relevant = case.relevant_chunks()
     cause = None
@@ -198,10 +207,23 @@ def generate_case(case: GoldenCase, run: CaseRun, setup: GenerationSetup,
 def generate_cases(cases: Sequence[GoldenCase], runs: Sequence[CaseRun], setup: GenerationSetup, *,
                    clock: Callable[[], float] = time.perf_counter,
                    on_case: Callable[[GenerationRun], None] | None = None) -> list[GenerationRun]:  # fmt: skip
-    """Every case (with its retrieval run, same order) through :func:`generate_case`."""
-    out = []
+    """Every case (with its retrieval run, same order) through :func:`generate_case`.
+
+    After the judge failed on ``JUDGE_FAILURES_TO_STOP`` cases in a row (an unreachable endpoint, a revoked key)
+    the remaining cases are recorded as not judged instead of each waiting out the judge's retry deadline.
+    """
+    out: list[GenerationRun] = []
+    stopped: str | None = None
     for case, run in zip(cases, runs, strict=True):
-        result = generate_case(case, run, setup, clock)
+        recent = out[-JUDGE_FAILURES_TO_STOP:]
+        if stopped is None and len(recent) == JUDGE_FAILURES_TO_STOP and all(r.judge_failed for r in recent):
+            stopped = (f"not judged: the judge failed on {JUDGE_FAILURES_TO_STOP} cases in a row "
+                       f"(last: {recent[-1].error})")[:500]  # fmt: skip
+        if stopped is not None:
+            result = GenerationRun(case.id, case.category, str(case.expected_behaviour), judge_failed=True,
+                                   error=stopped)  # fmt: skip
+        else:
+            result = generate_case(case, run, setup, clock)
         out.append(result)
         if on_case is not None:
             on_case(result)

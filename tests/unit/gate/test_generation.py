@@ -221,3 +221,26 @@ def test_report_rates_thresholds_and_errors_per_stratum() -> None:
 def test_threshold_bounds(value: float) -> None:
     assert GenerationThresholds(max_missed_refusal_rate=value).problems()
     assert not GenerationThresholds(min_faithfulness=0.0, max_wrong_refusal_rate=1.0).problems()
+
+
+class CountingBrokenJudge(BrokenJudge):
+    calls = 0
+
+    def assess(self, item: Any) -> Any:
+        CountingBrokenJudge.calls += 1
+        return super().assess(item)
+
+
+def test_a_judge_that_keeps_failing_stops_being_called() -> None:
+    from ragmon.gate.generation import JUDGE_FAILURES_TO_STOP, generate_cases
+
+    cases = [case(f"q{i}") for i in range(6)]
+    setup = setup_for(cited, judge=CountingBrokenJudge())
+    runs = [run_case(c, setup.retriever, k=2, depth=3) for c in cases]
+    out = generate_cases(cases, runs, setup)
+    assert CountingBrokenJudge.calls == JUDGE_FAILURES_TO_STOP and all(r.judge_failed for r in out)
+    assert out[-1].error == out[3].error == ("not judged: the judge failed on 3 cases in a row (last: judge failed: "
+                                             "endpoint said 401: check judge.api_key)")  # fmt: skip
+    # answerer failures are the system's, not the judge's: they never stop the run
+    flaky = generate_cases(cases, runs, setup_for(lambda q, c: 1 / 0))
+    assert all(r.error and r.error.startswith("answerer:") and not r.judge_failed for r in flaky)
