@@ -3,7 +3,8 @@
 It holds everything needed to reproduce and argue about the run: code revision (git commit and whether the tree
 was dirty), ragmon version, golden-set name, version, content hash and which set (dev or release), corpus
 snapshots (those the golden cases were adjudicated against, and the retriever's own if it declares one),
-parameters and thresholds, per-query rankings, metrics, latencies and errors, and the per-stratum report.
+parameters and thresholds, per-query rankings, metrics, latencies and errors, and the per-stratum report. A run
+with ``--answerer`` adds a ``generation`` section (judge identity, report) and per query the scored trace.
 
 The file name is ``run-<sha256 of the content>.json``: the same content always lands in the same name and a
 different run never overwrites another. Files are created exclusively and made read-only.
