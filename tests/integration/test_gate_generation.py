@@ -290,7 +290,9 @@ def test_openai_judge_through_the_gate_is_the_live_scorers_judge(system: Path, m
         assert judge["fingerprint"] != make_judge(settings).fingerprint  # the heuristic judge's differs
         artifact = json.loads(Path(payload["artifact"]).read_text())
         for query in artifact["queries"]:
-            live = score_trace(live_judge, query["generation"]["trace"])
+            decoded = decode_trace(json.dumps(query["generation"]["trace"]).encode())
+            assert isinstance(decoded, DecodedTrace), decoded
+            live = score_trace(live_judge, decoded.trace)
             assert {v.metric: v.value for v in live.values} == query["generation"]["live_scores"]
         assert len(srv.requests) == 2 * len(CASES) + 1  # the gate's calls (one retried 429), then the live ones
         assert all(h == "Bearer sk-gate-secret" for h in srv.auth_headers)
@@ -301,3 +303,16 @@ def test_openai_judge_through_the_gate_is_the_live_scorers_judge(system: Path, m
     assert "sk-gate-secret" not in table.stdout + table.stderr + Path(payload["artifact"]).read_text()
     assert f"judge: openai, model judge-model, fingerprint {judge['fingerprint']}" in table.stdout
     assert "cost $0.0070" in table.stdout  # 7 judgements × 1,000 prompt tokens at $1 per million
+
+
+def test_without_answerer_the_gate_is_the_retrieval_gate(system: Path) -> None:
+    golden = golden_file(system / "g.json", CASES)
+    done = gate(system, golden, *RETRIEVAL, "--out", system / "runs", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert "generation" not in payload and payload["passed"] is True
+    artifact = json.loads(Path(payload["artifact"]).read_text())
+    assert "generation" not in artifact and all("generation" not in q for q in artifact["queries"])
+    assert artifact["parameters"] == {"retriever": "system:search", "k": 2, "depth": 2}
+    table = gate(system, golden, *RETRIEVAL, "--out", system / "runs")
+    assert "generation:" not in table.stdout and "judge" not in table.stdout
