@@ -56,7 +56,8 @@ def ingest(
     port: Annotated[int | None, typer.Option(
         help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        help="Exit after this many seconds with nothing read and everything committed (batch jobs, benchmarks).",
+        help="Exit once nothing was read for this many seconds, the lag is zero on every assigned partition and "
+        "everything is committed (batch jobs, benchmarks).",
         show_default=False)] = None,
     stats_json: Annotated[Path | None, typer.Option(
         help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
@@ -121,7 +122,7 @@ def _idle_watch(pipeline: Any, stop: threading.Event, seconds: float) -> None:
     last_count, since = -1, time.monotonic()
     while not stop.wait(0.2):
         consumed = pipeline.stats.consumed
-        if consumed != last_count or not pipeline.idle():
+        if consumed != last_count or not pipeline.idle() or not pipeline.caught_up():
             last_count, since = consumed, time.monotonic()
         elif time.monotonic() - since >= seconds:
             stop.set()

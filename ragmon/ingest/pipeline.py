@@ -87,6 +87,8 @@ class IngestPipeline:
         self._in_revoke = False
         self.last_poll = clock()
         self.last_error: str | None = None
+        self.last_lag: dict[Partition, int] = {}
+        self._lag_complete = False
         source.set_revoke_handler(self._on_revoke)
 
     # -- the loop ---------------------------------------------------------------------------------------------
@@ -122,7 +124,7 @@ class IngestPipeline:
         elif self._sealed is None and self._inflight is None and self._batch.empty:
             self._commit()
         if now >= self._next_lag:
-            self._next_lag = now + 5.0
+            self._next_lag = now + 2.0
             self._update_lag()
 
     def drain(self) -> None:
@@ -310,9 +312,15 @@ class IngestPipeline:
         self.stats.commits += 1
         self.t.ingest_last_commit.set(time.time())
 
+    def caught_up(self) -> bool:
+        """Partitions are assigned and the last lag reading (every 5 s) was zero on each (for --exit-when-idle)."""
+        return self._lag_complete and bool(self.last_lag) and not any(self.last_lag.values())
+
     def _update_lag(self) -> None:
         try:
-            for (topic, part), lag in self.source.lag().items():
+            self.last_lag = self.source.lag()
+            self._lag_complete = set(self.last_lag) == self.source.assignment()
+            for (topic, part), lag in self.last_lag.items():
                 self.t.ingest_consumer_lag.labels(topic, str(part)).set(lag)
         except Exception as exc:  # noqa: BLE001 - a metric must never stop the loop
             log.debug("lag update failed: %s", exc)
