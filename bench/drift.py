@@ -130,7 +130,7 @@ def main() -> None:
     started = time.perf_counter()
     full.run_once()
     pushed_full = time.perf_counter() - started
-    scanned = sum(r.reference.n + r.current.n for r in result.results if r.feature == "top1_score" and r.test == "ks")
+    scanned = sum(r.reference.n + r.current.n for r in result.results if r.feature == "n_results" and r.test == "ks")
 
     table = Table(title=f"one drift check over {args.n:,} traces (chDB, {len(features)} features, "
                         f"{len({r.group for r in result.results})} groups)")
