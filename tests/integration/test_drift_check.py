@@ -213,3 +213,17 @@ def test_newest_version_share_counts_chunks_of_the_newest_document_version(store
     assert (r.current.k, r.current.n) == (expected["k"], expected["n"])  # every doc's newest version is v2
     assert r.reference.value == pytest.approx(0.95, abs=0.02) and r.current.value == pytest.approx(0.5, abs=0.05)
     assert r.drifted and r.test == "two_proportion"
+
+
+def test_max_groups_bounds_the_label_sets(store) -> None:
+    rng = np.random.default_rng(8)
+    _same_hours_reference(store, rng, 150, stratum="busy")
+    _insert_traces(store, rng, n=400, start=NOW - timedelta(hours=1), seconds=3600, stratum="busy")
+    _same_hours_reference(store, rng, 50, stratum="quiet")
+    _insert_traces(store, rng, n=100, start=NOW - timedelta(hours=1), seconds=3600, stratum="quiet")
+    telemetry = Telemetry()
+    result = DriftChecker(store, _settings(max_groups=1), telemetry, clock=lambda: NOW).run_once()
+    assert {r.group.stratum for r in result.results} == {"busy"} and result.groups_dropped == 1
+    strata = {s.labels["stratum"] for m in telemetry.registry.collect() if m.name == "ragmon_drift_detected"
+              for s in m.samples}
+    assert strata == {"busy"}
