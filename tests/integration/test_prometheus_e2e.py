@@ -1,7 +1,7 @@
 """End to end with a real Prometheus (Debian's package) scraping a real ``ragmon drift`` process on loopback.
 
 1. Synthetic traffic without drift goes into a fresh chDB directory (``ragmon drift simulate``).
-2. Prometheus loads alerts/ragmon.rules.yaml (the hold time of RagmonRetrievalScoreDrift shortened from 15m
+2. Prometheus loads alerts/ragmon.rules.yaml (the hold time of RagmonRetrievalScoreDrift shortened from 65m
    to 10s, nothing else changed), scrapes ``ragmon drift`` every second: the drift gauges arrive, no alert.
 3. ragmon stops; a shift of +0.3 in retrieval scores is injected into the last hour; ragmon starts again,
    its first check finds the drift, and Prometheus's own HTTP API shows the alert pending, then firing.
