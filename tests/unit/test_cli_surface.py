@@ -1,0 +1,268 @@
+"""The whole ``ragmon`` command surface: every command explains itself, and bad arguments never crash it.
+
+Commands run through ``ragmon.cli.app.main`` (the console script's entry point, which turns expected errors into
+exit codes) inside CliRunner's isolation. ``RAGMON_STORE__DSN`` names an unsupported scheme, so a command that gets
+as far as opening the store stops there with exit 3: nothing here touches the network or a chDB directory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import pytest
+import typer.main
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+from typer.testing import CliRunner
+
+from ragmon.cli.app import app, main
+
+NO_STORE = "unsupported://no-store-in-cli-surface-tests"
+ENV = {"RAGMON_STORE__DSN": NO_STORE, "RAGMON_CONFIG": None, "COLUMNS": "3000", "NO_COLOR": "1"}
+EXIT_CODES = {0, 1, 2, 3, 4}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int | str | None
+    stdout: str
+    stderr: str
+    crash: str | None  # the traceback of an exception that escaped main()
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def describe(self, args: list[str]) -> str:
+        return f"ragmon {args!r} -> exit {self.code!r}\n{self.output[-3000:]}\n{self.crash or ''}"
+
+
+def run(args: list[str]) -> Outcome:
+    """Run ``ragmon ARGS`` the way the console script does, in a fresh empty working directory."""
+    runner = CliRunner()
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    with tempfile.TemporaryDirectory() as empty, runner.isolation(env=ENV) as (out, err, _):
+        os.chdir(empty)
+        sys.argv = ["ragmon", *args]
+        code: int | str | None = 0
+        crash = None
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        except BaseException:  # noqa: BLE001 - the very thing this module looks for
+            code, crash = "exception", traceback.format_exc()
+        finally:
+            sys.argv = saved_argv
+            os.chdir(saved_cwd)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        stdout = out.getvalue().decode("utf-8", "replace")
+        stderr = err.getvalue().decode("utf-8", "replace")
+    return Outcome(code, stdout, stderr, crash)
+
+
+def assert_clean(outcome: Outcome, args: list[str], codes: set[int] = EXIT_CODES) -> None:
+    assert outcome.crash is None, outcome.describe(args)
+    assert "Traceback (most recent call last)" not in outcome.output, outcome.describe(args)
+    assert outcome.code in codes, outcome.describe(args)
+
+
+def _walk(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    yield path, command
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _walk(sub, (*path, name))
+
+
+ROOT = typer.main.get_command(app)
+COMMANDS = dict(_walk(ROOT, ()))
+IDS = [" ".join(p) or "ragmon" for p in COMMANDS]
+
+
+def _name(param: Any) -> str:
+    return param.opts[0] if param.param_type_name == "option" else param.name
+
+
+def _is_flag(param: Any) -> bool:
+    return bool(getattr(param, "is_flag", False))
+
+
+def _params(command: Any) -> list[Any]:
+    return [p for p in command.params if p.expose_value]
+
+
+def test_the_tree_is_what_the_docs_list():
+    names = {" ".join(p) for p in COMMANDS}
+    for expected in ("demo", "run", "ingest", "score", "score report", "drift check", "drift report", "review select",
+                     "shadow compare", "gate", "calibrate", "store migrate", "schema validate", "config check"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
+def test_every_command_and_parameter_has_help(path: tuple[str, ...]):
+    command = COMMANDS[path]
+    assert (command.help or "").strip(), f"ragmon {' '.join(path)} has no help text"
+    missing = [_name(p) for p in _params(command) if not (getattr(p, "help", None) or "").strip()]
+    assert not missing, f"ragmon {' '.join(path)}: no help for {missing}"
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
+def test_help_exits_0_and_shows_every_parameter(path: tuple[str, ...]):
+    args = [*path, "--help"]
+    outcome = run(args)
+    assert_clean(outcome, args, {0})
+    shown = " ".join(outcome.stdout.replace("│", " ").split())
+    assert "Usage:" in shown
+    first_line = COMMANDS[path].help.strip().splitlines()[0]
+    assert " ".join(Text.from_markup(first_line).plain.split())[:60] in shown, outcome.describe(args)
+    for param in _params(COMMANDS[path]):
+        if param.param_type_name == "option":
+            assert param.opts[0] in shown, f"{param.opts[0]} missing from {' '.join(args)}"
+        # rich markup must not eat any of the help text (e.g. a "[...]" read as a style tag)
+        words = " ".join(Text.from_markup(param.help).plain.split())
+        assert words[:50] in shown, f"help of {_name(param)} is not shown as written:\n{words}\n---\n{shown}"
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
+def test_an_unknown_option_exits_2(path: tuple[str, ...]):
+    args = [*path, "--no-such-option-anywhere"]
+    outcome = run(args)
+    assert_clean(outcome, args, {2})
+    assert "--no-such-option-anywhere" in outcome.output
+
+
+def _bad_values(param: Any) -> Iterator[str]:
+    """Values the parser must refuse for this parameter (none for free-form strings and paths)."""
+    kind = param.type_descriptor.annotation  # the Python type, unwrapped from Optional
+    if kind is int:
+        yield from ("many", "1.5", "")
+    elif kind is float:
+        yield from ("lots", "1,5", "")
+    elif isinstance(kind, type) and issubclass(kind, Enum):
+        yield "no-such-choice"
+    if kind in (int, float):
+        if param.min is not None:
+            yield str(param.min - 1)
+        if param.max is not None:
+            yield str(param.max + 1)
+
+
+BAD_VALUES = [
+    pytest.param(path, param.opts[0], value, id=f"{' '.join(path) or 'ragmon'} {param.opts[0]} {value!r}")
+    for path, command in COMMANDS.items()
+    for param in _params(command)
+    if param.param_type_name == "option" and not _is_flag(param)
+    for value in _bad_values(param)
+]
+
+
+def test_some_options_are_typed():
+    assert len(BAD_VALUES) > 40  # the parametrization below is not empty by accident
+
+
+@pytest.mark.parametrize(("path", "option", "value"), BAD_VALUES)
+def test_a_wrong_typed_or_out_of_range_value_exits_2(path: tuple[str, ...], option: str, value: str):
+    args = [*path, option, value]
+    outcome = run(args)
+    assert_clean(outcome, args, {2})
+    assert option in outcome.output, outcome.describe(args)
+
+
+def test_a_missing_config_file_is_one_clean_line():
+    outcome = run(["--config", "no/such/ragmon.yaml", "config", "check"])
+    assert_clean(outcome, [], {2})
+    assert "no/such/ragmon.yaml: cannot read the config file" in outcome.stderr
+
+
+# -- random argument lists ----------------------------------------------------------------------------------------
+
+def _options(path: tuple[str, ...]) -> list[tuple[str, Any]]:
+    return sorted({(o, p.type_descriptor.annotation) for p in COMMANDS[path].params if p.param_type_name == "option"
+                   for o in (*p.opts, *p.secondary_opts)}, key=lambda item: item[0])
+
+
+_text = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=40)
+_awkward = st.sampled_from([
+    "", "-", "--", "-1", "0", "1", "nan", "-inf", "1e400", "-1e400", "now", "24h", "0s", "-5m", "1e400h",
+    "99999999999999w", "9" * 30 + "s", "2026-12-01", "2026-12-01T09:00:00Z", "2026-02-30T00:00:00",
+    "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00", "hybrid@v1", "a@", "@", "x=1", "=", "faithfulness=-1",
+    "ndcg_at_k=nan", "grounded=2", "grounded=inf", "2026-W49", "2026-W54", "0000-W01", "../..", ".", "/",
+    "ünïcödé ✓ 𝔘", "\t\n", "'; DROP TABLE traces; --", "{}", "[]", "table", "json", "markdown", "html",
+])
+_durations = st.builds("{}{}".format, st.one_of(st.integers(min_value=0, max_value=10**40),
+                                                st.floats(min_value=0, allow_nan=False).map(repr)),
+                       st.sampled_from(["s", "m", "h", "d", "w", " h", "x", ""]))
+_times = st.builds(lambda t, z: t.isoformat() + z, st.datetimes(),
+                   st.sampled_from(["", "Z", "+00:00", "+14:00", "-12:00", "+23:59", "+25:00"]))
+_pairs = st.builds("{}={}".format, st.sampled_from(["faithfulness", "ndcg_at_k", "grounded", "refusal_appropriate",
+                                                    "citations_supported", "", "x"]),
+                   st.one_of(st.floats().map(repr), _text))
+_values = st.one_of(
+    _awkward,
+    _durations,
+    _times,
+    _pairs,
+    _text,
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=1_000, max_value=20_000).map(lambda n: "x" * n),  # very long
+)
+_numbers = {
+    int: st.one_of(st.integers(min_value=-(10**20), max_value=10**20).map(str), _awkward),
+    float: st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), _awkward),
+    str: st.one_of(_awkward, _durations, _times, _pairs),
+}
+
+
+def _argument_lists(path: tuple[str, ...]) -> st.SearchStrategy[list[str]]:
+    options = _options(path)
+    option_and_value = st.sampled_from(options).flatmap(
+        lambda item: st.tuples(st.just(item[0]), st.one_of(_numbers.get(item[1], _awkward), _values)).map(list))
+    token = st.one_of(option_and_value, option_and_value, st.sampled_from([o for o, _ in options]).map(lambda o: [o]),
+                      _values.map(lambda v: [v]))
+    return st.lists(token, max_size=8).map(lambda parts: [t for part in parts for t in part])
+
+
+# Commands whose every path ends before the network or a store (the store DSN is unsupported, see NO_STORE):
+# argument parsing and validation, file reading, and the store refusing to open.
+FUZZED = {
+    "schema validate": (("schema", "validate"), []),
+    "gate (golden file missing)": (("gate",), ["missing-golden.json"]),
+    "shadow compare": (("shadow", "compare"), []),
+    "shadow compare (both sides given)": (("shadow", "compare"), ["--baseline", "hybrid@v1", "--candidate", "dense@v2"]),
+    "score report": (("score", "report"), []),
+    "calibrate": (("calibrate",), []),
+    "review select": (("review", "select"), []),
+}
+
+
+@pytest.mark.parametrize("name", list(FUZZED))
+@settings(max_examples=int(os.environ.get("CLI_FUZZ_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_random_arguments_never_crash(name: str, data: st.DataObject):
+    path, fixed = FUZZED[name]
+    args = [*path, *fixed, *data.draw(_argument_lists(path), label="arguments")]
+    assert_clean(run(args), args)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=st.one_of(_text, _values), extra=st.lists(_values, max_size=2))
+def test_config_check_with_a_random_config_path_never_crashes(config: str, extra: list[str]):
+    args = ["--config", config, "config", "check", *extra]
+    outcome = run(args)
+    assert_clean(outcome, args, {0, 2})
+
+
+def test_run_leaves_the_process_as_it_found_it():
+    argv, cwd = list(sys.argv), os.getcwd()
+    run(["schema", "validate", "missing.json"])
+    assert (sys.argv, os.getcwd()) == (argv, cwd)
