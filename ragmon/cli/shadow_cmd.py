@@ -120,6 +120,7 @@ def compare_cmd(
         golden=load_golden(golden) if golden else (), confidence=confidence, n_resamples=resamples, seed=seed,
         top=top, rank_by=rank_by,
     )
+    options.check()  # bad arguments are exit 2 before the store is opened (or found down)
     store = ClickHouseStore.open(settings_of(ctx).store)
     result = compare(store, options)
     if out is not None:
