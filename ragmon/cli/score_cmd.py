@@ -29,7 +29,10 @@ def parse_when(text: str, now: datetime, option: str) -> datetime:
         return now
     m = _RELATIVE.match(t)
     if m:
-        return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+        try:
+            return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+        except OverflowError:
+            raise fail(f"{option} {text!r} reaches back before year 1; use a shorter age", EXIT_USAGE) from None
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -106,14 +109,15 @@ def score(
     from ragmon.store import ClickHouseStore
     from ragmon.telemetry import Telemetry
 
-    telemetry = Telemetry()
-    store = ClickHouseStore.open(settings.store)
-    started = time.monotonic()
-    if from_store:
+    if from_store:  # bad times are exit 2 before the store is opened (or found down)
         now = datetime.now(UTC)
         start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
         if end <= start:
             raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
+    telemetry = Telemetry()
+    store = ClickHouseStore.open(settings.store)
+    started = time.monotonic()
+    if from_store:
         scorer = build_scorer(settings, store, telemetry)
         scorer.announce()
         from ragmon.score.sources import StoreScoreSource

@@ -266,3 +266,25 @@ def test_run_leaves_the_process_as_it_found_it():
     argv, cwd = list(sys.argv), os.getcwd()
     run(["schema", "validate", "missing.json"])
     assert (sys.argv, os.getcwd()) == (argv, cwd)
+
+
+# -- arguments that once crashed a command or reached the store before being checked ---------------------------
+
+REJECTED_BEFORE_THE_STORE = [
+    (["shadow", "compare", "--baseline", "a", "--candidate", "b", "--k", "0"], "--k must be between 1 and 1000"),
+    (["shadow", "compare", "--baseline", "a", "--candidate", "b", "--rbo-p", "nan"], "--rbo-p must be in (0, 1)"),
+    (["shadow", "compare", "--baseline", "a", "--candidate", "a", "--candidate-variant", "production"], "both select"),
+    (["score", "--from-store", "--since", "yesterday-ish"], "is not a time"),
+    (["score", "--from-store", "--since", "1h", "--until", "2h"], "must be later than --since"),
+    (["score", "report", "--since", "99999999999999w"], "before year 1"),
+    (["calibrate", "--since", "9" * 400 + "s"], "before year 1"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), REJECTED_BEFORE_THE_STORE, ids=[" ".join(a)[:70] for a, _ in
+                                                                             REJECTED_BEFORE_THE_STORE])
+def test_bad_arguments_are_refused_before_the_store_is_opened(args: list[str], message: str):
+    outcome = run(args)
+    assert_clean(outcome, args, {2})
+    assert message in " ".join(outcome.stderr.split()), outcome.describe(args)
+    assert NO_STORE.split(":")[0] not in outcome.output  # exit 2 from the arguments, not 3 from the store
