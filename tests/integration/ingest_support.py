@@ -1,0 +1,107 @@
+"""Helpers shared by the ingest delivery tests: produce traces, run ``ragmon ingest`` as a subprocess with its
+own chDB directory, read committed offsets, and count what was stored with FINAL from a fresh process.
+
+Owns only test plumbing; no assertions about ragmon's behaviour live here except ``exactly_once_problems``,
+the one check every delivery test applies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaProducer
+
+from tests.conftest import make_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 3) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    for i, v in enumerate(values):
+        producer.send(topic, v, partition=i % partitions)
+    producer.flush()
+    producer.close()
+
+
+def traces(prefix: str, n: int) -> tuple[list[bytes], set[str]]:
+    ids = [f"{prefix}-{i}" for i in range(n)]
+    return [json.dumps(make_trace(trace_id=t)).encode() for t in ids], set(ids)
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+_ADMINS: dict[str, KafkaAdminClient] = {}
+
+
+def committed(bootstrap: str, group: str) -> dict[int, int]:
+    """The group's committed offsets, {partition: offset}, read from the broker."""
+    admin = _ADMINS.get(bootstrap)
+    if admin is None:
+        admin = _ADMINS[bootstrap] = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="ragmon-test-offsets")
+    offsets = admin.list_group_offsets({group: None}).get(group, {})
+    return {tp.partition: om.offset for tp, om in offsets.items() if om.offset >= 0}
+
+
+def forget_admin(bootstrap: str) -> None:
+    """Close the admin client ``committed`` keeps for ``bootstrap`` (a broker the test is about to remove)."""
+    admin = _ADMINS.pop(bootstrap, None)
+    if admin is not None:
+        admin.close()
+
+
+def ingest_cmd(topic: str, group: str, bootstrap: str) -> list[str]:
+    return [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", "--topic", topic, "--group-id", group,
+            "--bootstrap-servers", bootstrap, "--dead-letter-topic", f"{topic}.dlq", "--port", "0",
+            "--max-batch-rows", "400", "--flush-interval-seconds", "0.5"]
+
+
+def ingest_env(chdb: Path, faults: str = "") -> dict[str, str]:
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", RAGMON_KAFKA__SESSION_TIMEOUT_MS="6000",
+               PYTHONPATH=str(ROOT))
+    env.pop("RAGMON_TEST_FAULTS", None)
+    if faults:
+        env["RAGMON_TEST_FAULTS"] = faults
+    return env
+
+
+def count_in_subprocess(chdb: Path) -> dict[str, Any]:
+    script = (
+        "import json; from pydantic import SecretStr; from ragmon.config import StoreSettings; "
+        "from ragmon.store import ClickHouseStore; "
+        f"s = ClickHouseStore.open(StoreSettings(dsn=SecretStr('chdb://{chdb}'))); t = s.table('traces'); "
+        "print(json.dumps({'final': int(s.command(f'SELECT count() FROM {t} FINAL')), "
+        "'raw': int(s.command(f'SELECT count() FROM {t}')), "
+        "'ids': [r[0] for r in s.query(f'SELECT trace_id FROM {t} FINAL').result_rows]}))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def exactly_once_problems(result: dict[str, Any], expected: set[str]) -> list[str]:
+    """The check: every expected trace stored exactly once (as read with FINAL), nothing else."""
+    problems = []
+    ids = result["ids"]
+    if len(ids) != len(set(ids)):
+        problems.append(f"{len(ids) - len(set(ids))} trace ids appear more than once under FINAL")
+    missing, extra = expected - set(ids), set(ids) - expected
+    if missing:
+        problems.append(f"{len(missing)} traces missing, e.g. {sorted(missing)[:3]}")
+    if extra:
+        problems.append(f"{len(extra)} unexpected traces, e.g. {sorted(extra)[:3]}")
+    return problems
