@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.app import console, fail, settings_of
+from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import Settings
 
 app = typer.Typer(
@@ -44,7 +44,7 @@ def drift(
                                              show_default=False)] = None,
     interval_seconds: Annotated[float | None, typer.Option(
         help="Seconds between checks (drift.interval_seconds, default 3600).", show_default=False)] = None,
-    log_level: Annotated[str, typer.Option(help="Logging level: DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    log_level: LogLevelOption = "INFO",
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -54,7 +54,7 @@ def drift(
     from ragmon.server import Health, create_app, serve
     from ragmon.telemetry import Telemetry
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_level)
     settings = _apply(settings_of(ctx), "server", host=host, port=port)
     settings = _apply(settings, "drift", interval_seconds=interval_seconds)
     store = _open(settings)

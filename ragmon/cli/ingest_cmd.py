@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ragmon.cli.app import EXIT_USAGE, err_console, fail, settings_of
+from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import Settings, mask_dsn, secret_value
 from ragmon.errors import ConfigError
 
@@ -62,7 +62,7 @@ def ingest(
     stats_json: Annotated[Path | None, typer.Option(
         help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
         show_default=False)] = None,
-    log_level: Annotated[str, typer.Option(help="Logging level: DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    log_level: LogLevelOption = "INFO",
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
 
@@ -78,12 +78,9 @@ def ingest(
     from ragmon.store import ClickHouseStore
     from ragmon.telemetry import Telemetry
 
-    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise fail(f"--log-level {log_level!r} is not one of DEBUG, INFO, WARNING, ERROR", EXIT_USAGE)
+    configure_logging(log_level, quiet=("kafka",))
     if input_format is not None and input_format not in _FORMATS:
         raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
     settings = settings_of(ctx)
     settings = _apply(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                       dead_letter_topic=dead_letter_topic, input_format=input_format)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 
 from ragmon.cli.app import console, err_console, settings_of
+from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import mask_dsn, secret_value
 
 
@@ -17,7 +17,7 @@ def run(
                                              show_default=False)] = None,
     port: Annotated[int | None, typer.Option(help="HTTP port for /metrics, /healthz, /readyz and the review UI "
                                                   "(server.port; 0 picks a free one).", show_default=False)] = None,
-    log_level: Annotated[str, typer.Option(help="Log level: debug, info, warning, error.")] = "info",
+    log_level: LogLevelOption = "INFO",
 ) -> None:
     """Run every enabled role (ingest, score, drift, review; shadow when comparisons are configured) in one
     process on the configured store — the embedded chDB engine on local disk by default.
@@ -30,7 +30,7 @@ def run(
     from ragmon.assemble import build_process
     from ragmon.server import create_app, serve
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_level)
     settings = settings_of(ctx)
     process = build_process(settings)
     daemon = process.daemon()

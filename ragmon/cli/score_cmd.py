@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 import time
 from dataclasses import asdict
@@ -14,6 +13,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
+from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import Settings
 
 app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
@@ -78,7 +78,7 @@ def score(
     port: Annotated[int | None, typer.Option(
         help="Kafka mode: HTTP port for /metrics, /healthz; 0 picks a free one (server.port).",
         show_default=False)] = None,
-    log_level: Annotated[str, typer.Option(help="Logging level: DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    log_level: LogLevelOption = "INFO",
 ) -> None:
     """Score sampled traces with the pinned judge and write scores (with the judge fingerprint) to the store.
 
@@ -90,15 +90,11 @@ def score(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise fail(f"--log-level {log_level!r} is not one of DEBUG, INFO, WARNING, ERROR", EXIT_USAGE)
     if judge is not None and judge not in ("heuristic", "openai"):
         raise fail(f"--judge {judge!r} is not one of heuristic, openai", EXIT_USAGE)
     if page_size < 1:
         raise fail("--page-size must be at least 1", EXIT_USAGE)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    configure_logging(log_level, quiet=("kafka", "httpx"))
     settings = _override(settings_of(ctx), "judge", kind=judge)
     settings = _override(settings, "sampling", rate=rate)
     settings = _override(settings, "kafka", bootstrap_servers=bootstrap_servers)

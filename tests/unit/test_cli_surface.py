@@ -278,6 +278,10 @@ REJECTED_BEFORE_THE_STORE = [
     (["score", "--from-store", "--since", "1h", "--until", "2h"], "must be later than --since"),
     (["score", "report", "--since", "99999999999999w"], "before year 1"),
     (["calibrate", "--since", "9" * 400 + "s"], "before year 1"),
+    (["ingest", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
+    (["score", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
+    (["drift", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
+    (["run", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
 ]
 
 
