@@ -356,6 +356,22 @@ def load_settings(path: str | Path | None = None) -> Settings:
     return _resolve_secret_files(settings)
 
 
+def override(settings: Settings, section: str, **values: Any) -> Settings:
+    """``settings`` with fields of one section replaced, as command-line options do; ``None`` leaves a field alone.
+
+    The section is validated again; raises ``ConfigError`` with one line per problem (``server.port: ...``).
+    """
+    given = {k: v for k, v in values.items() if v is not None}
+    if not given:
+        return settings
+    current = getattr(settings, section)
+    try:
+        replaced = type(current).model_validate(current.model_dump() | given)
+    except ValidationError as exc:
+        raise ConfigError([f"{section}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]) from None
+    return settings.model_copy(update={section: replaced})
+
+
 def secret_value(secret: SecretStr | None) -> str | None:
     return None if secret is None else secret.get_secret_value()
 

@@ -58,12 +58,13 @@ def calibrate(
     if min_items < 1:
         raise fail("--min-items must be at least 1", EXIT_USAGE)
     thresholds = _thresholds(threshold or [])
-    from ragmon.cli.score_cmd import _override, parse_when
+    from ragmon.cli.score_cmd import parse_when
+    from ragmon.config import override
     from ragmon.judge import make_judge
     from ragmon.judge.calibrate import calibrate as run_calibration
     from ragmon.score.labels import load_label_file, pairs_by_rejudging, pairs_from_store
 
-    settings = _override(settings_of(ctx), "judge", kind=judge)
+    settings = override(settings_of(ctx), "judge", kind=judge)
     now = datetime.now(UTC)
     start = parse_when(since, now, "--since") if since else None
     end = parse_when(until, now, "--until") if until else None

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ragmon.cli.app import console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
-from ragmon.config import Settings
+from ragmon.config import Settings, override
 
 app = typer.Typer(
     help="Drift in retrieval scores, quality scores, latency and cost: reference vs current window per "
@@ -19,14 +19,6 @@ app = typer.Typer(
     "/metrics, /healthz and /readyz until SIGTERM.",
     invoke_without_command=True,
 )
-
-
-def _apply(settings: Settings, section: str, **values: Any) -> Settings:
-    given = {k: v for k, v in values.items() if v is not None}
-    if not given:
-        return settings
-    merged = getattr(settings, section).model_dump() | given
-    return settings.model_copy(update={section: type(getattr(settings, section)).model_validate(merged)})
 
 
 def _open(settings: Settings) -> Any:
@@ -55,8 +47,8 @@ def drift(
     from ragmon.telemetry import Telemetry
 
     configure_logging(log_level)
-    settings = _apply(settings_of(ctx), "server", host=host, port=port)
-    settings = _apply(settings, "drift", interval_seconds=interval_seconds)
+    settings = override(settings_of(ctx), "server", host=host, port=port)
+    settings = override(settings, "drift", interval_seconds=interval_seconds)
     store = _open(settings)
     telemetry, health = Telemetry(), Health()
     role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)

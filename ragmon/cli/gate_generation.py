@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
-from ragmon.config import Settings
+from ragmon.config import Settings, override
 from ragmon.contracts.golden import GoldenCase
 from ragmon.errors import ConfigError
 from ragmon.gate.answerer import Answerer, ChunkText, chunk_text_function
@@ -36,9 +36,7 @@ def prepare_generation(settings: Settings, answerer_spec: str, judge_kind: str |
     """Everything generation needs, checked before any case runs (``InputError``/``ConfigError`` otherwise)."""
     answerer, _ = load_retriever(answerer_spec, "--answerer")
     chunk_text = chunk_text_function(retriever_module, retriever_spec)
-    judge_settings = settings.judge
-    if judge_kind is not None and judge_kind != judge_settings.kind:
-        judge_settings = type(judge_settings).model_validate(judge_settings.model_dump() | {"kind": judge_kind})
+    judge_settings = override(settings, "judge", kind=judge_kind).judge
     try:
         judge = make_judge(judge_settings)
     except ConfigError:

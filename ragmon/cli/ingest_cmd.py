@@ -12,24 +12,9 @@ import typer
 
 from ragmon.cli.app import EXIT_USAGE, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
-from ragmon.config import Settings, mask_dsn, secret_value
-from ragmon.errors import ConfigError
+from ragmon.config import mask_dsn, override, secret_value
 
 _FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
-
-
-def _apply(settings: Settings, section: str, **values: Any) -> Settings:
-    values = {k: v for k, v in values.items() if v is not None}
-    if not values:
-        return settings
-    merged = getattr(settings, section).model_dump() | values
-    try:
-        new_section = type(getattr(settings, section)).model_validate(merged)
-    except Exception as exc:  # noqa: BLE001 - pydantic ValidationError: one line per problem
-        errors = getattr(exc, "errors", lambda: [])()
-        raise ConfigError([f"{section}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors] or [str(exc)]) \
-            from None
-    return settings.model_copy(update={section: new_section})
 
 
 def ingest(
@@ -82,10 +67,10 @@ def ingest(
     if input_format is not None and input_format not in _FORMATS:
         raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
     settings = settings_of(ctx)
-    settings = _apply(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
-                      dead_letter_topic=dead_letter_topic, input_format=input_format)
-    settings = _apply(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
-    settings = _apply(settings, "server", host=host, port=port)
+    settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
+                        dead_letter_topic=dead_letter_topic, input_format=input_format)
+    settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
+    settings = override(settings, "server", host=host, port=port)
 
     store = ClickHouseStore.open(settings.store)          # fails fast: unreachable, locked, migration failed
     telemetry, health = Telemetry(), Health()

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
-from ragmon.config import Settings
+from ragmon.config import Settings, override
 
 app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
 
@@ -39,12 +39,6 @@ def parse_when(text: str, now: datetime, option: str) -> datetime:
         raise fail(f"{option} {text!r} is not a time: use 'now', an age like '24h' or '7d', or ISO 8601 "
                    "like 2026-12-01T00:00:00Z", EXIT_USAGE) from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _override(settings: Settings, section: str, **values: Any) -> Settings:
-    from ragmon.cli.ingest_cmd import _apply
-
-    return _apply(settings, section, **values)
 
 
 @app.callback(invoke_without_command=True)
@@ -95,11 +89,11 @@ def score(
     if page_size < 1:
         raise fail("--page-size must be at least 1", EXIT_USAGE)
     configure_logging(log_level, quiet=("kafka", "httpx"))
-    settings = _override(settings_of(ctx), "judge", kind=judge)
-    settings = _override(settings, "sampling", rate=rate)
-    settings = _override(settings, "kafka", bootstrap_servers=bootstrap_servers)
-    settings = _override(settings, "score", topic=topic, group_id=group_id)
-    settings = _override(settings, "server", host=host, port=port)
+    settings = override(settings_of(ctx), "judge", kind=judge)
+    settings = override(settings, "sampling", rate=rate)
+    settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers)
+    settings = override(settings, "score", topic=topic, group_id=group_id)
+    settings = override(settings, "server", host=host, port=port)
 
     from ragmon.score.runner import BatchResult, backfill, build_scorer
     from ragmon.store import ClickHouseStore

@@ -278,6 +278,9 @@ REJECTED_BEFORE_THE_STORE = [
     (["score", "--from-store", "--since", "1h", "--until", "2h"], "must be later than --since"),
     (["score", "report", "--since", "99999999999999w"], "before year 1"),
     (["calibrate", "--since", "9" * 400 + "s"], "before year 1"),
+    (["drift", "--port", "-5"], "server.port: Input should be greater than or equal to 0"),
+    (["drift", "--interval-seconds", "1"], "drift.interval_seconds: Input should be greater than or equal to 5"),
+    (["ingest", "--port", "65536", "--max-batch-rows", "0"], "ingest.max_batch_rows"),
     (["ingest", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
     (["score", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
     (["drift", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
@@ -292,3 +295,16 @@ def test_bad_arguments_are_refused_before_the_store_is_opened(args: list[str], m
     assert_clean(outcome, args, {2})
     assert message in " ".join(outcome.stderr.split()), outcome.describe(args)
     assert NO_STORE.split(":")[0] not in outcome.output  # exit 2 from the arguments, not 3 from the store
+
+
+def test_override_replaces_given_fields_and_reports_each_problem():
+    from ragmon.config import Settings, override
+    from ragmon.errors import ConfigError
+
+    base = Settings()
+    assert override(base, "server", host=None, port=None) is base
+    changed = override(base, "server", port=0, host=None)
+    assert (changed.server.port, changed.server.host, base.server.port) == (0, base.server.host, Settings().server.port)
+    with pytest.raises(ConfigError) as caught:
+        override(base, "ingest", max_batch_rows=0, flush_interval_seconds=-1.0)
+    assert [p.split(":")[0] for p in caught.value.problems] == ["ingest.max_batch_rows", "ingest.flush_interval_seconds"]
