@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest
 from ragmon.review.queue import NO_STRATUM, load_week, weeks
 from ragmon.review.selection import parse_week, previous_week, select_week
@@ -52,7 +53,7 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: 
     from ragmon.server import Health, create_app, serve
     from ragmon.telemetry import Telemetry
 
-    settings = settings_of(ctx)
+    settings = override(settings_of(ctx), "server", host=host, port=port)
     store = ClickHouseStore.open(settings.store)
     telemetry = Telemetry()
     role = ReviewRole(settings.review, store, telemetry)
@@ -62,11 +63,11 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: 
     health.add_liveness("roles", daemon.liveness_check)
     health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
     app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
-    handle = serve(app_, host or settings.server.host, settings.server.port if port is None else port)
+    handle = serve(app_, settings.server.host, settings.server.port)
     if role.context.auth.ephemeral_key:
         err_console.print("warning: review.session_secret is not set: sessions end when this process restarts and "
                           "are not shared between replicas", highlight=False)
-    bound = host or settings.server.host
+    bound = settings.server.host
     console.print(f"review UI on http://{bound}:{handle.port}/review/ "
                   f"({len(role.context.auth.users)} reviewers; Ctrl-C stops)", highlight=False, soft_wrap=True)
     try:

@@ -8,7 +8,7 @@ import typer
 
 from ragmon.cli.app import console, err_console, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
-from ragmon.config import mask_dsn, secret_value
+from ragmon.config import mask_dsn, override, secret_value
 
 
 def run(
@@ -31,12 +31,12 @@ def run(
     from ragmon.server import create_app, serve
 
     configure_logging(log_level)
-    settings = settings_of(ctx)
+    settings = override(settings_of(ctx), "server", host=host, port=port)
     process = build_process(settings)
     daemon = process.daemon()
     app = create_app(process.telemetry, process.health, process.routers, title="ragmon")
-    bind = host or settings.server.host
-    handle = serve(app, bind, settings.server.port if port is None else port)
+    bind = settings.server.host
+    handle = serve(app, bind, settings.server.port)
     base = f"http://{bind}:{handle.port}"
     console.print(f"ragmon running roles: {', '.join(process.role_names)}", highlight=False)
     console.print(f"store {mask_dsn(secret_value(settings.store.dsn) or '')} · metrics {base}/metrics · "
