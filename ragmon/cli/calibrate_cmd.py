@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,6 +115,8 @@ def _thresholds(items: list[str]) -> dict[str, tuple[str, float]]:
             number = float(value)
         except ValueError:
             raise fail(f"--threshold {item!r}: {value!r} is not a number", EXIT_USAGE) from None
+        if not math.isfinite(number):
+            raise fail(f"--threshold {item!r}: the value must be a finite number", EXIT_USAGE)
         out[label] = (out[label][0], number)
     return out
 

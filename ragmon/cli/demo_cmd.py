@@ -35,7 +35,8 @@ def demo(
         "--keep-serving", help="Afterwards keep the review UI and /metrics up until Ctrl-C (a demo reviewer "
                                "account is created and its password printed).")] = False,
     host: Annotated[str, typer.Option(help="Bind address with --keep-serving.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port with --keep-serving (0 picks a free one).")] = 9108,
+    port: Annotated[int, typer.Option(min=0, max=65535,
+                                      help="HTTP port with --keep-serving (0 picks a free one).")] = 9108,
 ) -> None:
     """Run ragmon end to end on generated traffic, with no external services.
 
@@ -54,6 +55,8 @@ def demo(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = demo_settings(settings_of(ctx), sample_rate)
     if data_dir.exists():
+        if not data_dir.is_dir():
+            raise fail(f"--dir {data_dir} is a file, not a directory; choose a directory for the demo's data")
         if not (data_dir / "metadata").is_dir() and any(data_dir.iterdir()):
             raise fail(f"--dir {data_dir} exists and is not an embedded ClickHouse directory; choose another")
         shutil.rmtree(data_dir)

@@ -282,6 +282,7 @@ REJECTED_BEFORE_THE_STORE = [
     (["drift", "--interval-seconds", "1"], "drift.interval_seconds: Input should be greater than or equal to 5"),
     (["ingest", "--port", "65536", "--max-batch-rows", "0"], "ingest.max_batch_rows"),
     (["run", "--port", "65536"], "server.port: Input should be less than or equal to 65535"),
+    (["calibrate", "--threshold", "grounded=nan"], "must be a finite number"),
     (["review", "--port", "-1"], "server.port: Input should be greater than or equal to 0"),
     (["review", "serve", "--port", "-1"], "server.port: Input should be greater than or equal to 0"),
     (["ingest", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
@@ -311,3 +312,13 @@ def test_override_replaces_given_fields_and_reports_each_problem():
     with pytest.raises(ConfigError) as caught:
         override(base, "ingest", max_batch_rows=0, flush_interval_seconds=-1.0)
     assert [p.split(":")[0] for p in caught.value.problems] == ["ingest.max_batch_rows", "ingest.flush_interval_seconds"]
+
+
+def test_demo_refuses_a_file_as_its_data_directory(tmp_path):
+    not_a_dir = tmp_path / "ragmon.yaml"
+    not_a_dir.write_text("keep me\n", encoding="utf-8")
+    args = ["demo", "--dir", str(not_a_dir)]
+    outcome = run(args)
+    assert_clean(outcome, args, {2})
+    assert "is a file, not a directory" in outcome.stderr
+    assert not_a_dir.read_text(encoding="utf-8") == "keep me\n"
