@@ -7,7 +7,7 @@ runs as a subprocess with its own chDB directory; the count is made with FINAL f
 The broker goes away twice while ingest is running: first stopped with SIGTERM (``scripts/kafka-broker
 stop``), then killed with SIGKILL. Each time it is taken down right after ingest announced an acknowledged
 insert whose offsets are not committed yet (the test-only ``RAGMON_TEST_FAULTS`` hook holds ingest in that
-window for a second), while the test's producer holds messages it cannot deliver yet (idempotent producer,
+window for 0.3 s), while the test's producer holds messages it cannot deliver yet (idempotent producer,
 unlimited retries). The broker comes back on its data (``scripts/kafka-broker restart``), the held messages
 are delivered, more are produced, and the test waits until ingest has committed up to the log end.
 """
@@ -181,11 +181,11 @@ def test_broker_restart_sigterm_and_kill_9_under_running_ingest_stores_each_trac
             for v in values:
                 sent.append((v, producer.send(topic, v, partition=len(sent) % PARTITIONS)))
 
-        # after_insert=0.5: after each acknowledged insert ingest waits 0.5 s before committing
+        # after_insert=0.3: after each acknowledged insert ingest waits 0.3 s before committing
         cmd = ingest_cmd(topic, group, broker.bootstrap)
         cmd[cmd.index("--max-batch-rows") + 1] = "300"
         cmd[cmd.index("--flush-interval-seconds") + 1] = "0.3"
-        ingest = Ingest(cmd, ingest_env(tmp_path / "chdb", "after_insert=0.5"))
+        ingest = Ingest(cmd, ingest_env(tmp_path / "chdb", "after_insert=0.3"))
 
         invalid_first, invalid_last = _invalid("first"), _invalid("last")
         first, ids_first = traces("first", 600)
@@ -204,8 +204,8 @@ def test_broker_restart_sigterm_and_kill_9_under_running_ingest_stores_each_trac
             mark = ingest.mark()
             send(pre)
             producer.flush(30)
-            ingest.wait_line(lambda line: line.startswith("ragmon-fault: after_insert"), mark, 60,
-                             f"an acknowledged, not yet committed insert before the {kind} outage")
+            stored = ingest.wait_line(lambda line: line.startswith("ragmon-fault: after_insert"), mark, 60,
+                                      f"an acknowledged, not yet committed insert before the {kind} outage")
             before = _committed(broker.bootstrap, group)
             mark = ingest.mark()
             down = time.monotonic()
@@ -219,14 +219,16 @@ def test_broker_restart_sigterm_and_kill_9_under_running_ingest_stores_each_trac
             middle |= ids_pre | ids_held
             sign = ingest.wait_line(lambda line: any(s in line for s in OUTAGE_SIGNS), mark, 30,
                                     f"ingest to notice the {kind} outage")
+            assert not any(f.is_done for _, f in sent[-len(held):]), "the producer holds them while the broker is down"
             broker.script("restart")
             pids.append(broker.pid())
             up, mark = time.monotonic(), ingest.mark()
             producer.flush(60)
             ingest.wait_line(lambda line: line.startswith("ragmon-fault: after_insert"), mark, 60,
                              f"ingest to store again after the {kind} restart")
-            outages.append(f"{kind}: committed before {before}, broker down {up - down:.1f}s, ingest stored again "
-                           f"{time.monotonic() - up:.1f}s after the restart; first sign: {sign.strip()[24:]}")
+            outages.append(f"{kind}: taken down after `{stored.split(' token=')[0].strip()}` with {before} committed; "
+                           f"broker down {up - down:.1f}s; ingest stored again {time.monotonic() - up:.1f}s after "
+                           f"the restart; first sign in ingest's log: {sign.strip()[24:]}")
 
         last, ids_last = traces("last", 300)
         send(last + invalid_last)
