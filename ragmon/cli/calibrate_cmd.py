@@ -59,7 +59,7 @@ def calibrate(
     if min_items < 1:
         raise fail("--min-items must be at least 1", EXIT_USAGE)
     thresholds = _thresholds(threshold or [])
-    from ragmon.cli.score_cmd import parse_when
+    from ragmon.cli.options import parse_when
     from ragmon.config import override
     from ragmon.judge import make_judge
     from ragmon.judge.calibrate import calibrate as run_calibration

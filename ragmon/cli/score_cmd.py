@@ -3,43 +3,19 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
-from ragmon.cli.options import LogLevelOption, configure_logging
+from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
 from ragmon.config import Settings, override
 
 app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
-
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_when(text: str, now: datetime, option: str) -> datetime:
-    """'now', a relative age ('90m', '24h', '7d' = that long ago) or an ISO 8601 time (UTC if no zone)."""
-    t = text.strip().lower()
-    if t == "now":
-        return now
-    m = _RELATIVE.match(t)
-    if m:
-        try:
-            return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
-        except OverflowError:
-            raise fail(f"{option} {text!r} reaches back before year 1; use a shorter age", EXIT_USAGE) from None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise fail(f"{option} {text!r} is not a time: use 'now', an age like '24h' or '7d', or ISO 8601 "
-                   "like 2026-12-01T00:00:00Z", EXIT_USAGE) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
 
 @app.callback(invoke_without_command=True)
 def score(

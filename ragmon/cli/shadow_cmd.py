@@ -7,41 +7,19 @@ arguments and 3 when the store is unavailable, as everywhere in ragmon.
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragmon.cli.app import console, err_console, fail, settings_of
-from ragmon.errors import InputError
+from ragmon.cli.options import parse_when
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.verdict import Thresholds, parse_quality_drops
 
 app = typer.Typer(help="Compare a candidate retriever running in shadow mode with production.",
                   no_args_is_help=True)
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_time(text: str, now: datetime, option: str) -> datetime:
-    """ISO 8601 (naive = UTC) or a duration back from now: 30m, 24h, 7d, 2w."""
-    value = text.strip()
-    match = _DURATION.match(value)
-    if match:
-        try:
-            return now - timedelta(**{_UNITS[match[2]]: float(match[1])})
-        except (OverflowError, ValueError):
-            raise InputError(f"{option} {text!r} reaches back before year 1; use a shorter duration") from None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{option} {text!r} is neither an ISO 8601 time (2026-12-01T09:00:00Z) nor a duration "
-                         "back from now (30m, 24h, 7d, 2w)") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
 
 @app.command("compare")
 def compare_cmd(
@@ -115,7 +93,7 @@ def compare_cmd(
     options = CompareOptions(
         baseline=RetrieverRef.parse(baseline, baseline_variant, option="--baseline"),
         candidate=RetrieverRef.parse(candidate, candidate_variant, option="--candidate"),
-        since=parse_time(since, now, "--since"), until=parse_time(until, now, "--until") if until else now,
+        since=parse_when(since, now, "--since"), until=parse_when(until, now, "--until") if until else now,
         k=k, rbo_p=rbo_p, latency_stage=latency_stage, thresholds=thresholds,
         golden=load_golden(golden) if golden else (), confidence=confidence, n_resamples=resamples, seed=seed,
         top=top, rank_by=rank_by,

@@ -13,10 +13,12 @@ import tempfile
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
 import pytest
+import typer
 import typer.main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -278,6 +280,8 @@ REJECTED_BEFORE_THE_STORE = [
     (["score", "--from-store", "--since", "1h", "--until", "2h"], "must be later than --since"),
     (["score", "report", "--since", "99999999999999w"], "before year 1"),
     (["calibrate", "--since", "9" * 400 + "s"], "before year 1"),
+    (["shadow", "compare", "--baseline", "a", "--candidate", "b", "--since", "0001-01-01T00:00:00+14:00"],
+     "before year 1"),
     (["drift", "--port", "-5"], "server.port: Input should be greater than or equal to 0"),
     (["drift", "--interval-seconds", "1"], "drift.interval_seconds: Input should be greater than or equal to 5"),
     (["ingest", "--port", "65536", "--max-batch-rows", "0"], "ingest.max_batch_rows"),
@@ -322,3 +326,32 @@ def test_demo_refuses_a_file_as_its_data_directory(tmp_path):
     assert_clean(outcome, args, {2})
     assert "is a file, not a directory" in outcome.stderr
     assert not_a_dir.read_text(encoding="utf-8") == "keep me\n"
+
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("now", NOW), (" NOW ", NOW), ("90m", NOW - timedelta(minutes=90)), ("1.5H", NOW - timedelta(hours=1.5)),
+    ("2 w", NOW - timedelta(weeks=2)), ("0s", NOW), ("2026-12-01", datetime(2026, 12, 1, tzinfo=UTC)),
+    ("2026-12-01T09:00:00Z", datetime(2026, 12, 1, 9, tzinfo=UTC)),
+    ("2026-12-01T09:00:00+02:00", datetime(2026, 12, 1, 7, tzinfo=UTC)),
+])
+def test_parse_when_forms(text: str, expected: datetime):
+    from ragmon.cli.options import parse_when
+
+    value = parse_when(text, NOW, "--since")
+    assert value == expected and value.tzinfo == UTC
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(_text, _durations, _times, _awkward))
+def test_parse_when_returns_utc_or_exits_2(text: str):
+    from ragmon.cli.options import parse_when
+
+    try:
+        value = parse_when(text, NOW, "--since")
+    except typer.Exit as exc:
+        assert exc.exit_code == 2
+    else:
+        assert value.utcoffset() == timedelta(0)
