@@ -10,7 +10,7 @@ Must not: return a 5xx for any request a client can make (fuzzed with schemathes
 # no `from __future__ import annotations`: FastAPI must see the locally defined dependency types
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -74,6 +74,16 @@ def api_router(ctx: ReviewContext) -> APIRouter:
             raise HTTPException(404, f"week {week} has no review queue; select it with `ragmon review select`")
         return data
 
+    def queued_trace(week: str, trace_id: str) -> dict[str, Any]:
+        """The stored trace of an item in ``week``'s queue: 404 if it is not queued, 410 once TTL deleted it."""
+        week_or_404(week)
+        if not in_queue(ctx.store, week, trace_id):
+            raise HTTPException(404, "this item is not in that week's review queue")
+        trace = load_trace(ctx.store, week, trace_id)
+        if trace is None:
+            raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
+        return trace
+
     @router.get("/weeks", response_model=WeeksOut, summary="Selected weeks with progress per stratum")
     def list_weeks(who: Who) -> WeeksOut:
         loaded = [w for w in (load_week(ctx.store, name) for name in weeks(ctx.store)) if w is not None]
@@ -89,12 +99,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
                 responses={410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."}},
                 summary="One item; verdicts and others' labels once the caller labelled it")
     def item(week: WeekParam, trace_id: TraceParam, who: Who) -> ItemOut:
-        week_or_404(week)
-        if not in_queue(ctx.store, week, trace_id):
-            raise HTTPException(404, "this item is not in that week's review queue")
-        trace = load_trace(ctx.store, week, trace_id)
-        if trace is None:
-            raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
+        trace = queued_trace(week, trace_id)
         labels = labels_for(ctx.store, trace_id)
         revealed = any(lab.reviewer == who.username for lab in labels)
         return ItemOut.of(week, build_item_view(trace), labels, disagreements(labels),
@@ -111,12 +116,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
     def put_label(week: WeekParam, trace_id: TraceParam, body: LabelIn, who: Who, request: Request) -> LabelOut:
         if who.via_cookie and not csrf_ok(who.csrf, request.headers.get("X-CSRF-Token")):
             raise HTTPException(403, "a cookie session must send its CSRF token in X-CSRF-Token")
-        week_or_404(week)
-        if not in_queue(ctx.store, week, trace_id):
-            raise HTTPException(404, "this item is not in that week's review queue")
-        trace = load_trace(ctx.store, week, trace_id)
-        if trace is None:
-            raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
+        trace = queued_trace(week, trace_id)
         try:
             label = body.to_label(week, trace_id, who.username, datetime.fromtimestamp(ctx.clock(), UTC),
                                   {c["chunk_id"] for c in trace["retrieved"]})
