@@ -28,6 +28,12 @@ log = logging.getLogger("ragmon.ingest.source")
 Partition = tuple[str, int]
 
 
+#: cap of kafka-python's exponential reconnect backoff (its default, 30 s, delays recovery after a broker restart)
+RECONNECT_BACKOFF_MAX_MS = 1_000
+#: how long one offset commit may block the consume loop
+COMMIT_TIMEOUT_MS = 5_000
+
+
 @dataclass(frozen=True, slots=True)
 class RawMessage:
     """One message as read from the source: bytes plus where it came from."""
@@ -105,6 +111,9 @@ class KafkaTraceSource:
                 fetch_max_bytes=settings.fetch_max_bytes,
                 max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
                 session_timeout_ms=settings.session_timeout_ms,
+                # kafka-python backs reconnects off up to 30 s; after a broker restart that left ingest idle
+                # for up to ~20 s once the broker was back (measured by the broker-restart test)
+                reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
                 security_protocol=settings.security_protocol,
                 sasl_mechanism=settings.sasl_mechanism,
                 sasl_plain_username=settings.sasl_username,
@@ -168,7 +177,10 @@ class KafkaTraceSource:
         from kafka import OffsetAndMetadata, TopicPartition
 
         try:
-            self._consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+            # bounded: an unbounded commit blocks the loop (and SIGTERM) while the broker is away; a timed-out
+            # commit is retried later, and the offsets stay uncommitted until it succeeds
+            self._consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()},
+                                  timeout_ms=COMMIT_TIMEOUT_MS)
         except self._kafka_error as exc:
             raise RetryableSourceError(f"offset commit failed: {type(exc).__name__}: {exc}") from None
 
