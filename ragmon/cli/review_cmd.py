@@ -81,13 +81,14 @@ def select(
     ctx: typer.Context,
     week: Annotated[str | None, typer.Option(help="ISO week such as 2026-W49 (default: the last complete week).",
                                              show_default=False)] = None,
-    size: Annotated[int | None, typer.Option(help="Traces to sample (default: review.sample_size).",
+    size: Annotated[int | None, typer.Option(min=1, help="Traces to sample (default: review.sample_size).",
                                              show_default=False)] = None,
     stratify: Annotated[bool | None, typer.Option(
         "--stratify/--no-stratify", help="Guarantee --min-per-stratum traces per category (default: review.stratify).",
         show_default=False)] = None,
     min_per_stratum: Annotated[int | None, typer.Option(
-        help="Minimum per category with --stratify (default: review.min_per_stratum).", show_default=False)] = None,
+        min=0, help="Minimum per category with --stratify (default: review.min_per_stratum).",
+        show_default=False)] = None,
     seed: Annotated[str | None, typer.Option(
         help="Seed of the random order (default: a fresh random one). It is recorded; pass a recorded seed with "
         "--dry-run to reproduce a sample.", show_default=False)] = None,
