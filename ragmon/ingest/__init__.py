@@ -5,7 +5,7 @@
     otlp.py           OTLP protobuf/JSON → spans; OpenInference spans → a trace.v1 document
     otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory)
     offsets.py        the commit rule: which offsets are safe to commit
-    batcher.py        one insert's worth of rows and dead letters, and its dedup token
+    batcher.py        one insert's worth of rows (JSON lines, see store/trace_json.py) and dead letters, and its dedup token
     writer.py         TraceWriter: the store seam (ClickHouse, in-memory)
     dead_letter.py    DeadLetterSink: Kafka producer with reason headers, in-memory
     redact.py         named patterns over configured fields, counted

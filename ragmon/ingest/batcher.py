@@ -1,6 +1,6 @@
 """One insert's worth of traces: columnar rows, the dead letters beside them, and the dedup token.
 
-Owns: accumulating decoded traces into a ``TraceColumns`` batch up to ``max_batch_rows`` / ``max_batch_bytes``
+Owns: accumulating decoded traces into a ``TraceRows`` batch (JSON lines) up to ``max_batch_rows`` / ``max_batch_bytes``
 / ``flush_interval_seconds``, the ledger entries the batch releases once acknowledged, and the insert
 deduplication token. The token is derived from the source ranges (topic/partition/first–last offset) and
 the trace ids in the batch, so a retried insert of the same batch is a no-op in ClickHouse while two
@@ -17,7 +17,8 @@ from ragmon.contracts.decode import FastTrace
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, release_trace
 from ragmon.ingest.source import Partition
-from ragmon.store.trace_rows import SourcePosition, TraceColumns
+from ragmon.store.trace_json import TraceRows
+from ragmon.store.trace_rows import SourcePosition
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,8 @@ class Batch:
     def __init__(self, limits: BatchLimits, opened_at: float):
         self.limits = limits
         self.opened_at = opened_at
-        self.columns = TraceColumns()
+        self._now = datetime.now(UTC)
+        self.rows = TraceRows(ingested_at=self._now)
         self.dead_letters: list[DeadLetter] = []
         self.entries: list[list[Entry]] = []  # one group per trace/letter, released when acknowledged
         self.ranges: dict[Partition, list[int]] = {}
@@ -41,14 +43,13 @@ class Batch:
         self.stored = False
         self.dead_letters_sent = False
         self._token: str | None = None
-        self._now = datetime.now(UTC)
 
     def __len__(self) -> int:
-        return len(self.columns)
+        return len(self.rows)
 
     @property
     def empty(self) -> bool:
-        return not len(self.columns) and not self.dead_letters and not self.entries
+        return not len(self.rows) and not self.dead_letters and not self.entries
 
     def _cover(self, topic: str, partition: int, offset: int) -> None:
         r = self.ranges.get((topic, partition))
@@ -59,7 +60,7 @@ class Batch:
             r[1] = max(r[1], offset)
 
     def add_trace(self, trace: FastTrace, source: SourcePosition, size_bytes: int, entries: list[Entry]) -> None:
-        self.columns.add(trace, source, size_bytes=size_bytes, ingested_at=self._now)
+        self.rows.add(trace, source, size_bytes=size_bytes)
         self.bytes += size_bytes
         self.entries.append(entries)
         for e in entries:
@@ -76,7 +77,7 @@ class Batch:
         self.entries.append(entries)
 
     def full(self) -> bool:
-        return len(self.columns) + len(self.dead_letters) >= self.limits.max_rows or self.bytes >= self.limits.max_bytes
+        return len(self.rows) + len(self.dead_letters) >= self.limits.max_rows or self.bytes >= self.limits.max_bytes
 
     def due(self, now: float) -> bool:
         return not self.empty and (self.full() or now - self.opened_at >= self.limits.max_wait_seconds)
@@ -85,8 +86,8 @@ class Batch:
         """Stable for this batch: source ranges + a digest of its trace ids, in insertion order."""
         if self._token is None:
             ranges = ",".join(f"{t}/{p}/{a}-{b}" for (t, p), (a, b) in sorted(self.ranges.items()))
-            digest = hashlib.blake2b("\n".join(self.columns.columns["trace_id"]).encode(), digest_size=12)
-            self._token = f"ragmon:{ranges}:{len(self.columns)}:{digest.hexdigest()}"
+            digest = hashlib.blake2b("\n".join(self.rows.trace_ids).encode(), digest_size=12)
+            self._token = f"ragmon:{ranges}:{len(self.rows)}:{digest.hexdigest()}"
         return self._token
 
     def release(self) -> None:

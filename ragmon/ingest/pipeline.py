@@ -248,7 +248,7 @@ class IngestPipeline:
             self.faults.hit("before_insert", rows=len(batch), token=token)
             started = time.perf_counter()
             self.faults.hit("during_insert", rows=len(batch), token=token)
-            self.writer.write(batch.columns.columns, token)
+            self.writer.write(batch.rows, token)
             self.t.ingest_write_seconds.observe(time.perf_counter() - started)
             self.t.ingest_batch_rows.observe(len(batch))
             self.t.ingest_traces_stored.inc(len(batch))

@@ -6,31 +6,31 @@ errors: ``write`` either returns after the store acknowledged, or raises a ``Sto
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragmon.errors import PermanentStoreError, RetryableStoreError
+from ragmon.store.trace_json import TraceRows
 
 
 class TraceWriter(Protocol):
-    """Writes one columnar batch of traces (``TRACE_COLUMNS``). Blocking.
+    """Writes one batch of traces (``TraceRows``) into ``traces``. Blocking.
 
     Idempotent for a repeated ``dedup_token`` (a retry after an ambiguous failure is a no-op). Raises
     ``RetryableStoreError`` (try again later) or ``PermanentStoreError``. Not thread-safe.
     """
 
-    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int: ...
+    def write(self, rows: TraceRows, dedup_token: str) -> int: ...
 
 
 class StoreTraceWriter:
-    """``TraceWriter`` over ``ClickHouseStore``: one columnar insert into ``traces`` with the token."""
+    """``TraceWriter`` over ``ClickHouseStore``: one insert into ``traces`` with the token."""
 
     def __init__(self, store: Any):
         self._store = store
 
-    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int:
-        return self._store.insert_columns("traces", columns, dedup_token=dedup_token)
+    def write(self, rows: TraceRows, dedup_token: str) -> int:
+        return self._store.insert_trace_rows(rows, dedup_token=dedup_token)
 
 
 @dataclass
@@ -49,14 +49,15 @@ class InMemoryTraceWriter:
     permanent: bool = False
     attempts: int = 0
 
-    def write(self, columns: Mapping[str, Sequence[Any]], dedup_token: str) -> int:
+    def write(self, rows: TraceRows, dedup_token: str) -> int:
         self.attempts += 1
         if self.fail_next > 0:
             self.fail_next -= 1
             raise (PermanentStoreError if self.permanent else RetryableStoreError)("in-memory store down (test)")
-        n = len(columns["trace_id"])
+        n = len(rows)
         if dedup_token not in self.tokens:
             self.tokens.append(dedup_token)
+            columns = rows.columns()  # the JSON lines decoded back: the double sees what ClickHouse would parse
             names = list(columns)
             self.rows.extend({k: columns[k][i] for k in names} for i in range(n))
         if self.fail_after_write > 0:

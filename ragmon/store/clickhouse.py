@@ -10,7 +10,10 @@ ingest, score, drift and review roles of ``ragmon run`` can share one store obje
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,6 +22,8 @@ from ragmon.config import StoreSettings
 from ragmon.errors import PermanentStoreError, StoreError
 from ragmon.store.client import open_client, parse_dsn, translate
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
+from ragmon.store.trace_json import TRACE_JSON_SELECT, TRACE_JSON_SETTINGS, TRACE_JSON_STRUCTURE, TraceRows
+from ragmon.store.trace_rows import TRACE_COLUMNS
 
 TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labels", "drift_checks")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -140,6 +145,38 @@ class ClickHouseStore:
             except Exception as exc:  # noqa: BLE001
                 raise translate(exc, f"insert into {table} failed") from None
         return n_rows
+
+    def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int:
+        """Insert a ``TraceRows`` batch into ``traces``; return its row count. Same token rule as ``insert_columns``.
+
+        Embedded: ClickHouse reads the JSON lines from a temporary file (``file()``; chDB does not feed inline
+        data to ``input()``) and maps them with ``TRACE_JSON_SELECT``. A server gets the columnar insert of the
+        same rows (its ``file()`` would read the server's disk).
+        """
+        if not len(rows):
+            return 0
+        if not self.embedded:
+            return self.insert_columns("traces", rows.columns(), dedup_token=dedup_token)
+        sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
+               "FROM file({path:String}, 'JSONEachRow', {structure:String})")
+        settings = dict(TRACE_JSON_SETTINGS)
+        if dedup_token:
+            settings["insert_deduplication_token"] = dedup_token
+        path = None
+        try:
+            with tempfile.NamedTemporaryFile(prefix="ragmon-traces-", suffix=".jsonl", delete=False) as f:
+                path = f.name
+                f.write(rows.payload())
+            parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE, "ingested_at_ms": rows.ingested_at_ms}
+            with self._lock:
+                self._client.command(sql, parameters=parameters, settings=settings)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, "insert into traces failed") from None
+        finally:
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        return len(rows)
 
     def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str],
                     *, dedup_token: str | None = None) -> int:

@@ -1,7 +1,9 @@
 """The ``traces`` table layout: decoded traces → columnar batches, and stored rows → trace documents.
 
 ``TraceColumns`` appends decoded traces straight into per-column lists (no per-row dicts), which is what a
-clickhouse-connect columnar insert wants. ``row_to_trace`` rebuilds a trace.v1 document from a stored row
+clickhouse-connect columnar insert wants. The ingest loop batches ``TraceRows`` (``trace_json.py``, JSON lines
+that ClickHouse maps) instead; ``TraceColumns`` is the layout those rows must equal, and it serves columnar
+inserts (a ClickHouse server, test fixtures). ``row_to_trace`` rebuilds a trace.v1 document from a stored row
 for the judge, the review UI and exports.
 """
 

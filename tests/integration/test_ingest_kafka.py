@@ -221,6 +221,8 @@ def test_consumer_joining_and_leaving_during_production_stores_each_trace_once(k
     def slow_produce() -> None:
         producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, linger_ms=5)
         for i, v in enumerate(values):
+            if i == len(values) // 2:  # A may have caught up: the second half waits for B's join, so B gets work
+                wait_for(lambda: a.pipeline.stats.revocations >= 1, 60, "consumer B to join (A revokes)")
             producer.send(topic, v, partition=i % 4)
             if i % 200 == 0:
                 producer.flush()
