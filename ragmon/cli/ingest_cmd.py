@@ -41,7 +41,7 @@ def ingest(
     port: Annotated[int | None, typer.Option(
         help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        help="Exit once nothing was read for this many seconds, the lag is zero on every assigned partition and "
+        min=0, help="Exit once nothing was read for this many seconds, the lag is zero on every assigned partition and "
         "everything is committed (batch jobs, benchmarks).",
         show_default=False)] = None,
     stats_json: Annotated[Path | None, typer.Option(

@@ -38,9 +38,9 @@ def score(
         help="Consumer group; replicas with the same group split the partitions (score.group_id).",
         show_default=False)] = None,
     max_traces: Annotated[int | None, typer.Option(
-        help="Stop after reading this many traces (Kafka mode).", show_default=False)] = None,
+        min=1, help="Stop after reading this many traces (Kafka mode).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        help="Kafka mode: exit after this many seconds without a message (batch jobs, tests).",
+        min=0, help="Kafka mode: exit after this many seconds without a message (batch jobs, tests).",
         show_default=False)] = None,
     page_size: Annotated[int, typer.Option(help="With --from-store: traces per page and per insert.")] = 500,
     host: Annotated[str | None, typer.Option(
