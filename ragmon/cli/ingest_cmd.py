@@ -91,7 +91,8 @@ def ingest(
     elapsed = time.monotonic() - started
     summary = {"consumed": s.consumed, "stored": s.stored, "dead_letters": dict(s.dead_letters),
                "batches": s.batches, "retries": s.retries, "commits": s.commits, "seconds": round(elapsed, 3),
-               "first_data_at": s.first_data_at, "last_write_at": s.last_write_at}
+               "first_data_at": s.first_data_at, "last_write_at": s.last_write_at,
+               "first_data_cpu": s.first_data_cpu, "last_write_cpu": s.last_write_cpu}
     err_console.print(f"ragmon ingest stopped: {json.dumps(summary)}", highlight=False, soft_wrap=True)
     if stats_json is not None:
         stats_json.write_text(json.dumps(summary) + "\n", encoding="utf-8")

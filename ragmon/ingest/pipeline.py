@@ -49,6 +49,8 @@ class IngestStats:
     revocations: int = 0
     first_data_at: float | None = None   # wall-clock time the first message arrived
     last_write_at: float | None = None   # wall-clock time of the last acknowledged write
+    first_data_cpu: float | None = None  # process CPU seconds (all threads) at first_data_at
+    last_write_cpu: float | None = None  # process CPU seconds at last_write_at (the benchmark's CPU per trace)
 
 
 class IngestPipeline:
@@ -182,6 +184,7 @@ class IngestPipeline:
         if msgs:
             if self.stats.first_data_at is None:
                 self.stats.first_data_at = time.time()
+                self.stats.first_data_cpu = time.process_time()
             self.stats.consumed += len(msgs)
             by_topic = Counter(m.topic for m in msgs)
             for topic, n in by_topic.items():
@@ -255,6 +258,7 @@ class IngestPipeline:
             self.stats.stored += len(batch)
             self.stats.batches += 1
             self.stats.last_write_at = time.time()
+            self.stats.last_write_cpu = time.process_time()
             batch.stored = True
             self.faults.hit("after_insert", rows=len(batch), token=token)
         if not batch.dead_letters_sent and batch.dead_letters:
