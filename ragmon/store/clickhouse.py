@@ -11,11 +11,13 @@ ingest, score, drift and review roles of ``ragmon run`` can share one store obje
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ragmon.config import StoreSettings
@@ -39,15 +41,23 @@ class ClickHouseStore:
     def __init__(self, settings: StoreSettings, client: Any):
         self.settings = settings
         self.database = settings.database
-        self.embedded = parse_dsn(settings.dsn.get_secret_value()).embedded
+        dsn = parse_dsn(settings.dsn.get_secret_value())
+        self.embedded = dsn.embedded
         self._client = client
         self._lock = threading.RLock()
+        # trace batches for chDB's file() are written here; one directory per chDB data directory, which one
+        # process at most holds, so other processes' files in it were left by one that died mid-insert
+        self._spool: Path | None = None
+        if dsn.path is not None:
+            key = hashlib.blake2b(str(dsn.path.resolve()).encode(), digest_size=8).hexdigest()
+            self._spool = Path(tempfile.gettempdir()) / f"ragmon-insert-{key}"
 
     @classmethod
     def open(cls, settings: StoreSettings, *, migrate: bool = True) -> ClickHouseStore:
         """Connect (fail fast with a clear ``StoreError``) and, by default, apply pending migrations."""
         store = cls(settings, open_client(settings))
         store.ping()
+        store._sweep_spool()
         if migrate:
             store.migrate()
         return store
@@ -162,21 +172,37 @@ class ClickHouseStore:
         settings = dict(TRACE_JSON_SETTINGS)
         if dedup_token:
             settings["insert_deduplication_token"] = dedup_token
-        path = None
-        try:
-            with tempfile.NamedTemporaryFile(prefix="ragmon-traces-", suffix=".jsonl", delete=False) as f:
-                path = f.name
-                f.write(rows.payload())
-            parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE, "ingested_at_ms": rows.ingested_at_ms}
-            with self._lock:
+        with self._lock:  # the whole file's life: the spool directory is removed again when empty
+            path = None
+            try:
+                assert self._spool is not None
+                self._spool.mkdir(mode=0o700, exist_ok=True)
+                with tempfile.NamedTemporaryFile(prefix=f"traces-{os.getpid()}-", suffix=".jsonl", dir=self._spool,
+                                                 delete=False) as f:
+                    path = f.name
+                    f.write(rows.payload())
+                parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE, "ingested_at_ms": rows.ingested_at_ms}
                 self._client.command(sql, parameters=parameters, settings=settings)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, "insert into traces failed") from None
-        finally:
-            if path is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+            except Exception as exc:  # noqa: BLE001
+                raise translate(exc, "insert into traces failed") from None
+            finally:
+                if path is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                    with contextlib.suppress(OSError):
+                        self._spool.rmdir()  # type: ignore[union-attr]
         return len(rows)
+
+    def _sweep_spool(self) -> None:
+        """Delete batch files left by a process killed during an insert (they hold trace text). Files of this
+        process are kept: other stores of this process share the directory and may be inserting."""
+        if self._spool is None or not self._spool.is_dir():
+            return
+        mine = f"traces-{os.getpid()}-"
+        for leftover in self._spool.glob("traces-*.jsonl"):
+            if not leftover.name.startswith(mine):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str],
                     *, dedup_token: str | None = None) -> int:

@@ -8,6 +8,7 @@ Each case inserts the same decoded traces both ways into the same table and comp
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -169,3 +170,21 @@ def test_the_line_is_canonical_json_of_the_redacted_trace(name: str) -> None:
     assert set(line) == {"trace", "retriever_params", "latency_total_ms", "source_topic", "source_partition",
                          "source_offset"}
     assert set(line["trace"]) == set(FastTrace.__struct_fields__)  # defaults written out: ClickHouse needs none
+
+
+def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHouseStore) -> None:
+    """A kill -9 during an insert leaves its batch file (trace text); the next process to open the store
+    deletes it, and this process's own files (other stores of this process may be inserting) are kept."""
+    spool = store._spool
+    assert spool is not None
+    spool.mkdir(mode=0o700, exist_ok=True)
+    dead, mine = spool / "traces-999999999-abc.jsonl", spool / f"traces-{os.getpid()}-abc.jsonl"
+    for f in (dead, mine):
+        f.write_bytes(b"{}")
+    again = ClickHouseStore.open(store.settings, migrate=False)
+    assert again._spool == spool and not dead.exists() and mine.exists()
+    mine.unlink()
+    rows = TraceRows()
+    rows.add(_decoded(make_trace()), SourcePosition("t", 0, 1))
+    store.insert_trace_rows(rows, dedup_token="spool")
+    assert not spool.exists()  # the file and the then empty directory are removed after the insert
