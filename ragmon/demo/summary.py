@@ -14,6 +14,13 @@ def _fmt(x: float, digits: int = 3) -> str:
     return "–" if x != x else f"{x:.{digits}g}"  # NaN → dash
 
 
+def _why(reasons: tuple[str, ...]) -> str:
+    """The reasons that decided the verdict (failed, then inconclusive), or all when every check passed."""
+    deciding = [r for r in reasons if r.startswith("FAIL")] or [r for r in reasons if r.startswith("?")]
+    shown = deciding or list(reasons)
+    return "; ".join(shown[:2]) + (f" (+{len(shown) - 2} more)" if len(shown) > 2 else "")
+
+
 def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
     s = r.scenario
     console.rule("[bold]ragmon demo")
@@ -59,7 +66,7 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         shadow.add_column(col)
     for st in sh.strata:
         shadow.add_row(st.stratum, f"{st.pairs:,}", _fmt(st.agreement.mean_overlap), st.verdict.decision,
-                       "; ".join(st.verdict.reasons))
+                       _why(st.verdict.reasons))
     console.print(shadow)
 
     console.print(
