@@ -52,7 +52,7 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
     store = store or ClickHouseStore.open(settings.store)
     telemetry = telemetry or Telemetry()
     process = Process(settings, store, telemetry, Health())
-    process.health.add_readiness("store", _store_ready(store))
+    process.health.add_readiness("store", store.readiness)
     enabled = settings.roles
     problems: list[str] = []
     for name, wanted, build in (
@@ -82,22 +82,10 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
     return process
 
 
-def _store_ready(store: ClickHouseStore) -> Any:
-    def check() -> tuple[bool, str]:
-        try:
-            store.ping()
-        except RagmonError as exc:
-            return False, str(exc)
-        return True, "store answers"
-
-    return check
-
-
 def _ingest(p: Process) -> None:
     from ragmon.ingest.role import build_ingest
 
-    pipeline = build_ingest(p.settings, p.store, p.telemetry, p.health)
-    p.roles.append(_Named("ingest", pipeline))
+    p.roles.append(build_ingest(p.settings, p.store, p.telemetry, p.health))
 
 
 def _score(p: Process) -> None:
@@ -125,13 +113,3 @@ def _review(p: Process) -> None:
     p.routers.append(role.router)
     p.roles.extend(role.roles())
 
-
-@dataclass
-class _Named:
-    """Gives a loop object with ``run(stop)`` the role name the daemon reports."""
-
-    name: str
-    loop: Any
-
-    def run(self, stop: Any) -> None:
-        self.loop.run(stop)

@@ -96,7 +96,7 @@ def _serve(settings, store, telemetry, host: str, port: int) -> None:  # type: i
     role = ReviewRole(review_settings, store, telemetry)
     role.refresh_gauges()
     health = Health()
-    health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
+    health.add_readiness("store", store.readiness)
     handle = serve(create_app(telemetry, health, [role.router], title="ragmon demo"), host, port)
     base = f"http://{host}:{handle.port}"
     table = Table.grid(padding=(0, 2))

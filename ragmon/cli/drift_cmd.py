@@ -53,7 +53,7 @@ def drift(
     telemetry, health = Telemetry(), Health()
     role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)
     health.add_liveness("drift", role.liveness)
-    health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
+    health.add_readiness("store", store.readiness)
     server = serve(create_app(telemetry, health, title="ragmon drift"), settings.server.host, settings.server.port)
     console.print(f"ragmon drift: a check every {settings.drift.interval_seconds:g}s; metrics on "
                   f"http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)

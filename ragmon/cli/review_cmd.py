@@ -61,7 +61,7 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: 
     daemon = Daemon(roles if auto_select else roles[:1])
     health = Health()
     health.add_liveness("roles", daemon.liveness_check)
-    health.add_readiness("store", lambda: (store.ping() is None, "store answers"))
+    health.add_readiness("store", store.readiness)
     app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
     handle = serve(app_, settings.server.host, settings.server.port)
     if role.context.auth.ephemeral_key:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftSettings, DriftWindowSettings, SamplingSettings, Settings
+from ragmon.contracts.golden import GoldenCase
 from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate
 from ragmon.demo.traffic import generate_golden
 from ragmon.drift.check import CheckResult, DriftChecker
@@ -157,8 +158,6 @@ def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, me
 
 def _shadow_options(scenario: Scenario, now: datetime) -> CompareOptions:
     golden = generate_golden(scenario.n_queries, scenario.strata, scenario.seed, every=3, hostile_every=97)
-    from ragmon.contracts.golden import GoldenCase
-
     return CompareOptions(
         baseline=RetrieverRef(PRODUCTION.name, PRODUCTION.version, "production"),
         candidate=RetrieverRef(CANDIDATE.name, CANDIDATE.version, "shadow"),

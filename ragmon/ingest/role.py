@@ -65,11 +65,7 @@ def build_ingest(settings: Settings, store: Any, telemetry: Telemetry, health: H
     def store_ready() -> tuple[bool, str]:
         if pipeline.paused:
             return False, f"writes failing, consumption paused: {pipeline.last_error}"
-        try:
-            store.ping()
-        except Exception as exc:  # noqa: BLE001 - reported, not raised
-            return False, f"store unreachable: {exc}"
-        return True, "store answers"
+        return store.readiness()
 
     health.add_readiness("store", store_ready)
     return pipeline

@@ -105,6 +105,14 @@ class ClickHouseStore:
         """Raise ``StoreError`` unless the store answers a trivial query."""
         self.command("SELECT 1")
 
+    def readiness(self) -> tuple[bool, str]:
+        """A ``/readyz`` check: (True, …) when the store answers, else (False, why). Never raises."""
+        try:
+            self.ping()
+        except StoreError as exc:
+            return False, f"store unreachable: {exc}"
+        return True, "store answers"
+
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
         with self._lock:
             try:
