@@ -1,18 +1,21 @@
 """Ingest benchmark against the real broker: bare kafka-python consume vs ``ragmon ingest`` into chDB.
 
-    python3 bench/ingest.py [--n 20000] [--bootstrap 127.0.0.1:9092] [--rate 1000] [--seconds 10]
+    python3 bench/ingest.py [--n 80000] [--bootstrap 127.0.0.1:9092] [--rate 1000] [--seconds 10]
 
 1. produces N realistic traces (2–6 KB, 10–50 retrieved chunks) to a fresh topic, and N/2 to a second one;
 2. (a) a bare kafka-python loop that only consumes the N messages: the client's own limit;
 3. (b) ``ragmon ingest`` as a subprocess with a fresh embedded ClickHouse (chDB) directory, end to end
    (decode, redact, batch, insert, commit), on N and on N/2 traces: traces/s between the first message read
    and the last acknowledged write, and the peak RSS of the process (``wait4``), to show RSS is flat in N;
-4. CPU per trace, two ways: the process CPU (all threads) between the first message read and the last
+4. where the time goes, each part alone on the same traces: (c) the Python side of ``ragmon ingest``
+   (the Kafka source, decoding, redaction, batching into JSON lines; nothing written) and (d) the embedded
+   engine alone (a subprocess inserting the already-built batches); b can be no faster than the slower of them;
+5. CPU per trace, two ways: the process CPU (all threads) between the first message read and the last
    acknowledged write, as the ingest process records it (``--stats-json``); and user+sys seconds of the whole
    process (``wait4``) minus those of a run on an empty topic (this one also counts chDB's background merges
    during the idle wait, and varies by tens of µs between runs). Less sensitive to other load on the machine
    than the wall-clock rates;
-5. freshness: a fresh ingest process, traces offered at a fixed rate; produce→committed latency per trace,
+6. freshness: a fresh ingest process, traces offered at a fixed rate; produce→committed latency per trace,
    read by polling the group's committed offsets (a commit follows the store's acknowledgement, so this is an
    upper bound of produce→queryable).
 
@@ -143,6 +146,80 @@ def run_ingest(bootstrap: str, topic: str, workdir: Path) -> dict:
     return s
 
 
+def python_side(bootstrap: str, topic: str, n: int) -> dict:
+    """(c) ``ragmon ingest`` without the store: its Kafka source, decoding, redaction and batching, same defaults."""
+    from ragmon.config import IngestSettings, KafkaSettings
+    from ragmon.daemon import tune_gc
+    from ragmon.ingest.batcher import Batch, BatchLimits
+    from ragmon.ingest.intake import Intake
+    from ragmon.ingest.offsets import OffsetLedger
+    from ragmon.ingest.source import KafkaTraceSource
+    from ragmon.telemetry import Telemetry
+
+    settings = IngestSettings()
+    source = KafkaTraceSource(KafkaSettings(bootstrap_servers=bootstrap, topic=topic,
+                                            group_id=f"python-side-{uuid.uuid4().hex[:6]}"))
+    intake = Intake(settings, Telemetry(), OffsetLedger(), input_format="auto", retention_days=90,
+                    clock=time.monotonic)
+    limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
+    batch = Batch(limits, 0.0)
+    tune_gc()  # as the daemon does
+    seen, first, first_cpu = 0, 0.0, 0.0
+    while seen < n:
+        msgs = source.poll(1.0, KafkaSettings().max_poll_records)
+        if msgs and not seen:
+            first, first_cpu = time.perf_counter(), time.process_time()
+        for msg in msgs:
+            intake.handle(msg, batch)
+            if batch.full():
+                batch.release()
+                batch = Batch(limits, 0.0)
+        seen += len(msgs)
+    elapsed, cpu = time.perf_counter() - first, time.process_time() - first_cpu
+    stored = len(batch)
+    source.close()
+    return {"rate": n / elapsed, "cpu_per_trace": cpu / n, "last_batch": stored}
+
+
+ENGINE_ONLY = """
+import json, random, resource, sys, time
+sys.path.insert(0, {root!r})
+from bench.ingest import realistic_trace
+from ragmon.config import IngestSettings, StoreSettings
+from ragmon.contracts.decode import decode_trace
+from ragmon.store.clickhouse import ClickHouseStore
+from ragmon.store.trace_json import TraceRows
+from ragmon.store.trace_rows import SourcePosition
+limits = IngestSettings()
+rng = random.Random(1)
+batches, rows, size = [], TraceRows(), 0
+for i in range({n}):
+    value = realistic_trace(i, rng)
+    rows.add(decode_trace(value).trace, SourcePosition("bench", 0, i), size_bytes=len(value))
+    size += len(value)
+    if len(rows) >= limits.max_batch_rows or size >= limits.max_batch_bytes:
+        batches.append(rows)
+        rows, size = TraceRows(), 0
+batches.append(rows)
+store = ClickHouseStore.open(StoreSettings(dsn="chdb://" + {chdb!r}))
+wall, cpu = time.perf_counter(), time.process_time()
+for k, b in enumerate(batches):
+    store.insert_trace_rows(b, dedup_token=f"engine-{{k}}")
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+print(json.dumps({{"rate": {n} / wall, "cpu_per_trace": cpu / {n}, "batches": len(batches)}}))
+"""
+
+
+def engine_side(n: int, workdir: Path) -> dict:
+    """(d) the embedded engine alone: the same kind of traces, already built into ingest-sized batches."""
+    code = ENGINE_ONLY.format(root=str(ROOT), n=n, chdb=str(workdir / "chdb-engine-only"))
+    out = subprocess.run([sys.executable, "-c", code], env=ingest_env(workdir / "unused"), cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"engine-only run failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def freshness(bootstrap: str, rate: float, seconds: float, workdir: Path) -> dict:
     topic = make_topic(bootstrap, 4)
     group = f"ragmon-{topic}"
@@ -203,7 +280,7 @@ def freshness(bootstrap: str, rate: float, seconds: float, workdir: Path) -> dic
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20_000, help="traces for the throughput runs (default 20000)")
+    ap.add_argument("--n", type=int, default=80_000, help="traces for the throughput runs (default 80000)")
     ap.add_argument("--bootstrap", default=os.environ.get("RAGMON_TEST_KAFKA", "127.0.0.1:9092"))
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--rate", type=float, default=1000.0, help="offered traces/s for freshness (default 1000)")
@@ -218,10 +295,14 @@ def main() -> None:
         console.print(f"produced {args.n:,} traces, mean {total / args.n / 1024:.1f} KB, in {prod_s:.1f}s")
         with console.status("bare kafka-python consume"):
             bare = bare_consume(args.bootstrap, big, args.n)
+        with console.status("(c) the Python side alone"):
+            py_side = python_side(args.bootstrap, big, args.n)
+        with console.status("(d) the embedded engine alone"):
+            engine = engine_side(args.n, workdir)
         with console.status("ragmon ingest (N)"):
             full = run_ingest(args.bootstrap, big, workdir)
         with console.status("ragmon ingest (N/2)"):
-            quarter = run_ingest(args.bootstrap, small, workdir)
+            half = run_ingest(args.bootstrap, small, workdir)
         with console.status("ragmon ingest on an empty topic (start-up CPU, subtracted below)"):
             empty = run_ingest(args.bootstrap, make_topic(args.bootstrap, args.partitions), workdir)
         with console.status(f"freshness at {args.rate:.0f} traces/s for {args.seconds:.0f}s"):
@@ -233,16 +314,22 @@ def main() -> None:
         table.add_row("(a) bare kafka-python consume", f"{bare:,.0f} traces/s")
         table.add_row("(b) ragmon ingest → chDB, end to end", f"{full['rate']:,.0f} traces/s")
         table.add_row("ratio b/a (target ≥ 0.70)", f"{full['rate'] / bare:.2f}")
-        table.add_row("(b) per core (target ≥ 10,000)", f"{full['rate'] / (os.cpu_count() or 1):,.0f} traces/s/core")
+        table.add_row("(c) Python side alone: source, decode, redact, batch (no store)",
+                      f"{py_side['rate']:,.0f} traces/s, {py_side['cpu_per_trace'] * 1e6:,.0f} µs CPU per trace")
+        table.add_row("(d) embedded engine alone: insert the built batches (merges included)",
+                      f"{engine['rate']:,.0f} traces/s, {engine['cpu_per_trace'] * 1e6:,.0f} µs CPU per trace")
+        table.add_row("ceiling of b/a set by the slower part, min(c, d)/a",
+                      f"{min(py_side['rate'], engine['rate']) / bare:.2f}")
+        table.add_row("(b) per core: wall rate / cores", f"{full['rate'] / (os.cpu_count() or 1):,.0f} traces/s/core")
         active = (full["last_write_cpu"] - full["first_data_cpu"]) / full["stored"]
-        table.add_row("(b) CPU per trace, first message → last write",
+        table.add_row("(b) CPU per trace, first message → last write (target ≥ 10,000 per CPU-second)",
                       f"{active * 1e6:,.0f} µs = {1 / active:,.0f} traces per CPU-second")
         cpu_per_trace = (full["cpu_seconds"] - empty["cpu_seconds"]) / full["stored"]
         table.add_row("(b) CPU per trace, whole process, start-up subtracted",
                       f"{cpu_per_trace * 1e6:,.0f} µs = {1 / cpu_per_trace:,.0f} traces per CPU-second")
         table.add_row("stored / batches", f"{full['stored']:,} / {full['batches']}")
         table.add_row(f"peak RSS, N={args.n:,}", f"{full['max_rss_mb']:.0f} MB")
-        table.add_row(f"peak RSS, N={args.n // 2:,}", f"{quarter['max_rss_mb']:.0f} MB")
+        table.add_row(f"peak RSS, N={args.n // 2:,}", f"{half['max_rss_mb']:.0f} MB")
         table.add_row(f"freshness p50 / p99 / max at {fresh['offered']:.0f}/s offered "
                       f"({fresh['achieved_rate']:.0f}/s achieved, {fresh['measured']:,} traces)",
                       f"{fresh['p50']:.2f} / {fresh['p99']:.2f} / {fresh['max']:.2f} s")

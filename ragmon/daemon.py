@@ -10,6 +10,7 @@ takes the others down.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import threading
@@ -19,6 +20,24 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 log = logging.getLogger("ragmon.daemon")
+
+#: young-generation threshold of the cyclic garbage collector in a long-running daemon (Python's default: 700)
+GC_YOUNG_THRESHOLD = 20_000
+
+
+def tune_gc() -> None:
+    """Keep the cyclic garbage collector off the hot loops of a long-running daemon.
+
+    Start-up leaves ~250,000 long-lived objects (the imported libraries); every full collection walks them
+    all (~75 ms here), and the ingest loop, which keeps a batch's offset ledger alive, triggered one every
+    ~7,000 traces: ~16 µs per trace, measured with ``gc.callbacks``. ``gc.freeze()`` moves what exists after
+    start-up out of the collector's sight, and a higher young threshold makes collections rarer. Objects in
+    cycles are still collected; reference counting, which frees nearly everything, is unaffected.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 class Role(Protocol):
@@ -101,6 +120,7 @@ class Daemon:
         """Start, block until a signal arrives, then stop. Must be called from the main thread."""
         for sig in signals:
             signal.signal(sig, lambda *_: self.stop_event.set())
+        tune_gc()
         self.start()
         while not self.stop_event.wait(0.5):
             if self._threads and not any(t.is_alive() for t in self._threads.values()):

@@ -27,15 +27,19 @@ Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 Label = Annotated[str, msgspec.Meta(max_length=256)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=UINT32_MAX)]
 
+# Every struct below is declared ``gc=False``: the cyclic garbage collector does not track its instances.
+# Decoded JSON cannot form a reference cycle, reference counting frees these objects, and not tracking the
+# ~40 structs of each trace keeps collections cheap while a batch is alive (bench/decode.py).
 
-class Retriever(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+
+class Retriever(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     name: Identifier
     version: Label = ""
     variant: Literal["production", "shadow", "canary"] = "production"
     parameters: dict[str, str | int | float | bool] = {}
 
 
-class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     chunk_id: Identifier
     score: float
     rank: Annotated[int, msgspec.Meta(ge=1, le=UINT32_MAX)]
@@ -45,38 +49,38 @@ class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     tenant: Label | None = None
 
 
-class Context(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Context(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     chunk_ids: list[Identifier] = []
     tokens: Count | None = None
 
 
-class Citation(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Citation(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     sentence: Count
     chunk_id: Identifier
     quote: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
 
 
-class Model(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Model(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     name: Label = ""
     version: Label = ""
 
 
-class Prompt(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Prompt(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     id: Label = ""
     version: Label = ""
 
 
-class Tokens(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Tokens(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     prompt: Count = 0
     completion: Count = 0
 
 
-class Feedback(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class Feedback(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     rating: Annotated[int, msgspec.Meta(ge=-1, le=1)] | None = None
     comment: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
 
 
-class FastTrace(msgspec.Struct, frozen=True):
+class FastTrace(msgspec.Struct, frozen=True, gc=False):
     """Mirror of ``ragmon.contracts.trace.Trace`` for the hot path (unknown top-level fields ignored)."""
 
     trace_id: Identifier

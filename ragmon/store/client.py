@@ -11,6 +11,7 @@ the "directory already in use" failure into ``StoreLockedError`` with a message 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,18 @@ _CHDB_CLIENTS: dict[str, Any] = {}
 # configured (the CLI): the NullHandler keeps it out of CLI output; configured daemons still log it.
 logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 _CHDB_LOCK = threading.Lock()
+
+#: server settings of the embedded engine (chDB passes them to ClickHouse at start-up). ClickHouse's defaults
+#: are sized for a dedicated server: 16 background merge threads and 5 GiB for each of the mark, primary index
+#: and skip-index mark caches. Inside a ragmon process they let concurrent merges and caches grow the resident
+#: memory with the data stored, so the embedded engine merges on at most as many threads as there are cores
+#: (at least 2) and keeps each cache to 128 MiB (docs/ingest.md, "Memory").
+EMBEDDED_ENGINE_OPTIONS = {
+    "background_pool_size": max(2, min(16, os.cpu_count() or 2)),
+    "mark_cache_size": 128 << 20,
+    "primary_index_cache_size": 128 << 20,
+    "index_mark_cache_size": 128 << 20,
+}
 
 # ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
 _RETRYABLE_CODES = {159, 160, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
@@ -121,7 +134,7 @@ def _open_chdb(path: Path) -> Any:
         except OSError as exc:
             raise PermanentStoreError(f"cannot create the chDB data directory {key}: {exc.strerror or exc}") from None
         try:
-            client = clickhouse_connect.get_client(dsn=f"chdb://{key}")
+            client = clickhouse_connect.get_client(dsn=f"chdb://{key}", chdb_options=EMBEDDED_ENGINE_OPTIONS)
             client.command("SELECT 1")
         except Exception as exc:  # noqa: BLE001
             text = str(exc)

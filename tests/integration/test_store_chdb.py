@@ -447,3 +447,23 @@ def test_any_accepted_trace_round_trips_through_the_table(store: ClickHouseStore
         assert back.model_dump() == sent.model_dump()
 
     check()
+
+
+def test_embedded_engine_is_sized_for_a_process_not_a_server(store: ClickHouseStore):
+    """Merge threads and caches of the embedded engine are capped (EMBEDDED_ENGINE_OPTIONS), not ClickHouse's
+    server defaults (16 merge threads, 5 GiB per cache), which grew the ingest process's memory with its data."""
+    from ragmon.store.client import EMBEDDED_ENGINE_OPTIONS
+
+    rows = store.query_rows(
+        "SELECT name, value FROM system.server_settings WHERE name IN {names:Array(String)}",
+        {"names": list(EMBEDDED_ENGINE_OPTIONS)},
+    )
+    assert {r["name"]: int(r["value"]) for r in rows} == EMBEDDED_ENGINE_OPTIONS
+    assert EMBEDDED_ENGINE_OPTIONS["mark_cache_size"] < 5 << 30
+
+
+def test_traces_are_merged_column_by_column_from_the_first_merge(store: ClickHouseStore):
+    """Migration 0008: vertical merges for every traces merge, so a merge never holds all columns of its parts."""
+    ddl = store.query(f"SHOW CREATE TABLE {store.table('traces')}").result_rows[0][0]
+    assert "vertical_merge_algorithm_min_rows_to_activate = 1" in ddl
+    assert "vertical_merge_algorithm_min_bytes_to_activate = 0" in ddl
