@@ -132,7 +132,13 @@ class Rejection:
 
 _decoder = msgspec.json.Decoder()
 _typed = msgspec.json.Decoder(FastTrace)
-#: top-level keys only, values skipped unparsed: for the unknown-field report next to the typed pass
+#: the contract's top-level keys, values skipped unparsed, any other key refused: the raw timestamp for the
+#: RFC 3339 check, and proof that there is no unknown field, without building a dict (~3 µs less per trace)
+_top = msgspec.json.Decoder(msgspec.defstruct(
+    "_TopLevel", [(name, msgspec.Raw, msgspec.Raw()) for name in FastTrace.__struct_fields__],
+    forbid_unknown_fields=True, gc=False,
+))
+#: top-level keys only, values skipped unparsed: names the unknown fields when ``_top`` refused one
 _keys = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
@@ -149,13 +155,17 @@ def decode_trace(data: bytes | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> D
             # parse-then-convert (bench/decode.py). Anything the typed pass refuses is decoded again the slow
             # way, which classifies the failure (and keeps "last duplicate key wins", as pydantic does).
             trace = _typed.decode(data)
-            fields = _keys.decode(data)
         except msgspec.DecodeError:  # ValidationError is a DecodeError
             return _decode_slowly(data, size)
-        problem = _semantic_problem(trace, _decoder.decode(fields["timestamp"]))
+        try:
+            stamp, unknown = _top.decode(data).timestamp, ()
+        except msgspec.DecodeError:  # the typed pass accepted it: the only possible refusal is an unknown field
+            fields = _keys.decode(data)
+            stamp, unknown = fields["timestamp"], tuple(k for k in fields if k not in KNOWN_FIELDS)
+        problem = _semantic_problem(trace, _decoder.decode(stamp))
         if problem is not None:
             return problem
-        return DecodedTrace(trace, tuple(k for k in fields if k not in KNOWN_FIELDS), size)
+        return DecodedTrace(trace, unknown, size)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"; anything odd is a rejection
         return Rejection("invalid_value", f"{type(exc).__name__}: {exc}"[:500])
 

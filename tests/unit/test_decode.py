@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from ragmon.contracts import DecodedTrace, Rejection, Trace, decode_trace
 from ragmon.contracts.decode import KNOWN_FIELDS, REASONS, FastTrace, to_model
 from ragmon.contracts.trace import UINT32_MAX
+from tests.conftest import make_trace
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BIG = 10**9  # a max_bytes that never triggers, to compare the decoders on content alone
@@ -446,3 +448,20 @@ def test_decoded_numbers_are_finite_and_in_range():
 
 def test_fast_trace_mirrors_the_model_field_for_field():
     assert set(FastTrace.__struct_fields__) == set(Trace.model_fields) == KNOWN_FIELDS
+
+
+@pytest.mark.parametrize("with_unknown", [False, True])
+def test_a_repeated_timestamp_key_is_checked_by_its_last_value_as_pydantic_reads_it(with_unknown: bool):
+    """The raw timestamp comes from a separate scan of the top-level keys (with or without unknown fields):
+    it must be the value the typed pass and pydantic keep, the last one."""
+    good = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = json.dumps({k: v for k, v in make_trace().items() if k != "timestamp"})[1:-1]
+    extra = '"not_in_the_contract": 1, ' if with_unknown else ""
+    accepted = f'{{"timestamp": "2026-01-01T00:00:00+0100", {extra}{body}, "timestamp": "{good}"}}'.encode()
+    refused = f'{{"timestamp": "{good}", {extra}{body}, "timestamp": "2026-01-01T00:00:00+0100"}}'.encode()
+    assert isinstance(decode_trace(accepted), DecodedTrace)
+    Trace.model_validate_json(accepted)
+    rejection = decode_trace(refused)
+    assert isinstance(rejection, Rejection) and rejection.reason == "schema", rejection
+    with pytest.raises(ValidationError):
+        Trace.model_validate_json(refused)

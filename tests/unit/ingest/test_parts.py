@@ -13,7 +13,7 @@ from ragmon.config import IngestSettings
 from ragmon.contracts.decode import decode_trace
 from ragmon.ingest.batcher import Batch, BatchLimits
 from ragmon.ingest.offsets import OffsetLedger, release_trace
-from ragmon.ingest.redact import Redactor
+from ragmon.ingest.redact import Redactor, _has_digit
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
 
@@ -63,6 +63,17 @@ def test_redaction_leaves_no_match_behind(text):
     cleaned = red.text(text).replace("[REDACTED:email]", "\x00").replace("[REDACTED:phone]", "\x00")
     for pattern in DEFAULTS.redact_patterns.values():
         assert re.search(pattern, cleaned) is None
+
+
+@given(st.text(alphabet=st.sampled_from("ab \u00e9\u0663\u0966\uff11" + "0123456789"), max_size=80) | st.text(max_size=80))
+def test_digit_prefilter_agrees_with_the_regex_on_any_text(text):
+    """The phone pattern's prefilter is a necessary condition: it finds every \\d, Unicode digits included."""
+    assert _has_digit(text) == (re.search(r"\d", text) is not None)
+
+
+def test_a_phone_number_in_non_ascii_digits_is_still_redacted():
+    red = Redactor(DEFAULTS.redact_patterns, DEFAULTS.redact_fields)
+    assert red.text("Ruf an: \u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669") == "Ruf an: [REDACTED:phone]"
 
 
 # -- batch limits and the dedup token -------------------------------------------------------------------------
