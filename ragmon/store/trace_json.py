@@ -1,6 +1,6 @@
 """The ingest hot path's batch format: validated traces as JSON lines that ClickHouse maps into ``traces``.
 
-``TraceRows`` re-encodes each decoded (and redacted) trace with msgspec (one C call, ~5 µs for 4 KB) inside a
+``TraceRows`` re-encodes each decoded (and redacted) trace with msgspec (one C call, ~7 µs for 4 KB) inside a
 small envelope carrying what is not in the document: lineage (topic/partition/offset) and the two derived
 columns whose exact values come from Python (``retriever_params`` is ``json.dumps(sort_keys=True)``,
 ``latency_total_ms`` a left-to-right float sum). ClickHouse then parses the lines and maps them to the table
@@ -78,31 +78,43 @@ _PARAMS_CACHE_MAX = 4096
 
 
 class TraceRows:
-    """A batch of traces as JSON lines for one insert. Not thread-safe; one per batch."""
+    """A batch of traces as JSON lines for one insert. Not thread-safe; one per batch.
 
-    __slots__ = ("lines", "trace_ids", "bytes", "ingested_at", "_params")
+    The lines are encoded straight into one growing buffer (no bytes object per trace, no joined copy of the
+    batch): fewer allocations on the hot path, and the batch's memory is one block that is freed at once.
+    """
+
+    __slots__ = ("_buf", "_count", "trace_ids", "bytes", "ingested_at", "_params")
 
     def __init__(self, ingested_at: datetime | None = None) -> None:
-        self.lines: list[bytes] = []
+        self._buf = bytearray()
+        self._count = 0
         self.trace_ids: list[str] = []
         self.bytes = 0
         self.ingested_at = ingested_at or datetime.now(UTC)
         self._params: dict[bytes, str] = {}
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return self._count
 
     def add(self, t: FastTrace, source: SourcePosition, *, size_bytes: int = 0) -> None:
         params = t.retriever.parameters
         row = TraceRow(t, self._params_json(params) if params else "", total_latency(t.latency_ms),
                        source.topic, source.partition, source.offset)
-        self.lines.append(_encoder.encode(row))
+        _encoder.encode_into(row, self._buf, -1)
+        self._buf += b"\n"  # JSON text never contains a raw newline: msgspec escapes it inside strings
+        self._count += 1
         self.trace_ids.append(t.trace_id)
         self.bytes += size_bytes
 
-    def payload(self) -> bytes:
-        """The JSONEachRow body: one line per trace."""
-        return b"\n".join(self.lines)
+    def payload(self) -> memoryview:
+        """The JSONEachRow body: one line per trace, each ending in a newline (a view, not a copy)."""
+        return memoryview(self._buf)
+
+    @property
+    def lines(self) -> list[bytes]:
+        """Each trace's JSON line, without its newline (tests, the columnar fallback)."""
+        return bytes(self._buf).split(b"\n")[:-1]
 
     @property
     def ingested_at_ms(self) -> int:
