@@ -74,6 +74,9 @@ def root(
     ] = False,
 ) -> None:
     ctx.obj = State(config)
+    from ragmon.tracing import setup_tracing
+
+    setup_tracing(ctx.invoked_subcommand or "ragmon")
 
 
 def settings_of(ctx: typer.Context) -> Settings:

@@ -26,6 +26,7 @@ from ragmon.drift.query import Aggregates, Group, QueryStore, aggregate
 from ragmon.drift.summary import ContinuousSummary, Summary
 from ragmon.drift.windows import Windows, resolve
 from ragmon.telemetry import Telemetry
+from ragmon.tracing import span
 
 log = logging.getLogger("ragmon.drift")
 Clock = Callable[[], datetime]
@@ -86,6 +87,14 @@ class DriftChecker:
         self.exporter = GaugeExporter(telemetry) if telemetry is not None else None
 
     def run_once(self) -> CheckResult:
+        with span("ragmon.drift.check") as current:
+            result = self._run_once()
+            current.set_attributes({"ragmon.drift.results": len(result.results),
+                                    "ragmon.drift.drifted": len(result.drifted),
+                                    "ragmon.drift.groups_dropped": result.groups_dropped})
+            return result
+
+    def _run_once(self) -> CheckResult:
         started = time.monotonic()
         try:
             result = self._check()

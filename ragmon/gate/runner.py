@@ -27,6 +27,7 @@ from ragmon.contracts.golden import GoldenCase
 from ragmon.contracts.trace import Behaviour
 from ragmon.errors import InputError
 from ragmon.metrics.summary import RankingScores, score_ranking
+from ragmon.tracing import span
 
 Retriever = Callable[[str, int], Any]
 MAX_ERROR_CHARS = 500
@@ -175,9 +176,11 @@ def run_gate_cases(
 ) -> list[CaseRun]:
     """Every case through :func:`run_case`, in file order; ``on_case`` is told after each (progress bars)."""
     runs = []
-    for case in cases:
-        run = run_case(case, retriever, k, depth, clock)
-        runs.append(run)
-        if on_case is not None:
-            on_case(run)
+    with span("ragmon.gate.run", {"ragmon.gate.k": k, "ragmon.gate.depth": depth}) as current:
+        for case in cases:
+            run = run_case(case, retriever, k, depth, clock)
+            runs.append(run)
+            if on_case is not None:
+                on_case(run)
+        current.set_attribute("ragmon.gate.cases", len(runs))
     return runs

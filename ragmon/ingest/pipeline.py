@@ -23,6 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from opentelemetry.trace import SpanKind
+
 from ragmon.config import IngestSettings
 from ragmon.errors import RagmonError, SourceError, StoreError
 from ragmon.ingest.batcher import Batch, BatchLimits
@@ -33,6 +35,7 @@ from ragmon.ingest.offsets import OffsetLedger
 from ragmon.ingest.source import Partition, RawMessage, TraceSource
 from ragmon.ingest.writer import TraceWriter
 from ragmon.telemetry import Telemetry
+from ragmon.tracing import span
 
 log = logging.getLogger("ragmon.ingest")
 
@@ -250,8 +253,13 @@ class IngestPipeline:
             token = batch.dedup_token()
             self.faults.hit("before_insert", rows=len(batch), token=token)
             started = time.perf_counter()
-            self.faults.hit("during_insert", rows=len(batch), token=token)
-            self.writer.write(batch.rows, token)
+            with span("ragmon.ingest.insert", {
+                "db.system.name": "clickhouse", "db.operation.name": "INSERT", "db.collection.name": "traces",
+                "ragmon.batch.traces": len(batch), "ragmon.batch.bytes": batch.bytes,
+                "ragmon.batch.partitions": len(batch.ranges),
+            }, kind=SpanKind.CLIENT):
+                self.faults.hit("during_insert", rows=len(batch), token=token)
+                self.writer.write(batch.rows, token)
             self.t.ingest_write_seconds.observe(time.perf_counter() - started)
             self.t.ingest_batch_rows.observe(len(batch))
             self.t.ingest_traces_stored.inc(len(batch))
@@ -262,9 +270,15 @@ class IngestPipeline:
             batch.stored = True
             self.faults.hit("after_insert", rows=len(batch), token=token)
         if not batch.dead_letters_sent and batch.dead_letters:
-            self.dead_letters.send(batch.dead_letters)
+            reasons = Counter(d.reason for d in batch.dead_letters)
+            with span("ragmon.ingest.dead_letters", {
+                "messaging.system": "kafka", "messaging.operation.type": "send",
+                "messaging.batch.message_count": len(batch.dead_letters),
+                "ragmon.dead_letter.reasons": sorted(reasons),
+            }, kind=SpanKind.PRODUCER):
+                self.dead_letters.send(batch.dead_letters)
             batch.dead_letters_sent = True
-            for reason, n in Counter(d.reason for d in batch.dead_letters).items():
+            for reason, n in reasons.items():
                 self.t.ingest_dead_letters.labels(reason).inc(n)
                 self.stats.dead_letters[reason] += n
 
@@ -307,7 +321,9 @@ class IngestPipeline:
         if not offsets:
             return
         try:
-            self.source.commit(offsets)
+            with span("ragmon.ingest.commit", {"messaging.system": "kafka", "messaging.operation.type": "settle",
+                                               "ragmon.commit.partitions": len(offsets)}, kind=SpanKind.CLIENT):
+                self.source.commit(offsets)
         except SourceError as exc:
             self.t.ingest_flush_failures.labels("commit", "retryable").inc()
             log.warning("%s; the offsets stay uncommitted and are committed with the next batch", exc)

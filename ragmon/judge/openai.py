@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from opentelemetry.trace import SpanKind
 from pydantic import SecretStr
 
 from ragmon.errors import JudgeError, RetryableJudgeError
@@ -26,6 +27,7 @@ from ragmon.judge.parse import MalformedOutput, parse_verdicts
 from ragmon.judge.prompt import PARSER_VERSION, render_messages, response_format, template_text
 from ragmon.metrics.verdicts import Verdicts
 from ragmon.telemetry import Telemetry
+from ragmon.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,24 @@ class OpenAIJudge:
         return self.assess(JudgeInput.of(trace)).verdicts
 
     def assess(self, item: JudgeInput) -> Judgement:
-        """Judge one trace, retrying within the deadline; raise ``JudgeError`` rather than guess."""
+        """Judge one trace, retrying within the deadline; raise ``JudgeError`` rather than guess.
+
+        Traced as one client span (OpenTelemetry GenAI conventions) covering every attempt; it carries the
+        model, token counts and attempts, never the prompt or the trace's text."""
+        with span(f"chat {self.model}", {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": self.model,
+            "gen_ai.request.temperature": self.temperature, "gen_ai.request.max_tokens": self.max_output_tokens,
+            "server.address": httpx.URL(self.base_url).host, "ragmon.judge.fingerprint": self.fingerprint,
+        }, kind=SpanKind.CLIENT) as current:
+            judgement = self._assess(item)
+            current.set_attributes({
+                "gen_ai.usage.input_tokens": judgement.usage.prompt_tokens,
+                "gen_ai.usage.output_tokens": judgement.usage.completion_tokens,
+                "ragmon.judge.attempts": judgement.usage.attempts, "ragmon.judge.cached": judgement.usage.cached,
+            })
+            return judgement
+
+    def _assess(self, item: JudgeInput) -> Judgement:
         key = item.content_hash
         cached = self.cache.get(key, self.fingerprint)
         if cached is not None:

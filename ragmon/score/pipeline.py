@@ -27,6 +27,7 @@ from ragmon.judge.base import Judge, JudgeInput
 from ragmon.judge.scoring import METRICS, TraceScores, score_trace
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.telemetry import Telemetry
+from ragmon.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,14 @@ class LiveScorer:
 
     def process(self, traces: Sequence[Any], *, batch_key: str | None = None) -> BatchResult:
         """Decide, judge and store one batch. ``batch_key`` (e.g. topic/partition/offsets) seeds the dedup tokens."""
+        with span("ragmon.score.batch", {"ragmon.batch.traces": len(traces), "ragmon.judge.name": self.judge.name,
+                                          "ragmon.judge.fingerprint": self.judge.fingerprint}) as current:
+            result = self._process(traces, batch_key)
+            current.set_attributes({"ragmon.score.scored": result.scored, "ragmon.score.failed": result.failed,
+                                    "ragmon.score.cost_usd": result.cost_usd})
+            return result
+
+    def _process(self, traces: Sequence[Any], batch_key: str | None) -> BatchResult:
         result = BatchResult()
         decisions: dict[str, list[Any]] = {c: [] for c in DECISION_COLUMNS}
         scores: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
