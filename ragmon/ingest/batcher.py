@@ -63,6 +63,15 @@ class Batch:
         self.rows.add(trace, source, size_bytes=size_bytes)
         self.bytes += size_bytes
         self.entries.append(entries)
+        if len(entries) == 1:  # a native trace: one message
+            e = entries[0]
+            r = self.ranges.get(e.partition)
+            if r is None:
+                self.ranges[e.partition] = [e.offset, e.offset]
+            else:
+                r[0] = min(r[0], e.offset)
+                r[1] = max(r[1], e.offset)
+            return
         for e in entries:
             self._cover(e.partition[0], e.partition[1], e.offset)
 

@@ -40,6 +40,8 @@ class Intake:
         self.redactor = Redactor(settings.redact_patterns, settings.redact_fields)
         self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces)
         self._batch: Batch | None = None
+        self._oldest = datetime.min.replace(tzinfo=UTC)  # traces before this are outside the retention
+        self._oldest_until = float("-inf")               # clock() time until which _oldest is current
 
     def handle(self, msg: RawMessage, batch: Batch) -> None:
         """Track the message in the ledger and add its trace or dead letter (or its spans) to ``batch``."""
@@ -82,7 +84,10 @@ class Intake:
         ts = d.trace.timestamp
         if ts > _MAX_TS:
             return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31, the store's limit")
-        if ts < datetime.now(UTC) - self.retention:
+        now = self.clock()
+        if now >= self._oldest_until:  # recomputed once a second: the cutoff moves by at most a second
+            self._oldest, self._oldest_until = datetime.now(UTC) - self.retention, now + 1.0
+        if ts < self._oldest:
             return Rejection("outside_retention", f"$.timestamp {ts.isoformat()} is older than the "
                              f"{self.retention.days}-day retention; the store would delete it on insert")
         return d

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ragmon.config import KafkaSettings, secret_value
 from ragmon.errors import ConfigError, RetryableSourceError, SourceError
@@ -34,9 +34,9 @@ RECONNECT_BACKOFF_MAX_MS = 1_000
 COMMIT_TIMEOUT_MS = 5_000
 
 
-@dataclass(frozen=True, slots=True)
-class RawMessage:
-    """One message as read from the source: bytes plus where it came from."""
+class RawMessage(NamedTuple):
+    """One message as read from the source: bytes plus where it came from (immutable; a named tuple because
+    one is built per consumed message, ~4× cheaper than a frozen dataclass)."""
 
     topic: str
     partition: int
