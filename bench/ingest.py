@@ -30,6 +30,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,22 +123,25 @@ def ingest_env(chdb: Path) -> dict[str, str]:
     return env
 
 
-def ingest_cmd(bootstrap: str, topic: str, *extra: str) -> list[str]:
+def ingest_cmd(bootstrap: str, topic: str, *extra: str, group: str | None = None) -> list[str]:
     return [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", "--topic", topic,
-            "--bootstrap-servers", bootstrap, "--group-id", f"ragmon-{topic}", "--dead-letter-topic",
+            "--bootstrap-servers", bootstrap, "--group-id", group or f"ragmon-{topic}", "--dead-letter-topic",
             f"{topic}.dlq", "--port", "0", "--log-level", "WARNING", *extra]
 
 
 def run_ingest(bootstrap: str, topic: str, workdir: Path) -> dict:
     """ragmon ingest until idle; traces/s from the first message to the last acknowledged write; peak RSS."""
-    chdb = workdir / f"chdb-{topic}"
-    stats = workdir / f"stats-{topic}.json"
-    proc = subprocess.Popen(ingest_cmd(bootstrap, topic, "--exit-when-idle", "1.5", "--stats-json", str(stats)),
+    run = uuid.uuid4().hex[:8]  # a fresh group and data directory: every run reads the whole topic
+    chdb = workdir / f"chdb-{topic}-{run}"
+    stats = workdir / f"stats-{topic}-{run}.json"
+    proc = subprocess.Popen(ingest_cmd(bootstrap, topic, "--exit-when-idle", "1.5", "--stats-json", str(stats),
+                                       group=f"ragmon-{topic}-{run}"),
                             env=ingest_env(chdb), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     err = proc.stderr.read().decode() if proc.stderr else ""
     if status != 0:
         raise SystemExit(f"ragmon ingest failed ({status}):\n{err[-2000:]}")
+    shutil.rmtree(chdb, ignore_errors=True)
     s = json.loads(stats.read_text())
     if s["stored"]:
         s["rate"] = s["stored"] / max(1e-9, s["last_write_at"] - s["first_data_at"])
@@ -220,6 +224,18 @@ def engine_side(n: int, workdir: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def spread(values: list[float], fmt: str, unit: str = "") -> str:
+    """One value as is; several as 'median (min–max)'."""
+    if len(values) == 1:
+        return fmt.format(values[0]) + unit
+    return (f"{fmt.format(statistics.median(values))}{unit} "
+            f"({fmt.format(min(values))}–{fmt.format(max(values))})")
+
+
+def runs_note(repeat: int) -> str:
+    return f", {repeat} runs" if repeat > 1 else ""
+
+
 def freshness(bootstrap: str, rate: float, seconds: float, workdir: Path) -> dict:
     topic = make_topic(bootstrap, 4)
     group = f"ragmon-{topic}"
@@ -285,6 +301,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--rate", type=float, default=1000.0, help="offered traces/s for freshness (default 1000)")
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of the freshness run (default 10)")
+    ap.add_argument("--repeat", type=int, default=1, choices=range(1, 11), metavar="1..10",
+                    help="run (a) and (b) this many times, alternately, and print median (min–max) (default 1)")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="ragmon-bench-"))
     try:
@@ -293,14 +311,16 @@ def main() -> None:
             total, prod_s = produce(args.bootstrap, big, args.n, 1)
             produce(args.bootstrap, small, args.n // 2, 2)
         console.print(f"produced {args.n:,} traces, mean {total / args.n / 1024:.1f} KB, in {prod_s:.1f}s")
-        with console.status("bare kafka-python consume"):
-            bare = bare_consume(args.bootstrap, big, args.n)
+        bares, fulls = [], []
+        for i in range(args.repeat):
+            with console.status(f"(a) bare kafka-python consume, run {i + 1}/{args.repeat}"):
+                bares.append(bare_consume(args.bootstrap, big, args.n))
+            with console.status(f"(b) ragmon ingest (N), run {i + 1}/{args.repeat}"):
+                fulls.append(run_ingest(args.bootstrap, big, workdir))
         with console.status("(c) the Python side alone"):
             py_side = python_side(args.bootstrap, big, args.n)
         with console.status("(d) the embedded engine alone"):
             engine = engine_side(args.n, workdir)
-        with console.status("ragmon ingest (N)"):
-            full = run_ingest(args.bootstrap, big, workdir)
         with console.status("ragmon ingest (N/2)"):
             half = run_ingest(args.bootstrap, small, workdir)
         with console.status("ragmon ingest on an empty topic (start-up CPU, subtracted below)"):
@@ -311,24 +331,31 @@ def main() -> None:
                             f"{args.partitions} partitions, mean trace {total / args.n / 1024:.1f} KB)")
         table.add_column("measure")
         table.add_column("value", justify="right")
-        table.add_row("(a) bare kafka-python consume", f"{bare:,.0f} traces/s")
-        table.add_row("(b) ragmon ingest → chDB, end to end", f"{full['rate']:,.0f} traces/s")
-        table.add_row("ratio b/a (target ≥ 0.70)", f"{full['rate'] / bare:.2f}")
+        bare = statistics.median(bares)
+        full = fulls[0]
+        table.add_row(f"(a) bare kafka-python consume{runs_note(args.repeat)}", spread(bares, "{:,.0f}", " traces/s"))
+        table.add_row(f"(b) ragmon ingest → chDB, end to end{runs_note(args.repeat)}",
+                      spread([f["rate"] for f in fulls], "{:,.0f}", " traces/s"))
+        table.add_row("ratio b/a (target ≥ 0.70), per pair of runs",
+                      spread([f["rate"] / a for f, a in zip(fulls, bares, strict=True)], "{:.2f}"))
         table.add_row("(c) Python side alone: source, decode, redact, batch (no store)",
                       f"{py_side['rate']:,.0f} traces/s, {py_side['cpu_per_trace'] * 1e6:,.0f} µs CPU per trace")
         table.add_row("(d) embedded engine alone: insert the built batches (merges included)",
                       f"{engine['rate']:,.0f} traces/s, {engine['cpu_per_trace'] * 1e6:,.0f} µs CPU per trace")
         table.add_row("ceiling of b/a set by the slower part, min(c, d)/a",
                       f"{min(py_side['rate'], engine['rate']) / bare:.2f}")
-        table.add_row("(b) per core: wall rate / cores", f"{full['rate'] / (os.cpu_count() or 1):,.0f} traces/s/core")
-        active = (full["last_write_cpu"] - full["first_data_cpu"]) / full["stored"]
+        cores = os.cpu_count() or 1
+        table.add_row("(b) per core: wall rate / cores", spread([f["rate"] / cores for f in fulls], "{:,.0f}",
+                                                                " traces/s/core"))
+        active = [(f["last_write_cpu"] - f["first_data_cpu"]) / f["stored"] for f in fulls]
         table.add_row("(b) CPU per trace, first message → last write (target ≥ 10,000 per CPU-second)",
-                      f"{active * 1e6:,.0f} µs = {1 / active:,.0f} traces per CPU-second")
+                      spread([a * 1e6 for a in active], "{:,.0f}", " µs") + " = "
+                      + spread([1 / a for a in active], "{:,.0f}", " traces per CPU-second"))
         cpu_per_trace = (full["cpu_seconds"] - empty["cpu_seconds"]) / full["stored"]
         table.add_row("(b) CPU per trace, whole process, start-up subtracted",
                       f"{cpu_per_trace * 1e6:,.0f} µs = {1 / cpu_per_trace:,.0f} traces per CPU-second")
         table.add_row("stored / batches", f"{full['stored']:,} / {full['batches']}")
-        table.add_row(f"peak RSS, N={args.n:,}", f"{full['max_rss_mb']:.0f} MB")
+        table.add_row(f"peak RSS, N={args.n:,}", spread([f["max_rss_mb"] for f in fulls], "{:.0f}", " MB"))
         table.add_row(f"peak RSS, N={args.n // 2:,}", f"{half['max_rss_mb']:.0f} MB")
         table.add_row(f"freshness p50 / p99 / max at {fresh['offered']:.0f}/s offered "
                       f"({fresh['achieved_rate']:.0f}/s achieved, {fresh['measured']:,} traces)",
