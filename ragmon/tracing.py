@@ -26,6 +26,11 @@ from ragmon import __version__
 tracer = trace.get_tracer("ragmon", __version__)
 
 _ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_TIMEOUT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+#: how long one export (with its retries) may take unless OTEL_EXPORTER_OTLP_*TIMEOUT says otherwise. The SDK's
+#: 10 s default made a one-shot command wait ~7 s at exit for a collector that is down (measured); spans are
+#: diagnostics, never worth holding up a command or a shutdown for.
+EXPORT_TIMEOUT_SECONDS = 2.0
 _installed = False
 
 
@@ -55,7 +60,8 @@ def setup_tracing(command: str) -> bool:
     if resource.attributes.get(SERVICE_NAME, "").startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "ragmon"}))
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    timeout = None if any(os.environ.get(name, "").strip() for name in _TIMEOUT_VARS) else EXPORT_TIMEOUT_SECONDS
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=timeout)))
     trace.set_tracer_provider(provider)
     atexit.register(provider.shutdown)  # flush what is queued when the process ends normally
     _installed = True

@@ -159,3 +159,22 @@ def test_live_scoring_is_one_span_per_batch(kafka_bootstrap: str, new_topic, tmp
     assert sum(s.attributes["ragmon.score.scored"] for s in batches) == len(ids)
     assert {s.attributes["ragmon.judge.name"] for s in batches} == {"heuristic"}
     assert {s.resource["ragmon.command"] for s in batches} == {"score"}
+
+
+def test_a_collector_that_is_down_does_not_change_what_a_command_does(tmp_path: Path):
+    """Spans are diagnostics: with nothing listening at the endpoint the command still does its work and exits 0
+    (the export gives up after EXPORT_TIMEOUT_SECONDS and says so on stderr)."""
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", PYTHONPATH=str(ROOT),
+               RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}")
+    env.pop("OTEL_SDK_DISABLED", None)
+    env.pop("OTEL_EXPORTER_OTLP_TIMEOUT", None)
+    out = subprocess.run([sys.executable, "-c", "from ragmon.cli.app import main; main()", "drift", "check"],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0 tests, 0 drifted" in out.stdout
+    assert "Failed to export spans" in out.stderr
