@@ -133,7 +133,7 @@ class Rejection:
 _decoder = msgspec.json.Decoder()
 _typed = msgspec.json.Decoder(FastTrace)
 #: the contract's top-level keys, values skipped unparsed, any other key refused: the raw timestamp for the
-#: RFC 3339 check, and proof that there is no unknown field, without building a dict (~3 µs less per trace)
+#: RFC 3339 check, and proof that there is no unknown field, without building a dict (~1–3 µs less per trace)
 _top = msgspec.json.Decoder(msgspec.defstruct(
     "_TopLevel", [(name, msgspec.Raw, msgspec.Raw()) for name in FastTrace.__struct_fields__],
     forbid_unknown_fields=True, gc=False,
