@@ -16,7 +16,6 @@ import platform
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +27,7 @@ import pydantic  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.timing import best_of  # noqa: E402
 from ragmon.contracts import DecodedTrace, Trace, decode_trace  # noqa: E402
 from ragmon.contracts.decode import FastTrace  # noqa: E402
 
@@ -91,13 +91,12 @@ def make_payloads(count: int, seed: int) -> list[bytes]:
 
 def best_round(fn: Callable[[bytes], object], payloads: list[bytes], rounds: int) -> float:
     """Best seconds per message over ``rounds`` passes."""
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
+
+    def one_pass() -> None:
         for raw in payloads:
             fn(raw)
-        times.append((time.perf_counter() - start) / len(payloads))
-    return min(times)
+
+    return best_of(rounds, one_pass) / len(payloads)
 
 
 def main() -> None:

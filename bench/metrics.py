@@ -15,11 +15,15 @@ from __future__ import annotations
 import argparse
 import platform
 import random
-import time
+import sys
+from pathlib import Path
 
-import pytrec_eval
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragmon.metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
+import pytrec_eval  # noqa: E402
+
+from bench.timing import best_of  # noqa: E402
+from ragmon.metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank  # noqa: E402
 
 
 def make_data(n: int, k: int, seed: int) -> tuple[list[list[str]], list[dict[str, int]]]:
@@ -52,15 +56,6 @@ def reference_inputs(rankings: list[list[str]], judgments: list[dict[str, int]])
 
 def measures(k: int) -> set[str]:
     return {f"recall.{k}", f"P.{k}", f"success.{k}", "recip_rank", f"ndcg_cut.{k}"}
-
-
-def best_of(repeat: int, fn) -> float:  # type: ignore[no-untyped-def]
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:

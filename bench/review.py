@@ -27,6 +27,7 @@ from pydantic import SecretStr  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.timing import best_of  # noqa: E402
 from ragmon.config import ReviewSettings, ReviewUser, StoreSettings  # noqa: E402
 from ragmon.review.auth import hash_password, token_digest  # noqa: E402
 from ragmon.review.role import ReviewRole  # noqa: E402
@@ -34,15 +35,6 @@ from ragmon.review.selection import parse_week, previous_week, sample_week, sele
 from ragmon.server import Health, create_app  # noqa: E402
 from ragmon.store import ClickHouseStore  # noqa: E402
 from ragmon.telemetry import Telemetry  # noqa: E402
-
-
-def best(fn, rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:
@@ -70,9 +62,9 @@ def main() -> None:
         {"start": start, "n": args.traces})
     load_s = time.perf_counter() - t0
 
-    plain = best(lambda: sample_week(store, week, args.size, "bench-seed"), args.rounds)
-    strat = best(lambda: sample_week(store, week, args.size, "bench-seed", stratify=True, min_per_stratum=5),
-                 args.rounds)
+    plain = best_of(args.rounds, lambda: sample_week(store, week, args.size, "bench-seed"))
+    strat = best_of(args.rounds,
+                    lambda: sample_week(store, week, args.size, "bench-seed", stratify=True, min_per_stratum=5))
     select_week(store, week, args.size, seed="bench-seed", now=datetime.now(UTC))
 
     settings = ReviewSettings(users=[ReviewUser(username="b", password_hash=SecretStr(hash_password("benchpass")),

@@ -17,13 +17,18 @@ import argparse
 import json
 import platform
 import random
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from ragmon.contracts.decode import decode_trace
-from ragmon.judge import HeuristicJudge
-from ragmon.judge.scoring import score_trace
-from ragmon.sampling.sampler import ScoreSampler
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.timing import best_of  # noqa: E402
+from ragmon.contracts.decode import decode_trace  # noqa: E402
+from ragmon.judge import HeuristicJudge  # noqa: E402
+from ragmon.judge.scoring import score_trace  # noqa: E402
+from ragmon.sampling.sampler import ScoreSampler  # noqa: E402
 
 WORDS = ("consent withdrawal marketing message customer policy account refund billing invoice period notice "
          "contract renewal data privacy request access deletion processing retention days month fee charge "
@@ -59,15 +64,6 @@ def make_traces(n: int, chunks: int, chunk_chars: int, seed: int) -> list:
     return traces
 
 
-def best(repeat: int, fn) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=2000, help="traces per run")
@@ -83,7 +79,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
           f"{args.traces:,} traces, {args.chunks} chunks x ~{args.chunk_chars} chars")
 
-    t = best(args.repeat, lambda: [score_trace(judge, tr) for tr in traces])
+    t = best_of(args.repeat, lambda: [score_trace(judge, tr) for tr in traces])
     print(f"heuristic judge + metrics:   {args.traces / t:>10,.0f} traces/s  ({t / args.traces * 1e6:,.0f} µs/trace)")
 
     from pydantic import SecretStr
@@ -99,7 +95,7 @@ def main() -> None:
         for i in range(0, len(traces), args.batch):
             scorer.process(traces[i:i + args.batch], batch_key=f"bench-{time.perf_counter_ns()}-{i}")
 
-    t = best(args.repeat, pipeline)
+    t = best_of(args.repeat, pipeline)
     print(f"pipeline into chDB (rate 1): {args.traces / t:>10,.0f} traces/s  (batches of {args.batch}, 9 score rows "
           "+ 1 decision row per trace)")
 
@@ -107,7 +103,7 @@ def main() -> None:
     plain = ScoreSampler(salt="bench", rate=0.05)
     guarded = ScoreSampler(salt="bench", rate=0.05, max_per_hour=10**9, daily_budget_usd=10**9)
     for name, sampler in (("sampler decide (rate only)", plain), ("sampler decide (cap+budget)", guarded)):
-        t = best(args.repeat, lambda s=sampler: [s.decide(q, "hybrid", "billing") for q in ids])
+        t = best_of(args.repeat, lambda s=sampler: [s.decide(q, "hybrid", "billing") for q in ids])
         print(f"{name + ':':<28} {t / len(ids) * 1e6:>10.2f} µs/trace ({len(ids) / t:,.0f} decisions/s)")
 
 
