@@ -51,10 +51,10 @@ class Batch:
     def empty(self) -> bool:
         return not len(self.rows) and not self.dead_letters and not self.entries
 
-    def _cover(self, topic: str, partition: int, offset: int) -> None:
-        r = self.ranges.get((topic, partition))
+    def _cover(self, partition: Partition, offset: int) -> None:
+        r = self.ranges.get(partition)
         if r is None:
-            self.ranges[(topic, partition)] = [offset, offset]
+            self.ranges[partition] = [offset, offset]
         else:
             r[0] = min(r[0], offset)
             r[1] = max(r[1], offset)
@@ -63,23 +63,14 @@ class Batch:
         self.rows.add(trace, source, size_bytes=size_bytes)
         self.bytes += size_bytes
         self.entries.append(entries)
-        if len(entries) == 1:  # a native trace: one message
-            e = entries[0]
-            r = self.ranges.get(e.partition)
-            if r is None:
-                self.ranges[e.partition] = [e.offset, e.offset]
-            else:
-                r[0] = min(r[0], e.offset)
-                r[1] = max(r[1], e.offset)
-            return
         for e in entries:
-            self._cover(e.partition[0], e.partition[1], e.offset)
+            self._cover(e.partition, e.offset)
 
     def add_dead_letter(self, letter: DeadLetter, entries: list[Entry]) -> None:
         self.dead_letters.append(letter)
         self.bytes += len(letter.value)
         self.entries.append(entries)
-        self._cover(letter.topic, letter.partition, letter.offset)
+        self._cover((letter.topic, letter.partition), letter.offset)
 
     def add_entries(self, entries: list[Entry]) -> None:
         """Obligations released with this batch without a row (e.g. an OTLP trace dropped as incomplete)."""
