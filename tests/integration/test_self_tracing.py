@@ -18,6 +18,19 @@ from tests.support.openai_server import FakeOpenAI, ok
 from tests.support.otlp_receiver import OtlpReceiver
 
 CLIENT, PRODUCER = 3, 4  # SpanKind values in OTLP
+RAGMON = [sys.executable, "-c", "from ragmon.cli.app import main; main()"]
+
+
+def traced_env(endpoint: str, base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """A subprocess environment (``base``, else this one with the repo on PYTHONPATH) that exports spans."""
+    env = dict(base if base is not None else dict(os.environ, PYTHONPATH=str(ROOT)),
+               OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, **extra)
+    env.pop("OTEL_SDK_DISABLED", None)
+    return env
+
+
+def run_process(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize(("env", "on"), [
@@ -40,11 +53,9 @@ def test_ingest_exports_one_span_per_batch_write_dead_letter_produce_and_commit(
     bad = [b"{not json", json.dumps({"trace_id": "x"}).encode()]
     produce(kafka_bootstrap, topic, values + bad)
     with OtlpReceiver() as rx:
-        env = dict(ingest_env(tmp_path / "chdb"), OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint,
-                   OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
-        env.pop("OTEL_SDK_DISABLED", None)
-        out = subprocess.run([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.5"],
-                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        env = traced_env(rx.endpoint, ingest_env(tmp_path / "chdb"),
+                         OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
+        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.5"], env, ROOT, timeout=180)
         assert out.returncode == 0, out.stderr[-2000:]
     inserts = rx.named("ragmon.ingest.insert")
     assert inserts and sum(s.attributes["ragmon.batch.traces"] for s in inserts) == len(ids)
@@ -69,10 +80,8 @@ def test_service_name_from_the_environment_wins(kafka_bootstrap: str, new_topic,
     values, _ = traces(f"name-{uuid.uuid4().hex[:6]}", 5)
     produce(kafka_bootstrap, topic, values, partitions=1)
     with OtlpReceiver() as rx:
-        env = dict(ingest_env(tmp_path / "chdb"), OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint,
-                   OTEL_SERVICE_NAME="ragmon-eu-west")
-        out = subprocess.run([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"],
-                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        env = traced_env(rx.endpoint, ingest_env(tmp_path / "chdb"), OTEL_SERVICE_NAME="ragmon-eu-west")
+        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT, timeout=180)
         assert out.returncode == 0, out.stderr[-2000:]
     assert {s.resource["service.name"] for s in rx.spans} == {"ragmon-eu-west"}
 
@@ -95,10 +104,7 @@ def test_a_judge_call_is_a_genai_client_span_with_tokens_and_without_the_prompt(
     from tests.integration.test_openai_judge import good
 
     with OtlpReceiver() as rx, FakeOpenAI([ok(good(), prompt_tokens=1000, completion_tokens=200)]) as srv:
-        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint, PYTHONPATH=str(ROOT))
-        env.pop("OTEL_SDK_DISABLED", None)
-        out = subprocess.run([sys.executable, "-c", JUDGE_SCRIPT, srv.base_url], env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
+        out = run_process([sys.executable, "-c", JUDGE_SCRIPT, srv.base_url], traced_env(rx.endpoint), ROOT)
         assert out.returncode == 0, out.stderr[-2000:]
     [call] = rx.named("chat judge-model")
     assert call.kind == CLIENT
@@ -113,13 +119,9 @@ def test_a_judge_call_is_a_genai_client_span_with_tokens_and_without_the_prompt(
 
 def test_a_gate_run_is_one_span_with_its_case_count(tmp_path: Path):
     with OtlpReceiver() as rx:
-        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint, PYTHONPATH=str(ROOT))
-        env.pop("OTEL_SDK_DISABLED", None)
-        out = subprocess.run(
-            [sys.executable, "-c", "from ragmon.cli.app import main; main()", "gate",
-             str(ROOT / "examples/golden/dev.json"), "--retriever", "examples.retriever:search", "--k", "3",
-             "--depth", "8", "--min-coverage", "0.7", "--min-mrr", "0.6"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        out = run_process([*RAGMON, "gate", str(ROOT / "examples/golden/dev.json"), "--retriever", "examples.retriever:search",
+                   "--k", "3", "--depth", "8", "--min-coverage", "0.7", "--min-mrr", "0.6"],
+                  traced_env(rx.endpoint), tmp_path)
         assert out.returncode == 1, out.stderr[-2000:]  # the README's example: 'returns' misses its threshold
     [run] = rx.named("ragmon.gate.run")
     cases = len(json.loads((ROOT / "examples/golden/dev.json").read_text())["cases"])
@@ -129,11 +131,8 @@ def test_a_gate_run_is_one_span_with_its_case_count(tmp_path: Path):
 
 def test_a_drift_check_is_one_span_with_its_result_counts(tmp_path: Path):
     with OtlpReceiver() as rx:
-        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint, PYTHONPATH=str(ROOT),
-                   RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}")
-        env.pop("OTEL_SDK_DISABLED", None)
-        out = subprocess.run([sys.executable, "-c", "from ragmon.cli.app import main; main()", "drift", "check"],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        out = run_process([*RAGMON, "drift", "check"],
+                  traced_env(rx.endpoint, RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}"), tmp_path)
         assert out.returncode == 0, out.stderr[-2000:]
     [check] = rx.named("ragmon.drift.check")
     assert (check.attributes["ragmon.drift.results"], check.attributes["ragmon.drift.drifted"]) == (0, 0)
@@ -145,14 +144,11 @@ def test_live_scoring_is_one_span_per_batch(kafka_bootstrap: str, new_topic, tmp
     values, ids = traces(f"score-{uuid.uuid4().hex[:6]}", 20)
     produce(kafka_bootstrap, topic, values, partitions=1)
     env = ingest_env(tmp_path / "chdb")
-    out = subprocess.run([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"],
-                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     with OtlpReceiver() as rx:
-        env = dict(env, OTEL_EXPORTER_OTLP_ENDPOINT=rx.endpoint)
-        out = subprocess.run([sys.executable, "-c", "from ragmon.cli.app import main; main()", "score",
-                              "--from-store", "--judge", "heuristic", "--rate", "1"],
-                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        out = run_process([*RAGMON, "score", "--from-store", "--judge", "heuristic", "--rate", "1"],
+                  traced_env(rx.endpoint, env), ROOT, timeout=180)
         assert out.returncode == 0, out.stderr[-2000:]
     batches = rx.named("ragmon.score.batch")
     assert sum(s.attributes["ragmon.batch.traces"] for s in batches) == len(ids)
@@ -169,12 +165,9 @@ def test_a_collector_that_is_down_does_not_change_what_a_command_does(tmp_path: 
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", PYTHONPATH=str(ROOT),
-               RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}")
-    env.pop("OTEL_SDK_DISABLED", None)
+    env = traced_env(f"http://127.0.0.1:{port}", RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}")
     env.pop("OTEL_EXPORTER_OTLP_TIMEOUT", None)
-    out = subprocess.run([sys.executable, "-c", "from ragmon.cli.app import main; main()", "drift", "check"],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = run_process([*RAGMON, "drift", "check"], env, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "0 tests, 0 drifted" in out.stdout
     assert "Failed to export spans" in out.stderr
