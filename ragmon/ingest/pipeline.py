@@ -117,8 +117,7 @@ class IngestPipeline:
                 return
             if not self._flush(self._sealed):
                 return
-        wait = max(0.0, min(0.25, self._limits.max_wait_seconds - (now - self._batch.opened_at)))
-        for msg in self._poll(wait if self._batch.empty else 0.25):
+        for msg in self._poll(self._poll_timeout(now)):
             self.intake.handle(msg, self._batch)  # every polled message is handled, even past a failure: its offset is consumed
             if self._batch.full() and self._sealed is None:
                 self._dispatch()
@@ -131,6 +130,14 @@ class IngestPipeline:
         if now >= self._next_lag:
             self._next_lag = now + 2.0
             self._update_lag()
+
+    def _poll_timeout(self, now: float) -> float:
+        """How long a poll may block: until the open batch is due, and never more than 0.25 s (expiry of OTLP
+        traces, lag readings). With nothing buffered there is nothing to flush, so an idle loop blocks in the
+        poll instead of spinning."""
+        if self._batch.empty:
+            return 0.25
+        return max(0.0, min(0.25, self._limits.max_wait_seconds - (now - self._batch.opened_at)))
 
     def drain(self) -> None:
         """Wait for the write in flight, if any, and account for it (tests, shutdown, rebalance)."""

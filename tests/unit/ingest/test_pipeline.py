@@ -6,9 +6,11 @@ import json
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragmon.ingest.source import InMemoryTraceSource
 from tests.unit.ingest.conftest import trace_bytes
 
 T = "rag.traces"
@@ -265,3 +267,33 @@ def test_an_unexpected_writer_exception_is_retried_not_fatal(rig):
     r.drive(40)
     assert sorted(r.writer.trace_ids()) == [f"t{i}" for i in range(5)]
     assert r.metric("ragmon_ingest_flush_failures_total", {"stage": "store", "kind": "permanent"}) == 1
+
+
+class _TimeoutRecorder(InMemoryTraceSource):
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float] = []
+
+    def poll(self, timeout_seconds, max_records):
+        self.timeouts.append(timeout_seconds)
+        return super().poll(timeout_seconds, max_records)
+
+
+def test_an_idle_loop_blocks_in_poll_and_a_buffered_batch_bounds_the_wait(rig):
+    r = rig(max_batch_rows=1000, flush_interval_seconds=1.0)
+    source = _TimeoutRecorder()
+    r.pipeline.source = source
+    r.clock.advance(30)  # long idle: the open, empty batch is far older than the flush interval
+    r.pipeline.step()
+    assert source.timeouts[-1] == 0.25  # nothing buffered: block (before the fix this was 0, a busy loop)
+    source.append(T, 0, [trace_bytes()])
+    r.pipeline.step()  # the first trace after the idle spell: the batch is due at once and written
+    assert len(r.writer.rows) == 1
+    source.append(T, 0, [trace_bytes()])
+    r.pipeline.step()  # buffered in a fresh batch
+    r.clock.advance(0.9)
+    r.pipeline.step()
+    assert source.timeouts[-1] == pytest.approx(0.1)  # the wait ends when the batch is due
+    r.clock.advance(0.2)
+    r.pipeline.step()
+    assert source.timeouts[-1] == 0.0 and len(r.writer.rows) == 2
