@@ -45,6 +45,10 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragmon.config import KafkaSettings  # noqa: E402 - after the repo root is importable
+
 console = Console()
 WORDS = ("consent policy refund invoice account password reset billing contract privacy data retention "
          "customer support escalation warranty shipping delivery return exchange subscription").split()
@@ -100,9 +104,10 @@ def produce(bootstrap: str, topic: str, n: int, seed: int) -> tuple[int, float]:
 
 
 def bare_consume(bootstrap: str, topic: str, n: int) -> float:
+    fetch = KafkaSettings()  # the fetch sizes ragmon ingest uses by default (also the client's fastest here)
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"bare-{uuid.uuid4().hex[:6]}",
                              enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=5000,
-                             fetch_max_bytes=52_428_800, max_partition_fetch_bytes=8_388_608)
+                             fetch_max_bytes=fetch.fetch_max_bytes, max_partition_fetch_bytes=fetch.max_partition_fetch_bytes)
     seen = 0
     first = None
     while seen < n:

@@ -77,7 +77,10 @@ class KafkaSettings(_Section):
     session_timeout_ms: int = Field(30_000, ge=6_000, le=300_000, description="Consumer group session timeout.")
     max_poll_records: int = Field(5_000, ge=1, le=100_000, description="Upper bound on records returned per poll.")
     fetch_max_bytes: int = Field(52_428_800, ge=1_048_576, description="Upper bound on bytes per fetch response.")
-    max_partition_fetch_bytes: int = Field(8_388_608, ge=65_536, description="Upper bound on bytes per partition per fetch.")
+    max_partition_fetch_bytes: int = Field(
+        1_048_576, ge=65_536,
+        description="Upper bound on bytes per partition per fetch (at least ingest.max_message_bytes).",
+    )
 
 
 class IngestSettings(_Section):

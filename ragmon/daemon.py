@@ -10,8 +10,10 @@ takes the others down.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
+import platform
 import signal
 import threading
 import time
@@ -38,6 +40,33 @@ def tune_gc() -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
+#: glibc ``mallopt`` parameters and the values a daemon sets (see ``tune_malloc``)
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_OPTIONS = {M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 256 << 20, M_TOP_PAD: 64 << 20}
+
+
+def tune_malloc() -> bool:
+    """Let glibc's allocator reuse the memory of large buffers instead of handing it back to the OS at once.
+
+    kafka-python reads fetch responses into buffers of up to a few MB, and the ingest batch is one buffer of up
+    to ``max_batch_bytes``. By default glibc serves blocks above 128 KiB (a threshold that adapts to what was
+    freed) with ``mmap`` and unmaps them when freed, and it trims the heap above 128 KiB of free space, so
+    every new buffer is fresh memory that the kernel zeroes page by page. In the ingest benchmark that was
+    ~450,000 page faults per 80,000 traces; with blocks up to 32 MiB taken from the heap, 256 MiB of free
+    heap kept and 64 MiB of padding per heap growth, ~190,000–300,000, 5–7 µs less CPU per trace, 5–15 % more
+    traces/s, at 40–70 MB more peak RSS (docs/ingest.md, "Memory"). Returns False, changing nothing, where the
+    C library is not glibc.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return all(mallopt(param, value) == 1 for param, value in MALLOC_OPTIONS.items())
 
 
 class Role(Protocol):
@@ -121,6 +150,7 @@ class Daemon:
         for sig in signals:
             signal.signal(sig, lambda *_: self.stop_event.set())
         tune_gc()
+        tune_malloc()
         self.start()
         while not self.stop_event.wait(0.5):
             if self._threads and not any(t.is_alive() for t in self._threads.values()):

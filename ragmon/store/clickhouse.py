@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ class ClickHouseStore:
         # trace batches for chDB's file() are written here; one directory per chDB data directory, which one
         # process at most holds, so other processes' files in it were left by one that died mid-insert
         self._spool: Path | None = None
+        #: batches for ``file()`` go through an in-memory file where the OS has them (Linux), else the spool
+        self.in_memory_batches = hasattr(os, "memfd_create") and Path("/proc/self/fd").is_dir()
         if dsn.path is not None:
             key = hashlib.blake2b(str(dsn.path.resolve()).encode(), digest_size=8).hexdigest()
             self._spool = Path(tempfile.gettempdir()) / f"ragmon-insert-{key}"
@@ -167,39 +169,61 @@ class ClickHouseStore:
     def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int:
         """Insert a ``TraceRows`` batch into ``traces``; return its row count. Same token rule as ``insert_columns``.
 
-        Embedded: ClickHouse reads the JSON lines from a temporary file (``file()``; chDB does not feed inline
-        data to ``input()``) and maps them with ``TRACE_JSON_SELECT``. A server gets the columnar insert of the
-        same rows (its ``file()`` would read the server's disk).
+        Embedded: ClickHouse reads the JSON lines from a file (``file()``; chDB does not feed inline data to
+        ``input()``) and maps them with ``TRACE_JSON_SELECT``. A server gets the columnar insert of the same rows
+        (its ``file()`` would read the server's disk). The settings go in the query's SETTINGS clause, the token
+        as a query parameter: passed as client settings, chDB's driver would run eight statements per insert
+        (read, set and restore each setting).
         """
         if not len(rows):
             return 0
         if not self.embedded:
             return self.insert_columns("traces", rows.columns(), dedup_token=dedup_token)
-        sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
-               "FROM file({path:String}, 'JSONEachRow', {structure:String})")
-        settings = dict(TRACE_JSON_SETTINGS)
+        settings = ", ".join(f"{name} = {int(value)}" for name, value in TRACE_JSON_SETTINGS.items())
         if dedup_token:
-            settings["insert_deduplication_token"] = dedup_token
+            settings += ", insert_deduplication_token = {token:String}"
+        sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
+               f"FROM file({{path:String}}, 'JSONEachRow', {{structure:String}}) SETTINGS {settings}")
         with self._lock:  # the whole file's life: the spool directory is removed again when empty
-            path = None
             try:
-                assert self._spool is not None
-                self._spool.mkdir(mode=0o700, exist_ok=True)
-                with tempfile.NamedTemporaryFile(prefix=f"traces-{os.getpid()}-", suffix=".jsonl", dir=self._spool,
-                                                 delete=False) as f:
-                    path = f.name
-                    f.write(rows.payload())
-                parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE, "ingested_at_ms": rows.ingested_at_ms}
-                self._client.command(sql, parameters=parameters, settings=settings)
+                with self._batch_file(rows.payload()) as path:
+                    parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE,
+                                  "ingested_at_ms": rows.ingested_at_ms, "token": dedup_token or ""}
+                    self._client.command(sql, parameters=parameters)
             except Exception as exc:  # noqa: BLE001
                 raise translate(exc, "insert into traces failed") from None
-            finally:
-                if path is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(path)
-                    with contextlib.suppress(OSError):
-                        self._spool.rmdir()  # type: ignore[union-attr]
         return len(rows)
+
+    @contextlib.contextmanager
+    def _batch_file(self, payload: memoryview) -> Iterator[str]:
+        """The batch as a file the embedded engine's ``file()`` reads: on Linux an anonymous in-memory file
+        (``memfd``: never on disk, gone with the process, read through ``/proc/self/fd``); elsewhere a private
+        file in the spool directory, deleted after the insert (and at the next open after a crash)."""
+        if self.in_memory_batches:
+            fd = os.memfd_create("ragmon-traces", os.MFD_CLOEXEC)
+            try:
+                view = payload
+                while view:
+                    view = view[os.write(fd, view):]
+                yield f"/proc/self/fd/{fd}"
+            finally:
+                os.close(fd)
+            return
+        assert self._spool is not None
+        self._spool.mkdir(mode=0o700, exist_ok=True)
+        path = None
+        try:
+            with tempfile.NamedTemporaryFile(prefix=f"traces-{os.getpid()}-", suffix=".jsonl", dir=self._spool,
+                                             delete=False) as f:
+                path = f.name
+                f.write(payload)
+            yield path
+        finally:
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            with contextlib.suppress(OSError):
+                self._spool.rmdir()
 
     def _sweep_spool(self) -> None:
         """Delete batch files left by a process killed during an insert (they hold trace text). Files of this

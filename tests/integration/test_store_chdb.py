@@ -13,6 +13,7 @@ import os
 import select
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ragmon.store import (
 )
 from ragmon.store.client import parse_dsn
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
+from ragmon.store.trace_json import TraceRows
 from tests.conftest import make_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -467,3 +469,20 @@ def test_traces_are_merged_column_by_column_from_the_first_merge(store: ClickHou
     ddl = store.query(f"SHOW CREATE TABLE {store.table('traces')}").result_rows[0][0]
     assert "vertical_merge_algorithm_min_rows_to_activate = 1" in ddl
     assert "vertical_merge_algorithm_min_bytes_to_activate = 0" in ddl
+
+
+def test_inserted_trace_parts_are_compact(store: ClickHouseStore):
+    """Migration 0009: an ingest batch becomes one compact part (one data and one marks file for all columns),
+    not a file pair per column and substream."""
+    ddl = store.query(f"SHOW CREATE TABLE {store.table('traces')}").result_rows[0][0]
+    assert "min_bytes_for_wide_part = 134217728" in ddl
+    rows = TraceRows()
+    for i in range(20):
+        rows.add(decode_trace(json.dumps(make_trace(trace_id=f"compact-{i}")).encode()).trace,
+                 SourcePosition("t", 0, i))
+    store.insert_trace_rows(rows, dedup_token=f"compact-{uuid.uuid4()}")
+    types = store.query_rows(
+        "SELECT DISTINCT part_type FROM system.parts WHERE database = {db:String} AND table = 'traces' AND active",
+        {"db": store.database},
+    )
+    assert [r["part_type"] for r in types] == ["Compact"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import tempfile
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -175,6 +177,7 @@ def test_the_line_is_canonical_json_of_the_redacted_trace(name: str) -> None:
 def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHouseStore) -> None:
     """A kill -9 during an insert leaves its batch file (trace text); the next process to open the store
     deletes it, and this process's own files (other stores of this process may be inserting) are kept."""
+    store.in_memory_batches = False  # the spool is where batches go without memfd (not Linux)
     spool = store._spool
     assert spool is not None
     spool.mkdir(mode=0o700, exist_ok=True)
@@ -188,3 +191,22 @@ def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHo
     rows.add(_decoded(make_trace()), SourcePosition("t", 0, 1))
     store.insert_trace_rows(rows, dedup_token="spool")
     assert not spool.exists()  # the file and the then empty directory are removed after the insert
+
+
+def test_on_linux_a_batch_never_touches_the_disk_outside_clickhouse(store: ClickHouseStore, monkeypatch) -> None:
+    """The batch goes to ClickHouse through an anonymous in-memory file: trace text is not written to a
+    temporary file, and a killed process leaves nothing behind to sweep."""
+    assert sys.platform != "linux" or store.in_memory_batches
+
+    def no_disk(*args, **kwargs):
+        raise AssertionError("a batch was written to a temporary file")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", no_disk)
+    rows = TraceRows()
+    for i in range(3):
+        rows.add(_decoded(make_trace(trace_id=f"memfd-{i}")), SourcePosition("t", 0, i))
+    assert store.insert_trace_rows(rows, dedup_token="memfd") == 3
+    assert store.insert_trace_rows(rows, dedup_token="memfd") == 3  # the same token again: deduplicated
+    got = store.query_rows(f"SELECT trace_id FROM {store.table('traces')} WHERE trace_id LIKE 'memfd-%' ORDER BY trace_id")
+    assert [r["trace_id"] for r in got] == ["memfd-0", "memfd-1", "memfd-2"]
+    assert not store._spool.exists()
