@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -113,8 +112,11 @@ KNOWN_FIELDS = frozenset(FastTrace.__struct_fields__)
 assert KNOWN_FIELDS == frozenset(Trace.model_fields), "FastTrace must mirror Trace field for field"
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedTrace:
+# DecodedTrace and Rejection are built once per message: msgspec structs cost ~0.1 µs to build, a frozen
+# dataclass ~0.6 µs (its __init__ goes through object.__setattr__ for every field)
+
+
+class DecodedTrace(msgspec.Struct, frozen=True, gc=False):
     """A valid trace plus what the decoder noticed about it."""
 
     trace: FastTrace
@@ -122,8 +124,7 @@ class DecodedTrace:
     size_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+class Rejection(msgspec.Struct, frozen=True, gc=False):
     """Why a message is not a valid trace. ``reason`` is one of ``REASONS``; ``detail`` names the field."""
 
     reason: str
@@ -195,9 +196,8 @@ def to_model(trace: FastTrace) -> Trace:
 
 def _semantic_problem(trace: FastTrace, timestamp: str) -> Rejection | None:
     """Checks msgspec's type system cannot express: finiteness, time zones, the RFC 3339 grammar."""
-    for i, chunk in enumerate(trace.retrieved):
-        if not math.isfinite(chunk.score):
-            return Rejection("non_finite_score", f"$.retrieved[{i}].score is {chunk.score}")
+    # Scores are finite here: msgspec's JSON decoder refuses numbers outside the float range ("Number out of
+    # range"), and NaN and Infinity are not JSON; _classify_unparseable names both (tests/unit/test_decode.py).
     for stage, ms in trace.latency_ms.items():
         if not math.isfinite(ms) or ms < 0:
             return Rejection("invalid_value", f"$.latency_ms[{stage!r}] is {ms}; expected a finite number >= 0")

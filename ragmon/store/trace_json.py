@@ -38,17 +38,19 @@ class TraceRow(msgspec.Struct, frozen=True):
 
 
 #: the shape ClickHouse parses each line into (``input``/``file`` structure); unknown tuple keys
-#: (``retriever.parameters``, carried pre-rendered in ``retriever_params``) are ignored by the parser
+#: (``retriever.parameters``, carried pre-rendered in ``retriever_params``) are ignored by the parser. The
+#: optional texts (chunk text and tenant, citation quote, feedback comment) are stored as '' when absent, so they
+#: are read as String: a JSON null becomes '' (``input_format_null_as_default``), with no null map to build
 TRACE_JSON_STRUCTURE = (
     "trace Tuple(trace_id String, query_id String, timestamp String, "
     "retriever Tuple(name String, version String, variant String), corpus_snapshot String, index_version String, "
     "question String, category String, tags Array(String), tenant String, user_scope Array(String), "
     "retrieved Array(Tuple(chunk_id String, score Float64, rank UInt32, doc_id String, doc_version String, "
-    "text Nullable(String), tenant Nullable(String))), context Tuple(chunk_ids Array(String), tokens Nullable(UInt32)), "
-    "answer String, behaviour String, citations Array(Tuple(sentence UInt32, chunk_id String, quote Nullable(String))), "
+    "text String, tenant String)), context Tuple(chunk_ids Array(String), tokens Nullable(UInt32)), "
+    "answer String, behaviour String, citations Array(Tuple(sentence UInt32, chunk_id String, quote String)), "
     "model Tuple(name String, version String), prompt Tuple(id String, version String), latency_ms Map(String, Float64), "
     "tokens Tuple(prompt UInt32, completion UInt32), cost_usd Float64, error String, "
-    "feedback Tuple(rating Nullable(Int8), comment Nullable(String)), attributes Map(String, String)), "
+    "feedback Tuple(rating Nullable(Int8), comment String), attributes Map(String, String)), "
     "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset Int64"
 )
 
@@ -59,17 +61,20 @@ SELECT trace.trace_id, trace.query_id, parseDateTime64BestEffort(trace.timestamp
     trace.retriever.name, trace.retriever.version, trace.retriever.variant, retriever_params,
     trace.corpus_snapshot, trace.index_version, trace.question, trace.category, trace.tags, trace.tenant,
     trace.user_scope, arrayMap(x -> x.chunk_id, _r), arrayMap(x -> x.doc_id, _r), arrayMap(x -> x.doc_version, _r),
-    arrayMap(x -> x.score, _r), arrayMap(x -> x.rank, _r), arrayMap(x -> ifNull(x.text, ''), _r),
-    arrayMap(x -> ifNull(x.tenant, ''), _r), trace.context.chunk_ids, trace.context.tokens, trace.answer,
+    arrayMap(x -> x.score, _r), arrayMap(x -> x.rank, _r), arrayMap(x -> x.text, _r),
+    arrayMap(x -> x.tenant, _r), trace.context.chunk_ids, trace.context.tokens, trace.answer,
     trace.behaviour, arrayMap(x -> x.sentence, trace.citations), arrayMap(x -> x.chunk_id, trace.citations),
-    arrayMap(x -> ifNull(x.quote, ''), trace.citations), trace.model.name, trace.model.version, trace.prompt.id,
+    arrayMap(x -> x.quote, trace.citations), trace.model.name, trace.model.version, trace.prompt.id,
     trace.prompt.version, trace.latency_ms, latency_total_ms, trace.tokens.prompt, trace.tokens.completion,
-    trace.cost_usd, trace.error, trace.feedback.rating, ifNull(trace.feedback.comment, ''), trace.attributes,
+    trace.cost_usd, trace.error, trace.feedback.rating, trace.feedback.comment, trace.attributes,
     source_topic, source_partition, source_offset, fromUnixTimestamp64Milli({ingested_at_ms:Int64}, 'UTC')"""
 
 #: parse floats exactly as Python does (the default fast path may differ in the last bit); one parsing
-#: thread (a batch is a few MB: the parallel parser's threads cost more CPU than they save)
-TRACE_JSON_SETTINGS = {"precise_float_parsing": 1, "input_format_parallel_parsing": 0}
+#: thread (a batch is a few MB: the parallel parser's threads cost more CPU than they save); no replacing merge
+#: of the inserted block (ReplacingMergeTree's ``optimize_on_insert``: ~3 µs per trace): a trace sent twice within
+#: one batch collapses under FINAL and in merges, as one sent in two batches always did
+TRACE_JSON_SETTINGS = {"precise_float_parsing": 1, "input_format_parallel_parsing": 0, "optimize_on_insert": 0,
+                       "input_format_null_as_default": 1}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _encoder = msgspec.json.Encoder()

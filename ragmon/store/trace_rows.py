@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from ragmon.contracts.decode import FastTrace
 
@@ -33,13 +34,16 @@ SELECT_TRACE_COLUMNS = ", ".join(c for c in TRACE_COLUMNS if c not in ("source_t
                                                                           "source_offset", "ingested_at"))
 
 
-@dataclass(frozen=True, slots=True)
-class SourcePosition:
-    """Where a trace came from (for lineage and the dedup token)."""
+class SourcePosition(msgspec.Struct, frozen=True, gc=False):
+    """Where a trace came from (for lineage and the dedup token). A msgspec struct: one is built per trace."""
 
     topic: str = ""
     partition: int = -1
     offset: int = -1
+
+
+#: the position of a trace that was not read from a topic (fixtures, columnar inserts)
+_NOWHERE = SourcePosition()
 
 
 def total_latency(latency_ms: dict[str, float]) -> float:
@@ -60,7 +64,7 @@ class TraceColumns:
     def __len__(self) -> int:
         return len(self.columns["trace_id"])
 
-    def add(self, t: FastTrace, source: SourcePosition = SourcePosition(), *, size_bytes: int = 0,
+    def add(self, t: FastTrace, source: SourcePosition = _NOWHERE, *, size_bytes: int = 0,
             ingested_at: datetime | None = None) -> None:
         c = self.columns
         retrieved = sorted(t.retrieved, key=lambda r: r.rank) if _unsorted(t.retrieved) else t.retrieved
