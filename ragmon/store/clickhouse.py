@@ -24,7 +24,13 @@ from ragmon.config import StoreSettings
 from ragmon.errors import PermanentStoreError, StoreError
 from ragmon.store.client import open_client, parse_dsn, translate
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
-from ragmon.store.trace_json import TRACE_JSON_SELECT, TRACE_JSON_SETTINGS, TRACE_JSON_STRUCTURE, TraceRows
+from ragmon.store.trace_json import (
+    TRACE_JSON_FORMAT,
+    TRACE_JSON_SELECT,
+    TRACE_JSON_SETTINGS,
+    TRACE_JSON_STRUCTURE,
+    TraceRows,
+)
 from ragmon.store.trace_rows import TRACE_COLUMNS
 
 TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labels", "drift_checks")
@@ -169,7 +175,7 @@ class ClickHouseStore:
     def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int:
         """Insert a ``TraceRows`` batch into ``traces``; return its row count. Same token rule as ``insert_columns``.
 
-        Embedded: ClickHouse reads the JSON lines from a file (``file()``; chDB does not feed inline data to
+        Embedded: ClickHouse reads the compact JSON lines from a file (``file()``; chDB does not feed inline data to
         ``input()``) and maps them with ``TRACE_JSON_SELECT``. A server gets the columnar insert of the same rows
         (its ``file()`` would read the server's disk). The settings go in the query's SETTINGS clause, the token
         as a query parameter: passed as client settings, chDB's driver would run eight statements per insert
@@ -183,7 +189,7 @@ class ClickHouseStore:
         if dedup_token:
             settings += ", insert_deduplication_token = {token:String}"
         sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
-               f"FROM file({{path:String}}, 'JSONEachRow', {{structure:String}}) SETTINGS {settings}")
+               f"FROM file({{path:String}}, '{TRACE_JSON_FORMAT}', {{structure:String}}) SETTINGS {settings}")
         with self._lock:  # the whole file's life: the spool directory is removed again when empty
             try:
                 with self._batch_file(rows.payload()) as path:

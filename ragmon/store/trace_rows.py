@@ -65,7 +65,9 @@ class TraceColumns:
         return len(self.columns["trace_id"])
 
     def add(self, t: FastTrace, source: SourcePosition = _NOWHERE, *, size_bytes: int = 0,
-            ingested_at: datetime | None = None) -> None:
+            ingested_at: datetime | None = None, retriever_params: str | None = None) -> None:
+        """Append one trace. ``retriever_params`` is the rendered parameters when ``t`` does not carry them
+        (a trace read back from a ``TraceRows`` line)."""
         c = self.columns
         retrieved = sorted(t.retrieved, key=lambda r: r.rank) if _unsorted(t.retrieved) else t.retrieved
         r = t.retriever
@@ -75,7 +77,9 @@ class TraceColumns:
         c["retriever_name"].append(r.name)
         c["retriever_version"].append(r.version)
         c["variant"].append(r.variant)
-        c["retriever_params"].append(json.dumps(r.parameters, sort_keys=True) if r.parameters else "")
+        if retriever_params is None:
+            retriever_params = json.dumps(r.parameters, sort_keys=True) if r.parameters else ""
+        c["retriever_params"].append(retriever_params)
         c["corpus_snapshot"].append(t.corpus_snapshot)
         c["index_version"].append(t.index_version)
         c["question"].append(t.question)
