@@ -47,7 +47,9 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragmon.config import KafkaSettings  # noqa: E402 - after the repo root is importable
+from bench.timing import best_of  # noqa: E402 - after the repo root is importable
+from ragmon.config import KafkaSettings  # noqa: E402
+from ragmon.contracts.decode import decode_trace  # noqa: E402
 
 console = Console()
 WORDS = ("consent policy refund invoice account password reset billing contract privacy data retention "
@@ -299,6 +301,14 @@ def freshness(bootstrap: str, rate: float, seconds: float, workdir: Path) -> dic
             "max": lat[-1] if lat else float("nan"), "achieved_rate": n / (time.time() - start)}
 
 
+def reference_ms() -> float:
+    """A fixed CPU-bound workload (decode and re-encode 2,000 traces), best of 5, in ms: this machine's speed
+    of the moment. The host's load moves every figure here by 10-30 %; runs are comparable when this is."""
+    rng = random.Random(7)
+    docs = [realistic_trace(i, rng) for i in range(2_000)]
+    return best_of(5, lambda: [json.dumps(json.loads(d)) for d in docs if decode_trace(d)]) * 1e3
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=80_000, help="traces for the throughput runs (default 80000)")
@@ -310,6 +320,7 @@ def main() -> None:
                     help="run (a) and (b) this many times, alternately, and print median (min–max) (default 1)")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="ragmon-bench-"))
+    speed = [reference_ms()]
     try:
         big, small = make_topic(args.bootstrap, args.partitions), make_topic(args.bootstrap, args.partitions)
         with console.status(f"producing {args.n:,} + {args.n // 2:,} traces"):
@@ -332,6 +343,7 @@ def main() -> None:
             empty = run_ingest(args.bootstrap, make_topic(args.bootstrap, args.partitions), workdir)
         with console.status(f"freshness at {args.rate:.0f} traces/s for {args.seconds:.0f}s"):
             fresh = freshness(args.bootstrap, args.rate, args.seconds, workdir)
+        speed.append(reference_ms())
         table = Table(title=f"ragmon ingest benchmark ({os.cpu_count()} cores, N={args.n:,}, "
                             f"{args.partitions} partitions, mean trace {total / args.n / 1024:.1f} KB)")
         table.add_column("measure")
@@ -365,6 +377,8 @@ def main() -> None:
         table.add_row(f"freshness p50 / p99 / max at {fresh['offered']:.0f}/s offered "
                       f"({fresh['achieved_rate']:.0f}/s achieved, {fresh['measured']:,} traces)",
                       f"{fresh['p50']:.2f} / {fresh['p99']:.2f} / {fresh['max']:.2f} s")
+        table.add_row("machine speed: reference workload at start / end (lower is faster)",
+                      f"{speed[0]:.0f} / {speed[1]:.0f} ms")
         console.print(table)
         console.print("freshness = produce → offsets committed (after the store acknowledged): an upper bound "
                       "of produce → queryable; ingest.flush_interval_seconds=1.0 (default)")
