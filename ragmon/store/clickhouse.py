@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import tempfile
@@ -33,6 +34,7 @@ from ragmon.store.trace_json import (
 )
 from ragmon.store.trace_rows import TRACE_COLUMNS
 
+log = logging.getLogger("ragmon.store")
 TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labels", "drift_checks")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -205,8 +207,14 @@ class ClickHouseStore:
         """The batch as a file the embedded engine's ``file()`` reads: on Linux an anonymous in-memory file
         (``memfd``: never on disk, gone with the process, read through ``/proc/self/fd``); elsewhere a private
         file in the spool directory, deleted after the insert (and at the next open after a crash)."""
+        fd = -1
         if self.in_memory_batches:
-            fd = os.memfd_create("ragmon-traces", os.MFD_CLOEXEC)
+            try:
+                fd = os.memfd_create("ragmon-traces", os.MFD_CLOEXEC)
+            except OSError as exc:  # e.g. a seccomp profile without memfd_create: the spool from now on
+                self.in_memory_batches = False
+                log.warning("in-memory batch files unavailable (%s); writing batches to %s", exc, self._spool)
+        if fd >= 0:
             try:
                 view = payload
                 while view:

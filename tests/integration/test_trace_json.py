@@ -216,3 +216,21 @@ def test_on_linux_a_batch_never_touches_the_disk_outside_clickhouse(store: Click
     got = store.query_rows(f"SELECT trace_id FROM {store.table('traces')} WHERE trace_id LIKE 'memfd-%' ORDER BY trace_id")
     assert [r["trace_id"] for r in got] == ["memfd-0", "memfd-1", "memfd-2"]
     assert not store._spool.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd is Linux's")
+def test_without_memfd_the_batch_goes_through_the_spool(store: ClickHouseStore, monkeypatch) -> None:
+    """A sandbox that refuses memfd_create (a strict seccomp profile) costs a warning, not the insert."""
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    store.in_memory_batches = True
+    rows = TraceRows()
+    rows.add(_decoded(make_trace(trace_id="spool-fallback")), SourcePosition("t", 0, 1))
+    assert store.insert_trace_rows(rows, dedup_token="spool-fallback") == 1
+    assert not store.in_memory_batches
+    got = store.query_rows(f"SELECT count() AS n FROM {store.table('traces')} WHERE trace_id = 'spool-fallback'")
+    assert got == [{"n": 1}]
+    assert not store._spool.exists()  # the spool file and directory are gone after the insert
