@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
+import os
 import platform
 import signal
 import threading
@@ -57,9 +58,10 @@ def tune_malloc() -> bool:
     ~450,000 page faults per 80,000 traces; with blocks up to 32 MiB taken from the heap, 256 MiB of free
     heap kept and 64 MiB of padding per heap growth, ~190,000–300,000, 5–7 µs less CPU per trace, 5–15 % more
     traces/s, at 40–70 MB more peak RSS (docs/ingest.md, "Memory"). Returns False, changing nothing, where the
-    C library is not glibc.
+    C library is not glibc or the environment says ``RAGMON_TUNE_MALLOC=0`` (glibc's defaults, or its
+    ``MALLOC_*_`` environment variables, then apply).
     """
-    if platform.libc_ver()[0] != "glibc":
+    if os.environ.get("RAGMON_TUNE_MALLOC", "1").strip() == "0" or platform.libc_ver()[0] != "glibc":
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

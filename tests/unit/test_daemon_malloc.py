@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -33,8 +34,9 @@ libc.free(block)
 """
 
 
-def _mmapped_blocks(mode: str) -> tuple[str, int]:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True, timeout=60)
+def _mmapped_blocks(mode: str, **env: str) -> tuple[str, int]:
+    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True, timeout=60,
+                         env={**os.environ, **env})
     tuned, blocks = out.stdout.split()
     return tuned, int(blocks)
 
@@ -42,3 +44,7 @@ def _mmapped_blocks(mode: str) -> tuple[str, int]:
 def test_tune_malloc_takes_large_buffers_from_the_heap():
     assert _mmapped_blocks("default") == ("None", 1)  # glibc's default: a fresh mapping for the block
     assert _mmapped_blocks("tuned") == ("True", 0)
+
+
+def test_ragmon_tune_malloc_0_leaves_glibc_alone():
+    assert _mmapped_blocks("tuned", RAGMON_TUNE_MALLOC="0") == ("False", 1)
