@@ -167,8 +167,9 @@ class KafkaTraceSource:
         for tp, records in batches.items():
             topic, part = tp.topic, tp.partition
             for r in records:
-                out.append(RawMessage(topic, part, r.offset, r.value if r.value is not None else b"",
-                                      tuple((k, v or b"") for k, v in (r.headers or ())), r.timestamp))
+                headers = tuple((k, v or b"") for k, v in r.headers) if r.headers else ()  # most messages have none
+                out.append(RawMessage(topic, part, r.offset, r.value if r.value is not None else b"", headers,
+                                      r.timestamp))
         return out
 
     def commit(self, offsets: Mapping[Partition, int]) -> None:
