@@ -188,41 +188,37 @@ class ClickHouseStore:
         if not self.embedded:
             return self.insert_columns("traces", rows.columns(), dedup_token=dedup_token)
         settings = ", ".join(f"{name} = {int(value)}" for name, value in TRACE_JSON_SETTINGS.items())
+        parameters: dict[str, Any] = {"structure": TRACE_JSON_STRUCTURE, "ingested_at_ms": rows.ingested_at_ms}
         if dedup_token:
             settings += ", insert_deduplication_token = {token:String}"
+            parameters["token"] = dedup_token
         sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
                f"FROM file({{path:String}}, '{TRACE_JSON_FORMAT}', {{structure:String}}) SETTINGS {settings}")
         with self._lock:  # the whole file's life: the spool directory is removed again when empty
             try:
                 with self._batch_file(rows.payload()) as path:
-                    parameters = {"path": path, "structure": TRACE_JSON_STRUCTURE,
-                                  "ingested_at_ms": rows.ingested_at_ms, "token": dedup_token or ""}
-                    self._client.command(sql, parameters=parameters)
+                    self._client.command(sql, parameters={**parameters, "path": path})
             except Exception as exc:  # noqa: BLE001
                 raise translate(exc, "insert into traces failed") from None
         return len(rows)
 
-    @contextlib.contextmanager
-    def _batch_file(self, payload: memoryview) -> Iterator[str]:
+    def _batch_file(self, payload: memoryview) -> contextlib.AbstractContextManager[str]:
         """The batch as a file the embedded engine's ``file()`` reads: on Linux an anonymous in-memory file
-        (``memfd``: never on disk, gone with the process, read through ``/proc/self/fd``); elsewhere a private
-        file in the spool directory, deleted after the insert (and at the next open after a crash)."""
-        fd = -1
+        (``memfd``: never on disk, gone with the process); elsewhere, or where memfd is refused, a private file in
+        the spool directory."""
         if self.in_memory_batches:
             try:
                 fd = os.memfd_create("ragmon-traces", os.MFD_CLOEXEC)
             except OSError as exc:  # e.g. a seccomp profile without memfd_create: the spool from now on
                 self.in_memory_batches = False
                 log.warning("in-memory batch files unavailable (%s); writing batches to %s", exc, self._spool)
-        if fd >= 0:
-            try:
-                view = payload
-                while view:
-                    view = view[os.write(fd, view):]
-                yield f"/proc/self/fd/{fd}"
-            finally:
-                os.close(fd)
-            return
+            else:
+                return _memfd_file(fd, payload)
+        return self._spool_file(payload)
+
+    @contextlib.contextmanager
+    def _spool_file(self, payload: memoryview) -> Iterator[str]:
+        """A private file in the spool directory, deleted after the insert (and at the next open after a crash)."""
         assert self._spool is not None
         self._spool.mkdir(mode=0o700, exist_ok=True)
         path = None
@@ -265,3 +261,15 @@ class ClickHouseStore:
                 self._client.close()
             except Exception:  # noqa: BLE001,S110 - closing is best effort
                 pass
+
+
+@contextlib.contextmanager
+def _memfd_file(fd: int, payload: memoryview) -> Iterator[str]:
+    """``payload`` written to the in-memory file ``fd``, as a path this process can open; ``fd`` closed after."""
+    try:
+        view = payload
+        while view:
+            view = view[os.write(fd, view):]
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
