@@ -205,10 +205,7 @@ class _Tokens(_Positional):
 
 class _Feedback(_Positional):
     rating: int | None
-    comment: str | None
-
-    def __bool__(self) -> bool:  # TraceColumns reads "no feedback" as a false value, as FastTrace's None
-        return self.rating is not None or self.comment is not None
+    comment: str | None  # absent feedback is written as (null, null): TraceColumns stores None and ''
 
 
 class _Trace(_Positional):
