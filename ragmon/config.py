@@ -90,7 +90,10 @@ class IngestSettings(_Section):
     max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600, description="Larger messages are dead-lettered.")
     redact_fields: list[str] = Field(
         default_factory=lambda: ["question", "answer"],
-        description="Trace fields the redaction patterns apply to (question, answer, retrieved_text, quotes).",
+        description=(
+            "Trace fields the redaction patterns apply to: any of question, answer, retrieved_text, quotes, error, "
+            "feedback_comment."
+        ),
     )
     redact_patterns: dict[str, str] = Field(
         default_factory=lambda: {
