@@ -150,7 +150,10 @@ class Telemetry:
             window_labels, registry=r,
         )
         self.drift_last_check = Gauge(
-            "ragmon_drift_last_check_timestamp_seconds", "Unix time the last drift check completed.", registry=r
+            "ragmon_drift_last_check_timestamp_seconds",
+            "Unix time the last drift check completed; the drift role's start time until its first check completes; "
+            "0 in a process without the drift role.",
+            registry=r,
         )
         self.drift_check_duration = Gauge(
             "ragmon_drift_check_duration_seconds", "Wall time of the last drift check.", registry=r

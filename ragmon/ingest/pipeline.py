@@ -94,6 +94,7 @@ class IngestPipeline:
         self.last_error: str | None = None
         self.last_lag: dict[Partition, int] = {}
         self._lag_complete = False
+        self._lag_series: set[Partition] = set()  # partitions with a consumer-lag series on /metrics
         source.set_revoke_handler(self._on_revoke)
 
     # -- the loop ---------------------------------------------------------------------------------------------
@@ -346,11 +347,21 @@ class IngestPipeline:
     def _update_lag(self) -> None:
         try:
             self.last_lag = self.source.lag()
-            self._lag_complete = set(self.last_lag) == self.source.assignment()
+            assigned = self.source.assignment()
+            self._lag_complete = set(self.last_lag) == assigned
             for (topic, part), lag in self.last_lag.items():
                 self.t.ingest_consumer_lag.labels(topic, str(part)).set(lag)
+                self._lag_series.add((topic, part))
+            self._drop_lag_series(self._lag_series - assigned)
         except Exception as exc:  # noqa: BLE001 - a metric must never stop the loop
             log.debug("lag update failed: %s", exc)
+
+    def _drop_lag_series(self, parts: set[Partition]) -> None:
+        """Stop exporting the lag of partitions this replica no longer owns: a frozen value left behind after a
+        rebalance would win ``max by (topic, partition)`` in the alert rules and page for a drained partition."""
+        for topic, part in parts & self._lag_series:
+            self.t.ingest_consumer_lag.remove(topic, str(part))
+            self._lag_series.discard((topic, part))
 
     # -- rebalance --------------------------------------------------------------------------------------------
 
@@ -387,4 +398,5 @@ class IngestPipeline:
                 self.t.ingest_paused.set(0)
         self.assembler.forget(parts)
         self.ledger.forget(parts)
+        self._drop_lag_series(parts)
         return offsets

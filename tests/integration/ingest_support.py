@@ -85,7 +85,8 @@ def count_in_subprocess(chdb: Path) -> dict[str, Any]:
         f"s = ClickHouseStore.open(StoreSettings(dsn=SecretStr('chdb://{chdb}'))); t = s.table('traces'); "
         "print(json.dumps({'final': int(s.command(f'SELECT count() FROM {t} FINAL')), "
         "'raw': int(s.command(f'SELECT count() FROM {t}')), "
-        "'ids': [r[0] for r in s.query(f'SELECT trace_id FROM {t} FINAL').result_rows]}))"
+        "'ids': [r[0] for r in s.query(f'SELECT trace_id FROM {t} FINAL').result_rows], "
+        "'positions': [list(r) for r in s.query(f'SELECT source_partition, source_offset FROM {t} FINAL').result_rows]}))"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))

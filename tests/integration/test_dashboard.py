@@ -4,7 +4,6 @@ promtool as recording rules) over metrics ragmon really exports."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from ragmon.telemetry import Telemetry
+from tests.support.missing import missing
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "ragmon-drift.json"
 
@@ -52,9 +52,7 @@ def test_dashboard_queries_use_exported_metrics() -> None:
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("promtool not found; install Debian's prometheus package")
-        pytest.skip("promtool not found")
+        missing("promtool not found; install Debian's prometheus package (apt-get install -y prometheus)")
     rules = [{"record": f"dashboard:query{i}", "expr": expr.replace("$retriever", ".*").replace("$variant", ".*")
               .replace("$stratum", ".*")} for i, expr in enumerate(_targets())]
     path = tmp_path / "dashboard-queries.yaml"

@@ -79,6 +79,20 @@ def test_role_runs_on_schedule_and_survives_a_failing_check(store) -> None:
     assert role.liveness()[0] is False
 
 
+def test_the_last_check_gauge_holds_the_role_start_until_a_check_completes(store) -> None:
+    # RagmonDriftCheckStale ignores 0 (a process without the drift role) and fires on an old timestamp: a role
+    # whose checks all fail must therefore export its start time, not 0
+    telemetry = Telemetry()
+    gauge = "ragmon_drift_last_check_timestamp_seconds"
+    checker = DriftChecker(store, DriftSettings(features=["top1_score"]), telemetry, clock=ManualClock(NOW))
+    assert telemetry.registry.get_sample_value(gauge) == 0
+    store.command(f"RENAME TABLE {store.table('traces')} TO {store.table('traces_away')}")  # every check fails
+    role = DriftRole(checker, 600, wait=lambda stop, seconds: True)  # one slot, then stop
+    role.run(threading.Event())
+    assert role.last_error is not None and role.last_success is None
+    assert telemetry.registry.get_sample_value(gauge) == NOW.timestamp()
+
+
 def test_reports_escape_hostile_names(store) -> None:
     hostile = "<script>alert(1)</script>[bold red]x"
     _traffic(store, shift=0.3, strata=(hostile,))

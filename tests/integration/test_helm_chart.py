@@ -4,13 +4,14 @@ ingest and score, one drift replica, rules copied from alerts/)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "ragmon"
@@ -22,9 +23,7 @@ def _helm() -> str:
         (str(p) for p in (Path.home() / "go/bin/helm", Path("/usr/local/bin/helm")) if p.exists()), None
     )
     if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("helm is not installed; scripts/setup-system installs it with `go install`")
-        pytest.skip("helm is not installed (scripts/setup-system installs it)")
+        missing("helm is not installed; scripts/setup-system installs it with `go install`")
     return found
 
 

@@ -127,6 +127,11 @@ def test_kill_9_in_every_crash_window_then_restart_stores_each_trace_exactly_onc
         assert f"ragmon-fault: {point}" in logs[point]  # the fault visibly happened
     after_kills = count_in_subprocess(chdb)
     assert len(set(after_kills["ids"])) < len(expected), "the kills must interrupt ingestion before the end"
+    # the after_insert kill left an acknowledged but uncommitted batch: stored traces at or past the committed
+    # offsets, which the restart reads and writes again
+    before = committed(kafka_bootstrap, group)
+    stored_past_commit = [(p, o) for p, o in after_kills["positions"] if o >= before.get(p, 0)]
+    assert stored_past_commit, f"no stored trace lies past the committed offsets {before}"
     final = subprocess.run(cmd + ["--exit-when-idle", "2"], env=ingest_env(chdb), capture_output=True, text=True,
                            timeout=300, cwd=ROOT)
     assert final.returncode == 0, final.stderr[-3000:]
@@ -134,9 +139,8 @@ def test_kill_9_in_every_crash_window_then_restart_stores_each_trace_exactly_onc
     result = count_in_subprocess(chdb)
     assert exactly_once_problems(result, expected) == []
     assert result["final"] == len(expected)
-    # the after_insert kill left an acknowledged but uncommitted batch: it was re-read and written again,
-    # and only FINAL (ReplacingMergeTree) or the insert token made it count once
-    assert result["raw"] >= len(expected)
+    # (the traces stored past the commit were read and written again, and still count once above: by the
+    # insert's dedup token, or under FINAL)
     print(f"kill -9 test: {result['raw']} rows on disk, {result['final']} under FINAL, {len(expected)} produced")
 
 

@@ -4,7 +4,6 @@ keyboard, see the judge's verdicts revealed and the label stored; hostile docume
 
 from __future__ import annotations
 
-import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.integration.review.support import (
     week_traces,
 )
 from tests.integration.review.test_web import HOSTILE
+from tests.support.missing import missing
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -35,9 +35,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 @pytest.fixture
 def chromium_path() -> str:
     if not shutil.which(CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: scripts/setup-system installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+        missing(f"{CHROMIUM} is missing: scripts/setup-system installs Debian's chromium")
     return CHROMIUM
 
 

@@ -73,9 +73,11 @@ def _wait_for(check: Callable[[], Any], what: str, timeout: float = 90.0) -> Any
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _metric(base: str, name: str) -> float:
+def _metric(base: str, name: str, labels: str = "") -> float:
+    """The sum of ``name``'s samples whose label set contains ``labels`` (e.g. 'outcome="ok"')."""
     text = httpx.get(f"{base}/metrics", timeout=10).text
-    return sum(float(m.group(1)) for m in re.finditer(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.MULTILINE))
+    return sum(float(m.group(2)) for m in re.finditer(rf"^{name}(?:{{([^}}]*)}})? (\S+)$", text, re.MULTILINE)
+               if labels in (m.group(1) or ""))
 
 
 def test_run_all_roles_ingests_scores_and_stops_cleanly(tmp_path: Path, kafka_bootstrap: str, new_topic: Any) -> None:
@@ -98,7 +100,7 @@ def test_run_all_roles_ingests_scores_and_stops_cleanly(tmp_path: Path, kafka_bo
         assert httpx.get(f"{base}/review/", timeout=10).status_code in (302, 303, 401)
         queue = httpx.get(f"{base}/review/api/v1/weeks", headers={"Authorization": "Bearer " + "t" * 32}, timeout=10)
         assert queue.status_code == 200, queue.text
-        _wait_for(lambda: _metric(base, "ragmon_drift_last_check_timestamp_seconds") > 0, "a drift check")
+        _wait_for(lambda: _metric(base, "ragmon_drift_checks_total", 'outcome="ok"') > 0, "a drift check")
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)

@@ -168,6 +168,28 @@ def test_revoke_while_store_down_commits_nothing_and_loses_nothing(rig):
     assert r.source.committed == {(T, 0): 5}
 
 
+def test_lag_series_of_partitions_given_away_are_removed_from_metrics(rig):
+    # a frozen lag left on /metrics by the old owner would win max by (topic, partition) and page on-call
+    r = rig(max_batch_rows=1000, flush_interval_seconds=100)
+    for part in (0, 1, 2):
+        r.source.append(T, part, [trace_bytes(trace_id=f"t{part}-{i}") for i in range(3)])
+    lag = "ragmon_ingest_consumer_lag_messages"
+
+    def series() -> set[str]:
+        return {s.labels["partition"] for m in r.telemetry.registry.collect() if m.name == lag for s in m.samples}
+
+    r.pipeline.step()
+    assert series() == {"0", "1", "2"}
+    r.source.revoke({(T, 1)})  # the rebalance listener's path
+    del r.source.partitions[(T, 1)]
+    assert series() == {"0", "2"}
+    del r.source.partitions[(T, 2)]  # gone from the assignment without a revoke (partitions lost)
+    r.clock.advance(5)
+    r.pipeline.step()
+    assert series() == {"0"}
+    assert r.metric(lag, {"topic": T, "partition": "0"}) == 0
+
+
 def test_shutdown_flushes_and_commits(rig):
     r = rig(max_batch_rows=1000, flush_interval_seconds=100)
     r.source.append(T, 0, [trace_bytes() for _ in range(3)])
