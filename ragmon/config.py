@@ -125,6 +125,28 @@ class IngestSettings(_Section):
 class ServerSettings(_Section):
     host: str = Field("127.0.0.1", description="Address the HTTP server (/metrics, /healthz, /readyz, review UI) binds.")
     port: int = Field(9108, ge=0, le=65535, description="HTTP port (0 picks a free one).")
+    forwarded_allow_ips: str = Field(
+        "127.0.0.1", min_length=1,
+        description="Reverse proxies whose X-Forwarded-For names the client (comma-separated addresses or networks, "
+        "or '*'). Sign-in throttling counts per client address: behind an Ingress, list the ingress controller's "
+        "pod network, or every client shares the proxy's address.",
+    )
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _forwarded_hosts(cls, v: str) -> str:
+        import ipaddress
+
+        hosts = [h.strip() for h in v.split(",")]
+        if "*" in hosts and len(hosts) > 1:
+            raise ValueError("'*' (trust every proxy) stands alone, not in a list")
+        for host in hosts:
+            if host != "*":
+                try:
+                    ipaddress.ip_network(host)  # strict, as uvicorn reads it: 10.0.0.0/8, not 10.0.0.1/8
+                except ValueError:
+                    raise ValueError(f"{host!r} is not an IP address or network (e.g. 10.0.0.0/8), nor '*'") from None
+        return v
 
 
 class ReviewUser(_Section):

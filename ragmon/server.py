@@ -103,9 +103,12 @@ class ServerHandle:
         self._thread.join(timeout)
 
 
-def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0) -> ServerHandle:
-    """Start ``app`` on ``host:port`` (0 = any free port) in a background thread; return once listening."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
+          forwarded_allow_ips: str = "127.0.0.1") -> ServerHandle:
+    """Start ``app`` on ``host:port`` (0 = any free port) in a background thread; return once listening.
+    ``forwarded_allow_ips``: proxies whose X-Forwarded-For header gives the client address (server settings)."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
+                            proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
     thread = threading.Thread(target=server.run, name="ragmon-http", daemon=True)

@@ -63,7 +63,8 @@ def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: 
     health.add_liveness("roles", daemon.liveness_check)
     health.add_readiness("store", store.readiness)
     app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
-    handle = serve(app_, settings.server.host, settings.server.port)
+    handle = serve(app_, settings.server.host, settings.server.port,
+                   forwarded_allow_ips=settings.server.forwarded_allow_ips)
     if role.context.auth.ephemeral_key:
         err_console.print("warning: review.session_secret is not set: sessions end when this process restarts and "
                           "are not shared between replicas", highlight=False)

@@ -36,7 +36,7 @@ def run(
     daemon = process.daemon()
     app = create_app(process.telemetry, process.health, process.routers, title="ragmon")
     bind = settings.server.host
-    handle = serve(app, bind, settings.server.port)
+    handle = serve(app, bind, settings.server.port, forwarded_allow_ips=settings.server.forwarded_allow_ips)
     base = f"http://{bind}:{handle.port}"
     console.print(f"ragmon running roles: {', '.join(process.role_names)}", highlight=False)
     console.print(f"store {mask_dsn(secret_value(settings.store.dsn) or '')} · metrics {base}/metrics · "

@@ -153,8 +153,10 @@ def _documents(span: Span) -> list[dict[str, Any]]:
             except ValueError:
                 meta = None
         meta = meta if isinstance(meta, dict) else {}
-        chunk = {"chunk_id": str(d.get("document.id", f"doc-{i}")), "score": d.get("document.score", 0.0),
-                 "rank": rank, "doc_id": str(meta.get("doc_id", "")), "doc_version": str(meta.get("doc_version", ""))}
+        chunk = {"chunk_id": str(d.get("document.id", f"doc-{i}")), "rank": rank,
+                 "doc_id": str(meta.get("doc_id", "")), "doc_version": str(meta.get("doc_version", ""))}
+        if "document.score" in d:  # never invented: without it the trace is refused, as a native one would be
+            chunk["score"] = d["document.score"]
         if "document.content" in d:
             chunk["text"] = d["document.content"]
         out.append(chunk)

@@ -56,7 +56,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
             if user is not None:
                 return Caller(user, False, "")
         else:
-            session = ctx.auth.read_session(request.cookies.get(SESSION_COOKIE))
+            session = ctx.session(request.cookies.get(SESSION_COOKIE))
             if session is not None:
                 return Caller(session.username, True, session.csrf)
         raise HTTPException(401, "sign in: send 'Authorization: Bearer <token>' or the review session cookie",
@@ -95,7 +95,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         return QueueOut(**WeekOut.of(data, who.username).model_dump(),
                         items=[QueueItemOut.of(i, who.username) for i in data.items])
 
-    @router.get("/weeks/{week}/items/{trace_id}", response_model=ItemOut,
+    @router.get("/weeks/{week}/items/{trace_id:path}", response_model=ItemOut,
                 responses={410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."}},
                 summary="One item; verdicts and others' labels once the caller labelled it")
     def item(week: WeekParam, trace_id: TraceParam, who: Who) -> ItemOut:
@@ -105,7 +105,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         return ItemOut.of(week, build_item_view(trace), labels, disagreements(labels),
                           load_verdicts(ctx.store, week, trace_id) if revealed else [], who.username)
 
-    @router.put("/weeks/{week}/items/{trace_id}/label", response_model=LabelOut,
+    @router.put("/weeks/{week}/items/{trace_id:path}/label", response_model=LabelOut,
                 responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
                            411: {"model": ErrorOut, "description": "A chunked body without Content-Length."},
                            413: {"model": ErrorOut, "description": "The body is larger than 1 MiB."},

@@ -2,9 +2,11 @@
 
 Owns who a request is. Users come from the ``review`` config section (and ``users_file``); passwords are
 stored only as scrypt hashes and API tokens only as SHA-256 digests, compared in constant time. A session is a
-cookie signed with HMAC (itsdangerous) holding the user name, an expiry and the session's CSRF token, so no
-session table is needed; every replica sharing ``session_secret`` accepts it. Rotating the secret, or removing
-the user from config, ends every session of theirs. Must not: render pages, touch the store, or log secrets.
+cookie signed with HMAC (itsdangerous) holding the user name, an expiry, the session's CSRF token and a mark of
+the user's password hash, so no session table is needed; every replica sharing ``session_secret`` accepts it.
+Rotating the secret, changing the user's password hash, or removing the user from config ends every session of
+theirs; signing out ends one (``sessions.py`` records it in the store). Must not: render pages, touch the store,
+or log secrets.
 """
 
 from __future__ import annotations
@@ -107,40 +109,73 @@ class Session:
 
 
 class LoginThrottle:
-    """Counts failed sign-ins per (user, address) in a sliding window; thread-safe, in memory, bounded."""
+    """Failed sign-ins in a sliding window; thread-safe, in memory, bounded.
+
+    Three counts, each blocking once it reaches its limit within ``window_seconds``:
+
+    - per (user, address), ``max_failures``: one client guessing one reviewer's password;
+    - per address, ``AddressFactor`` × that: one client trying many user names (each costs an scrypt);
+    - per user, ``UserFactor`` × that: many clients guessing one reviewer's password.
+
+    A single client can therefore never lock a reviewer out (its own pair blocks first), and can make at most
+    ``AddressFactor × max_failures`` password checks per window. Keys are SHA-256 digests, so a megabyte-long
+    user name costs 32 bytes; keys with nothing left in the window are dropped, and at ``max_keys`` the oldest go.
+    """
+
+    AddressFactor = 10
+    UserFactor = 10
 
     def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float], max_keys: int = 10_000):
         self.max_failures, self.window, self._clock, self._max_keys = max_failures, window_seconds, clock, max_keys
-        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self._failures: dict[bytes, deque[float]] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str]) -> deque[float]:
-        q = self._failures.get(key, deque())
-        while q and q[0] <= self._clock() - self.window:
+    @staticmethod
+    def _keys(username: str, address: str) -> tuple[bytes, bytes, bytes]:
+        def digest(kind: str, value: str) -> bytes:
+            return hashlib.sha256(f"{kind}\0{value}".encode(errors="replace")).digest()
+
+        return digest("pair", f"{username}\0{address}"), digest("address", address), digest("user", username)
+
+    def _recent(self, key: bytes) -> int:
+        q = self._failures.get(key)
+        if q is None:
+            return 0
+        cutoff = self._clock() - self.window
+        while q and q[0] <= cutoff:
             q.popleft()
-        return q
+        if not q:
+            del self._failures[key]
+        return len(q)
 
     def __len__(self) -> int:
-        """How many (user, address) pairs are tracked (bounded by ``max_keys``)."""
+        """How many keys are tracked (bounded by ``max_keys``)."""
         with self._lock:
             return len(self._failures)
 
     def blocked(self, username: str, address: str) -> bool:
+        pair, addr, user = self._keys(username, address)
         with self._lock:
-            return len(self._recent((username, address))) >= self.max_failures
+            return (self._recent(pair) >= self.max_failures
+                    or self._recent(addr) >= self.AddressFactor * self.max_failures
+                    or self._recent(user) >= self.UserFactor * self.max_failures)
 
     def failed(self, username: str, address: str) -> None:
+        now = self._clock()
         with self._lock:
-            if len(self._failures) >= self._max_keys:  # bounded: forget the oldest keys first
-                for key in list(self._failures)[: self._max_keys // 10]:
-                    del self._failures[key]
-            q = self._recent((username, address))
-            q.append(self._clock())
-            self._failures[(username, address)] = q
+            if len(self._failures) + 3 > self._max_keys:
+                for key in list(self._failures):  # drop what has expired …
+                    self._recent(key)
+                if len(self._failures) + 3 > self._max_keys:  # … then the oldest keys (dicts keep insertion order)
+                    for key in list(self._failures)[: max(3, self._max_keys // 10)]:
+                        del self._failures[key]
+            for key in self._keys(username, address):
+                self._failures.setdefault(key, deque()).append(now)
 
     def succeeded(self, username: str, address: str) -> None:
+        pair, _, _ = self._keys(username, address)
         with self._lock:
-            self._failures.pop((username, address), None)
+            self._failures.pop(pair, None)
 
 
 class Authenticator:
@@ -155,8 +190,10 @@ class Authenticator:
         if key is not None and len(key) < 32:
             raise ConfigError(["review.session_secret: must be at least 32 characters (e.g. `openssl rand -hex 32`)"])
         self.ephemeral_key = key is None
-        self._serializer = URLSafeSerializer(key or secrets.token_hex(32), salt="ragmon-review-session")
-        self._login_serializer = URLSafeSerializer(key or secrets.token_hex(32), salt="ragmon-review-login")
+        key = key or secrets.token_hex(32)
+        self._serializer = URLSafeSerializer(key, salt="ragmon-review-session")
+        self._login_serializer = URLSafeSerializer(key, salt="ragmon-review-login")
+        self._mark_key = hashlib.sha256(f"ragmon-review-credential\0{key}".encode()).digest()
         self.throttle = LoginThrottle(settings.login_max_failures, settings.login_lockout_seconds, clock)
 
     # -- credentials ------------------------------------------------------------------------------------------
@@ -179,23 +216,34 @@ class Authenticator:
 
     # -- sessions ---------------------------------------------------------------------------------------------
 
+    def _credential_mark(self, username: str) -> str:
+        """A keyed digest of the user's current password hash: a session signed before the hash changed fails."""
+        user = self.users.get(username)
+        encoded = (secret_value(user.password_hash) if user else None) or ""
+        return hmac.new(self._mark_key, f"{username}\0{encoded}".encode(), hashlib.sha256).hexdigest()[:22]
+
     def new_session(self, username: str) -> tuple[Session, str]:
         """A fresh session for ``username`` and its signed cookie value."""
         session = Session(username, secrets.token_urlsafe(32), self._clock() + self.max_age)
-        cookie = self._serializer.dumps({"u": session.username, "c": session.csrf, "e": session.expires_at})
+        cookie = self._serializer.dumps({"u": session.username, "c": session.csrf, "e": session.expires_at,
+                                         "k": self._credential_mark(username)})
         return session, cookie
 
     def read_session(self, cookie: str | None) -> Session | None:
-        """The session in a cookie, or None when missing, forged, expired, or the user was removed."""
+        """The session in a cookie, or None when missing, forged, expired, the user was removed or their password
+        changed. (Whether it was signed out is ``sessions.SignedOut``'s question.)"""
         if not cookie:
             return None
         try:
             data: Any = self._serializer.loads(cookie)
             session = Session(str(data["u"]), str(data["c"]), float(data["e"]))
+            mark = str(data["k"])
         except (BadSignature, KeyError, TypeError, ValueError):
             return None
         if session.expires_at <= self._clock() or session.username not in self.users:
             return None
+        if not hmac.compare_digest(mark.encode(), self._credential_mark(session.username).encode()):
+            return None  # the password changed since this session began
         return session
 
     # -- CSRF for the sign-in form (before a session exists: a signed double-submit token) ------------------

@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,9 +28,10 @@ from fastapi.routing import APIRoute
 from ragmon.config import ReviewSettings, secret_value
 from ragmon.daemon import PeriodicRole
 from ragmon.errors import StoreError
-from ragmon.review.auth import Authenticator
+from ragmon.review.auth import Authenticator, Session
 from ragmon.review.queue import load_week, weeks
 from ragmon.review.selection import SelectionResult, previous_week, select_week
+from ragmon.review.sessions import SignedOut
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 
@@ -46,6 +47,17 @@ class ReviewContext:
     settings: ReviewSettings
     telemetry: Telemetry | None
     clock: Callable[[], float]
+    signed_out: SignedOut = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.signed_out = SignedOut(self.store, self.clock)
+
+    def session(self, cookie: str | None) -> Session | None:
+        """The signed-in session of a cookie: signed, unexpired, the user's password unchanged, not signed out."""
+        session = self.auth.read_session(cookie)
+        if session is None or session in self.signed_out:
+            return None
+        return session
 
     def refresh_gauges(self) -> None:
         if self.telemetry is None:
@@ -62,6 +74,8 @@ class ReviewContext:
 
 #: the largest request body the review UI and API accept (a label with a long note is a few KB)
 MAX_BODY_BYTES = 1_048_576
+#: on every review response (the HTML pages add a Content-Security-Policy and framing rules of their own)
+RESPONSE_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
 class StoreAwareRoute(APIRoute):
@@ -81,12 +95,16 @@ class StoreAwareRoute(APIRoute):
                     return JSONResponse({"detail": f"the body must be at most {MAX_BODY_BYTES:,} bytes"},
                                         status_code=413)
             try:
-                return await handler(request)
+                response = await handler(request)
             except StoreError as exc:
                 log.warning("review request %s failed: %s", request.url.path, exc)
-                return JSONResponse({"detail": "the store is unavailable; try again in a minute "
-                                     f"({'retryable' if exc.retryable else 'permanent'} store error)"},
-                                    status_code=503, headers={"Retry-After": "60"})
+                response = JSONResponse({"detail": "the store is unavailable; try again in a minute "
+                                         f"({'retryable' if exc.retryable else 'permanent'} store error)"},
+                                        status_code=503, headers={"Retry-After": "60"})
+            # API responses carry questions, answers and document text: never cached, never sniffed as HTML
+            for name, value in RESPONSE_HEADERS.items():
+                response.headers.setdefault(name, value)
+            return response
 
         return route
 

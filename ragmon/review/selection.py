@@ -38,7 +38,10 @@ def parse_week(week: str) -> tuple[datetime, datetime]:
     except ValueError:
         raise InputError(f"week {week!r} does not exist (ISO years have 52 or 53 weeks)") from None
     start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    return start, start + timedelta(days=7)
+    try:
+        return start, start + timedelta(days=7)
+    except OverflowError:  # the last weeks of year 9999 end past the calendar
+        raise InputError(f"week {week!r} is out of range: the week must end before the year 10000") from None
 
 
 def iso_week(moment: datetime) -> str:

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -37,6 +38,13 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 _TRI = {"yes": True, "no": False, "unsure": None, "na": None}
+_TRI_FIELDS = {"answer_correct": "answer correct", "grounded": "grounded", "citations_supported": "citations supported",
+               "refusal_appropriate": "refusal appropriate"}
+#: longer credentials cannot be right (user names are at most 64 characters): refused without an scrypt
+MAX_USERNAME_CHARS, MAX_PASSWORD_CHARS = 64, 1024
+#: scrypt checks running at once (each takes ~16 MiB and tens of ms of CPU); more sign-ins wait their turn
+#: off the event loop, so a burst of sign-ins cannot stall /healthz or the other pages
+PASSWORD_CHECKS_AT_ONCE = 2
 _STATIC = {"review.js": "text/javascript", "review.css": "text/css"}
 
 
@@ -51,13 +59,14 @@ def _environment() -> Environment:
 def web_router(ctx: ReviewContext) -> APIRouter:
     router = APIRouter(prefix="/review", include_in_schema=False, route_class=StoreAwareRoute)
     env = _environment()
+    password_checks = anyio.CapacityLimiter(PASSWORD_CHECKS_AT_ONCE)
 
     def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(name).render(**values)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     def session_of(request: Request) -> Session | None:
-        return ctx.auth.read_session(request.cookies.get(SESSION_COOKIE))
+        return ctx.session(request.cookies.get(SESSION_COOKIE))
 
     def to_login(request: Request) -> RedirectResponse:
         target = quote(request.url.path + (f"?{request.url.query}" if request.url.query else ""), safe="")
@@ -90,7 +99,9 @@ def web_router(ctx: ReviewContext) -> APIRouter:
                                403)
         if ctx.auth.throttle.blocked(username, address):
             return _login_page(page, ctx, target, "Too many failed sign-ins; wait a few minutes and try again.", 429)
-        if not ctx.auth.check_password(username, password):
+        plausible = 0 < len(username) <= MAX_USERNAME_CHARS and len(password) <= MAX_PASSWORD_CHARS
+        if not plausible or not await anyio.to_thread.run_sync(ctx.auth.check_password, username, password,
+                                                               limiter=password_checks):
             ctx.auth.throttle.failed(username, address)
             return _login_page(page, ctx, target, "Wrong user name or password.", 401)
         ctx.auth.throttle.succeeded(username, address)
@@ -107,6 +118,8 @@ def web_router(ctx: ReviewContext) -> APIRouter:
         form = await request.form()
         if session and not csrf_ok(session.csrf, str(form.get("csrf_token", ""))):
             return error(session, 403, "Missing or wrong CSRF token: reload the page and try again.")
+        if session:  # ends this session everywhere, including copies of the cookie
+            await anyio.to_thread.run_sync(ctx.signed_out.end, session)
         response = RedirectResponse("/review/login", status_code=303, headers=SECURITY_HEADERS)
         response.delete_cookie(SESSION_COOKIE, path="/review")
         return response
@@ -146,6 +159,10 @@ def web_router(ctx: ReviewContext) -> APIRouter:
         if not session:
             return to_login(request)
         form = await request.form()
+        # the store calls run in a worker thread: a slow store must not stall the event loop (and /healthz)
+        return await anyio.to_thread.run_sync(label_from_form, session, week, trace_id, form)
+
+    def label_from_form(session: Session, week: str, trace_id: str, form: Any) -> Response:
         if not csrf_ok(session.csrf, str(form.get("csrf_token", ""))):
             return error(session, 403, "Missing or wrong CSRF token: reload the page and label again.")
         if _week_or_none(ctx, week) is None or not in_queue(ctx.store, week, trace_id):
@@ -153,17 +170,17 @@ def web_router(ctx: ReviewContext) -> APIRouter:
         trace = load_trace(ctx.store, week, trace_id)
         if trace is None:
             return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
+        unanswered = [title for name, title in _TRI_FIELDS.items() if str(form.get(name)) not in _TRI]
+        if unanswered:
+            return error(session, 400, f"Choose an answer for {', '.join(unanswered)}: yes, no or unsure.")
         try:
-            fields = {name: _TRI[str(form.get(name))] for name in
-                      ("answer_correct", "grounded", "citations_supported", "refusal_appropriate")}
+            fields = {name: _TRI[str(form.get(name))] for name in _TRI_FIELDS}
             label_in = LabelIn(**fields, expected_behaviour=str(form.get("expected_behaviour", "")),
                                note=str(form.get("note", "")), reference_answer=str(form.get("reference_answer", "")),
                                relevant_chunk_ids=[str(v) for v in form.getlist("relevant")],
                                add_to_golden=form.get("add_to_golden") == "1")
             stored = label_in.to_label(week, trace_id, session.username, datetime.fromtimestamp(ctx.clock(), UTC),
                                        {c["chunk_id"] for c in trace["retrieved"]})
-        except KeyError as exc:
-            return error(session, 400, f"Choose an answer for {exc.args[0]!s}: yes, no or unsure.")
         except ValidationError as exc:
             return error(session, 400, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
         except ValueError as exc:

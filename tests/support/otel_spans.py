@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
-def rag_spans(n: int, *, prefix: str = "q", docs: int = 3) -> list[ReadableSpan]:
-    """``n`` RAG queries: a CHAIN root with a RETRIEVER and an LLM child each (children finish first)."""
+def rag_spans(n: int, *, prefix: str = "q", docs: int = 3, scores: bool = True) -> list[ReadableSpan]:
+    """``n`` RAG queries: a CHAIN root with a RETRIEVER and an LLM child each (children finish first); without
+    ``scores``, the retrieved documents carry no ``document.score``."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -34,7 +35,8 @@ def rag_spans(n: int, *, prefix: str = "q", docs: int = 3) -> list[ReadableSpan]
             attrs: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": question}
             for d in range(docs):
                 attrs[f"retrieval.documents.{d}.document.id"] = f"kb@c{d}"
-                attrs[f"retrieval.documents.{d}.document.score"] = round(0.9 - 0.1 * d, 3)
+                if scores:
+                    attrs[f"retrieval.documents.{d}.document.score"] = round(0.9 - 0.1 * d, 3)
                 attrs[f"retrieval.documents.{d}.document.content"] = f"Passage {d} about passwords."
                 attrs[f"retrieval.documents.{d}.document.metadata"] = json.dumps({"doc_id": "kb", "doc_version": "7"})
             with tracer.start_as_current_span("hybrid-retriever", attributes=attrs):

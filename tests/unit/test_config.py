@@ -128,6 +128,12 @@ def test_invalid_regular_expression_is_named(tmp_path: Path):
     assert "card" in line and "regular expression" in line
 
 
+@pytest.mark.parametrize("value", ["proxy.internal", "10.0.0.1/8", "*, 10.0.0.1", "10.0.0.0/33"])
+def test_trusted_proxies_must_be_addresses_or_networks(tmp_path: Path, value: str):
+    [line] = problems_of(write(tmp_path, f"server:\n  forwarded_allow_ips: '{value}'\n"))
+    assert line.startswith("server.forwarded_allow_ips:") and ("IP address" in line or "stands alone" in line), line
+
+
 def test_bad_yaml_reports_the_line(tmp_path: Path):
     path = write(tmp_path, "store:\n  database: ragmon\n  cluster: [unclosed\nkafka:\n  topic: x\n")
     [line] = problems_of(path)

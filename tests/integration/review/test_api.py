@@ -70,6 +70,33 @@ def test_label_errors(store):
     assert client.get("/review/api/v1/weeks/2026-W01/queue", headers=BEARER).status_code == 404
 
 
+def test_items_with_a_slash_in_their_trace_id_are_reachable_and_weeks_past_the_calendar_are_404(store):
+    week, traces = week_traces(3, ["billing"], seed=23)
+    traces[0]["trace_id"] = "tenant-a/2026/req-1"  # the contract allows '/' in trace ids
+    insert_traces(store, traces)
+    select_week(store, week, 3, seed="api", now=datetime.now(UTC))
+    client = TestClient(review_app(store)[0])
+    url = f"/review/api/v1/weeks/{week}/items/{quote(traces[0]['trace_id'], safe='')}"
+    item = client.get(url, headers=BEARER)
+    assert item.status_code == 200, item.text
+    assert item.json()["trace_id"] == "tenant-a/2026/req-1"
+    label = client.put(f"{url}/label", headers=BEARER, json={**LABEL, "relevant_chunk_ids": []})
+    assert label.status_code == 200, label.text
+    for path in ("/weeks/9999-W52/queue", "/weeks/9999-W52/items/x"):
+        assert client.get(f"/review/api/v1{path}", headers=BEARER).status_code == 404, path
+    assert client.put("/review/api/v1/weeks/9999-W52/items/x/label", headers=BEARER, json=LABEL).status_code == 404
+
+
+def test_api_responses_are_never_cached_or_sniffed(store):
+    app, week, traces = seeded_app(store)
+    client = TestClient(app)
+    for url in ("/review/api/v1/weeks", f"/review/api/v1/weeks/{week}/queue",
+                f"/review/api/v1/weeks/{week}/items/{quote(traces[0]['trace_id'], safe='')}"):
+        r = client.get(url, headers=BEARER)
+        assert r.status_code == 200, url
+        assert r.headers["cache-control"] == "no-store" and r.headers["x-content-type-options"] == "nosniff", url
+
+
 def test_cookie_session_needs_csrf_header_for_put(store):
     app, week, traces = seeded_app(store)
     client = signed_in(app)

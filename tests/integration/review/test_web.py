@@ -185,6 +185,17 @@ def test_bad_label_values_are_rejected(store, queue):
     assert not labels_for(store, trace_id)
     r = client.post(f"/review/weeks/{week}/label/not-in-queue", data=label_form(csrf))
     assert r.status_code == 404
+    form = label_form(csrf)
+    del form["grounded"], form["citations_supported"]
+    r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=form)
+    assert r.status_code == 400 and "Choose an answer for grounded, citations supported: yes, no or unsure" in r.text
+
+
+def test_a_week_at_the_end_of_the_calendar_is_a_404_not_a_crash(store, queue):
+    _, traces, _ = queue
+    client = signed_in(review_app(store)[0])
+    for url in ("/review/weeks/9999-W52", f"/review/weeks/9999-W52/items/{traces[0]['trace_id']}"):
+        assert client.get(url).status_code == 404, url
 
 
 def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
@@ -215,11 +226,122 @@ def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
     assert 'id="label-table"' not in hidden and csrf
 
 
-def test_sign_out_needs_csrf_and_ends_the_cookie(store, queue):
+def test_sign_out_needs_csrf_and_ends_the_session_even_for_a_copied_cookie(store, queue):
     app, _ = review_app(store)
     client = signed_in(app)
+    copied = client.cookies["ragmon_review_session"]
+    other = signed_in(app)  # a second session of the same reviewer stays signed in
     csrf = csrf_of(client.get("/review/").text)
     assert client.post("/review/logout", data={"csrf_token": "nope"}).status_code == 403
     r = client.post("/review/logout", data={"csrf_token": csrf})
     assert r.status_code == 303
     assert client.get("/review/").status_code == 303
+    stolen = TestClient(app, follow_redirects=False, cookies={"ragmon_review_session": copied})
+    assert stolen.get("/review/").status_code == 303
+    assert stolen.get("/review/api/v1/weeks").status_code == 401
+    app2, _ = review_app(store)  # another replica (same secret, same store) refuses it too
+    assert TestClient(app2, follow_redirects=False, cookies={"ragmon_review_session": copied}).get(
+        "/review/").status_code == 303
+    assert other.get("/review/").status_code == 200
+
+
+def test_a_changed_password_ends_the_sessions_begun_with_the_old_one(store, queue):
+    from pydantic import SecretStr
+
+    from ragmon.config import ReviewUser
+    from ragmon.review.auth import hash_password
+    from tests.integration.review.support import review_settings
+
+    app, _ = review_app(store)
+    cookie = signed_in(app).cookies["ragmon_review_session"]
+    users = [u if u.username != "alice" else ReviewUser(username="alice", password_hash=SecretStr(hash_password("new")))
+             for u in review_settings().users]
+    restarted, _ = review_app(store, users=users)  # the config now holds alice's new hash
+    r = TestClient(restarted, follow_redirects=False, cookies={"ragmon_review_session": cookie}).get("/review/")
+    assert r.status_code == 303
+
+
+def test_sign_in_throttles_per_address_and_refuses_huge_credentials_without_hashing(store, queue, monkeypatch):
+    from ragmon.review.auth import Authenticator, LoginThrottle
+
+    app, _ = review_app(store, login_max_failures=2)
+    checked: list[str] = []
+    real = Authenticator.check_password
+    monkeypatch.setattr(Authenticator, "check_password",
+                        lambda self, u, p: checked.append(u) or real(self, u, p))
+    client = TestClient(app, follow_redirects=False)
+
+    def attempt(username: str, password: str = "nope") -> int:
+        token = csrf_of(client.get("/review/login").text)
+        return client.post("/review/login", data={"username": username, "password": password,
+                                                  "csrf_token": token}).status_code
+
+    assert attempt("A" * 1_000_000) == 401 and attempt("alice", "p" * 100_000) == 401
+    assert checked == []  # longer than any user name or password can be: refused without an scrypt
+    limit = LoginThrottle.AddressFactor * 2
+    codes = [attempt(f"user{i}") for i in range(limit)]  # one client, a new user name each time
+    assert codes.count(401) == limit - 2 and codes[-1] == 429  # the two huge attempts counted too
+    assert attempt("bob", PASSWORDS["bob"]) == 429  # the address is blocked, whatever the user name
+
+
+def test_a_slow_password_check_runs_off_the_event_loop(store, queue, monkeypatch):
+    """On a real server (one event loop): while a password check blocks, /healthz and the pages still answer."""
+    import threading
+
+    import httpx
+
+    from ragmon.review.auth import Authenticator
+    from ragmon.server import serve
+
+    app, _ = review_app(store)
+    release, entered, order = threading.Event(), threading.Event(), []
+
+    def slow_check(self, username, password):
+        entered.set()
+        release.wait(30)
+        order.append("password checked")
+        return False
+
+    monkeypatch.setattr(Authenticator, "check_password", slow_check)
+    handle = serve(app, "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{handle.port}"
+    try:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            token = csrf_of(client.get("/review/login").text)
+            signing_in = threading.Thread(target=client.post, args=("/review/login",), kwargs={
+                "data": {"username": "alice", "password": "x", "csrf_token": token}})
+            signing_in.start()
+            assert entered.wait(30)
+            # were the check on the event loop, these requests would wait until it returned
+            assert httpx.get(f"{base}/healthz", timeout=60).status_code == 200
+            assert httpx.get(f"{base}/review/login", timeout=60).status_code == 200
+            order.append("pages served")
+            release.set()
+            signing_in.join(30)
+    finally:
+        release.set()
+        handle.stop()
+    assert order == ["pages served", "password checked"]
+
+
+def test_behind_a_trusted_proxy_sign_in_failures_count_per_forwarded_client(store, queue):
+    """A real server trusting the loopback proxy: one client's failures lock out that client, not the reviewer."""
+    import httpx
+
+    from ragmon.server import serve
+
+    app, _ = review_app(store, login_max_failures=2)
+    handle = serve(app, "127.0.0.1", 0, forwarded_allow_ips="127.0.0.1")
+    base = f"http://127.0.0.1:{handle.port}"
+
+    def attempt(client_address: str, password: str) -> int:
+        with httpx.Client(base_url=base, timeout=30, headers={"X-Forwarded-For": client_address}) as client:
+            token = csrf_of(client.get("/review/login").text)
+            return client.post("/review/login", data={"username": "alice", "password": password,
+                                                      "csrf_token": token}).status_code
+
+    try:
+        assert [attempt("203.0.113.5", "guess") for _ in range(3)] == [401, 401, 429]
+        assert attempt("198.51.100.7", PASSWORDS["alice"]) == 303  # the reviewer, from elsewhere, signs in
+    finally:
+        handle.stop()

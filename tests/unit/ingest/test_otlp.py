@@ -39,6 +39,18 @@ def test_spans_split_across_messages_become_one_trace_per_query(rig, encoding):
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 0
 
 
+def test_documents_without_a_score_dead_letter_their_trace_and_their_neighbours_are_stored(rig):
+    # a made-up score (0.0) would drag top1_score and mean_score down and fake drift; the native contract
+    # requires the score too
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, otlp_messages(rag_spans(2, prefix="ok"), 3, "proto"))
+    r.source.append(T, 0, otlp_messages(rag_spans(1, prefix="noscore", scores=False), 3, "proto"))
+    r.drive(10)
+    assert sorted(row["query_id"] for row in r.writer.rows) == ["ok0", "ok1"]
+    [letter] = r.dlq.letters
+    assert letter.reason == "schema" and "score" in letter.detail and "$.retrieved[0]" in letter.detail
+
+
 def test_no_commit_past_a_message_whose_trace_is_still_assembling(rig):
     spans = rag_spans(2)  # finish order: r0 l0 root0 r1 l1 root1
     msgs = otlp_messages(spans, 1, "proto")

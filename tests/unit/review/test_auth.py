@@ -117,3 +117,43 @@ def test_throttle_window_and_bound():
     for i in range(100):
         t.failed(f"u{i}", "x")
     assert len(t) <= 20
+
+
+def test_throttle_blocks_one_client_trying_many_names_and_many_clients_trying_one_name():
+    clock = Clock()
+    t = LoginThrottle(2, 60, clock)
+    for i in range(LoginThrottle.AddressFactor * 2):
+        assert not t.blocked(f"user{i}", "10.0.0.1")
+        t.failed(f"user{i}", "10.0.0.1")
+    assert t.blocked("someone-new", "10.0.0.1") and not t.blocked("someone-new", "10.0.0.2")
+    for i in range(LoginThrottle.UserFactor * 2):
+        assert not t.blocked("alice", f"2001:db8::{i}")
+        t.failed("alice", f"2001:db8::{i}")
+    assert t.blocked("alice", "192.0.2.7")
+    clock.now += 61
+    assert not t.blocked("alice", "192.0.2.7") and not t.blocked("someone-new", "10.0.0.1")
+
+
+def test_one_client_cannot_lock_a_reviewer_out_from_another_address():
+    t = LoginThrottle(5, 300, Clock())
+    for _ in range(50):  # blocked requests are not counted: the web handler stops before checking them
+        if not t.blocked("alice", "203.0.113.9"):
+            t.failed("alice", "203.0.113.9")
+    assert t.blocked("alice", "203.0.113.9") and not t.blocked("alice", "198.51.100.1")
+
+
+def test_throttle_memory_does_not_grow_with_the_length_of_user_names():
+    import tracemalloc
+
+    t = LoginThrottle(5, 300, Clock(), max_keys=1_000)
+    names = [f"{i:06d}" + "A" * 100_000 for i in range(200)]  # 20 MB of user names
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for name in names:
+        t.failed(name, "198.51.100.1")
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 1_000_000, grown  # digests, not the names: ~400 keys of 32 bytes plus their deques
+    for i in range(2_000):
+        t.failed(f"u{i}", f"a{i}")
+    assert len(t) <= 1_000
