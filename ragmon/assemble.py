@@ -3,7 +3,7 @@
 ``build_process`` is what ``ragmon run`` calls. Every enabled role is built eagerly so that a bad setup (an
 unreachable broker, a review UI without users, a judge without a key) fails at start-up with one line per
 problem, never later inside a loop. The same image runs as separate Deployments by switching roles on and
-off (``RAGMON_ROLES__<ROLE>``); the shadow role runs only when comparisons are configured.
+off (``RAGMON_ROLES__<ROLE>``); the shadow role runs when it is on and comparisons are configured.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
             problems.extend(f"{name}: {p}" for p in exc.problems)
         except RagmonError as exc:
             problems.append(f"{name}: {exc} (or switch the role off: RAGMON_ROLES__{name.upper()}=false)")
-    if settings.shadow.comparisons:
+    if enabled.shadow and settings.shadow.comparisons:
         from ragmon.shadow.live import run_configured_comparisons
 
         process.roles.append(PeriodicRole(

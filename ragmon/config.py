@@ -327,6 +327,10 @@ class RolesSettings(_Section):
     score: bool = Field(True, description="Score sampled traces with the judge.")
     drift: bool = Field(True, description="Run drift checks on a schedule.")
     review: bool = Field(True, description="Serve the review UI and select the weekly sample.")
+    shadow: bool = Field(
+        True, description="Run the configured shadow comparisons (shadow.comparisons) on a schedule. With several "
+        "processes, switch it on in one of them only (the Helm chart runs it in the drift Deployment).",
+    )
 
 
 class Settings(BaseSettings):

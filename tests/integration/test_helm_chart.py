@@ -62,6 +62,7 @@ def test_rendered_manifest_invariants(values: Path | None) -> None:
         env = {e["name"]: e for e in container["env"]}
         for other in ("ingest", "score", "drift", "review"):
             assert env[f"RAGMON_ROLES__{other.upper()}"]["value"] == str(other == role).lower()
+        assert env["RAGMON_ROLES__SHADOW"]["value"] == str(role == "drift").lower()  # once, not in every pod
         for name, entry in env.items():
             # secrets only by reference: nothing that looks like a credential is inline
             if any(word in name for word in ("DSN", "PASSWORD", "KEY", "TOKEN", "SECRET")):
