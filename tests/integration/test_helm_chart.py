@@ -82,6 +82,11 @@ def test_rendered_manifest_invariants(values: Path | None) -> None:
     kinds = {d["kind"] for d in docs}
     monitoring = spec.get("serviceMonitor", {}).get("enabled", False)
     assert ("ServiceMonitor" in kinds) == monitoring
+    if monitoring:  # every pod scraped once: the selector picks exactly one Service
+        (monitor,) = (d for d in docs if d["kind"] == "ServiceMonitor")
+        wanted = monitor["spec"]["selector"]["matchLabels"].items()
+        services = [d for d in docs if d["kind"] == "Service" and wanted <= d["metadata"]["labels"].items()]
+        assert [s["metadata"]["name"] for s in services] == ["rel-ragmon"]
     assert ("PrometheusRule" in kinds) == spec.get("prometheusRule", {}).get("enabled", False)
     for rule in (d for d in docs if d["kind"] == "PrometheusRule"):
         source = yaml.safe_load((ROOT / "alerts/ragmon.rules.yaml").read_text())

@@ -156,12 +156,19 @@ def test_timeout_is_retried():
 
 def test_5xx_past_the_deadline_gives_up_retryable():
     tel = Telemetry()
+    now = [0.0]  # a clock that moves only by the judge's own back-off sleeps: the machine's speed plays no part
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
     with FakeOpenAI(responder=lambda req: status(503, "overloaded")) as srv:
-        j = judge_for(srv, telemetry=tel, deadline_seconds=0.3, max_attempts=50, backoff_initial_seconds=0.05)
-        with pytest.raises(RetryableJudgeError, match="gave up after") as info:
+        j = judge_for(srv, telemetry=tel, deadline_seconds=0.3, max_attempts=50, backoff_initial_seconds=0.05,
+                      backoff_max_seconds=1.0, sleep=sleep, clock=lambda: now[0], jitter=lambda: 1.0)
+        with pytest.raises(RetryableJudgeError, match="gave up after 3 attempts") as info:
             j.assess(JudgeInput.of(make_trace()))
     assert "503" in str(info.value) and "sk-test-secret" not in str(info.value)
-    assert 2 <= len(srv.requests) < 50
+    # back-off 0.05 s, then 0.1 s; the next, 0.2 s, would end past the 0.3 s deadline: three requests, not 50
+    assert len(srv.requests) == 3 and now[0] == pytest.approx(0.15)
     assert tel.registry.get_sample_value("ragmon_judge_calls_total", {"judge": "openai", "outcome": "error"}) == 1
 
 
