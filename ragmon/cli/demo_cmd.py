@@ -42,7 +42,7 @@ def demo(
 
     It generates two days of traffic for a production retriever (hybrid@v1) and a shadow candidate
     (hybrid@v2) across four strata, injects a retrieval-score drift and a faithfulness drop in one stratum for
-    the last four hours, then runs the real stages: decode, redact, batch and store (with a few malformed
+    the last six hours, then runs the real stages: decode, redact, batch and store (with a few malformed
     messages dead-lettered), deterministic sampling and the heuristic judge, a drift check, the weekly review
     selection and the shadow comparison. It ends with what was ingested, the drift detected, the shadow
     verdict, and where the review UI and /metrics are.
