@@ -82,6 +82,37 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
     return process
 
 
+def startup_problems(settings: Settings) -> list[str]:
+    """What ``build_process`` would refuse, found without opening the store or connecting anywhere (``ragmon
+    config check``): each enabled role's own checks of its settings, one line per problem."""
+    import time
+
+    from ragmon.drift.features import plan_features
+    from ragmon.ingest.role import check_settings
+    from ragmon.judge import make_judge
+    from ragmon.review.auth import Authenticator
+
+    roles = settings.roles
+    checks: list[tuple[str, bool, Any]] = [
+        ("score", roles.score, lambda: make_judge(settings.judge)),
+        ("drift", roles.drift, lambda: plan_features(settings.drift)),
+        ("review", roles.review, lambda: Authenticator(settings.review, time.time)),
+    ]
+    problems = [f"ingest: {p}" for p in check_settings(settings)] if roles.ingest else []
+    for name, wanted, check in checks:
+        if not wanted:
+            continue
+        try:
+            check()
+        except ConfigError as exc:
+            problems.extend(p if p.startswith(f"{name}:") else f"{name}: {p}" for p in exc.problems)
+        except RagmonError as exc:
+            problems.append(f"{name}: {exc}")
+    if not any((roles.ingest, roles.score, roles.drift, roles.review, roles.shadow and settings.shadow.comparisons)):
+        problems.append("roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)")
+    return problems
+
+
 def _ingest(p: Process) -> None:
     from ragmon.ingest.role import build_ingest
 

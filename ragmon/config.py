@@ -43,7 +43,11 @@ class StoreSettings(_Section):
         "'http(s)://user:password@host:port/database' for a server. May contain a password: masked.",
     )
     dsn_file: Path | None = Field(None, description="Read the DSN from this file instead (a mounted Secret).")
-    database: str = Field("ragmon", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="Database for ragmon's tables.")
+    database: str = Field(
+        "ragmon", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+        description="Database for ragmon's tables. A server DSN's path (…:8123/prod_db) names it too: both may be set "
+        "only if they agree.",
+    )
     cluster: str | None = Field(
         None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$",
@@ -81,6 +85,18 @@ class KafkaSettings(_Section):
         1_048_576, ge=65_536,
         description="Upper bound on bytes per partition per fetch (at least ingest.max_message_bytes).",
     )
+
+    @model_validator(mode="after")
+    def _sasl_complete(self) -> KafkaSettings:
+        if self.security_protocol.startswith("SASL_"):
+            missing = [name for name, value in (("sasl_mechanism", self.sasl_mechanism),
+                                                ("sasl_username", self.sasl_username),
+                                                ("sasl_password", self.sasl_password or self.sasl_password_file))
+                       if not value]
+            if missing:
+                raise ValueError(f"security_protocol {self.security_protocol} needs {', '.join(missing)} "
+                                 "(sasl_password may come from sasl_password_file)")
+        return self
 
 
 class IngestSettings(_Section):
@@ -374,6 +390,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     Raises ``ConfigError`` listing every problem, one per line.
     """
     data: dict[str, Any] = _read_yaml(Path(path)) if path is not None else {}
+    _check_environment_sections()
     try:
         settings = Settings(**data)
     except ValidationError as exc:
@@ -385,7 +402,41 @@ def load_settings(path: str | Path | None = None) -> Settings:
         names = sorted(n for n in os.environ if n.upper().startswith("RAGMON_") and "__" in n)
         raise ConfigError([f"environment: {exc}; list and mapping settings take JSON, e.g. "
                            f"RAGMON_INGEST__REDACT_FIELDS='[\"question\"]' (set: {', '.join(names) or 'none'})"]) from None
-    return _resolve_secret_files(settings)
+    return _resolve_store(_resolve_secret_files(settings))
+
+
+def _check_environment_sections() -> None:
+    """``RAGMON_<SECTION>__<FIELD>`` naming no section is a typo (``RAGMON_SOTRE__DSN``) that would otherwise be
+    ignored, leaving the default in force. (Unknown fields of a known section are refused by the models.)"""
+    sections = set(Settings.model_fields)
+    unknown = sorted(name for name in os.environ if name.upper().startswith("RAGMON_") and "__" in name
+                     and name[len("RAGMON_"):].split("__", 1)[0].lower() not in sections)
+    if unknown:
+        raise ConfigError([f"environment: {name} names no settings section (check the spelling; sections are "
+                           f"{', '.join(sorted(sections))})" for name in unknown])
+
+
+def _resolve_store(settings: Settings) -> Settings:
+    """Check the DSN's form now (exit 2, not a failed connection later), and take the database a server DSN names."""
+    from ragmon.errors import StoreError
+    from ragmon.store.client import parse_dsn
+
+    try:
+        dsn = parse_dsn(secret_value(settings.store.dsn) or "")
+    except StoreError as exc:
+        message = str(exc)
+        raise ConfigError([message if message.startswith("store.dsn") else f"store.dsn: {message}"]) from None
+    if dsn.database is None or dsn.database == settings.store.database:
+        return settings
+    if "database" in settings.store.model_fields_set:
+        raise ConfigError([f"store.database is {settings.store.database!r} but store.dsn names database "
+                           f"{dsn.database!r}; set one of them (the DSN's path may be left out)"])
+    try:
+        store = type(settings.store).model_validate(settings.store.model_dump() | {"database": dsn.database})
+    except ValidationError:
+        raise ConfigError([f"store.dsn: the database it names, {dsn.database!r}, is not a valid database name "
+                           "(letters, digits and _, not starting with a digit)"]) from None
+    return settings.model_copy(update={"store": store})
 
 
 def override(settings: Settings, section: str, **values: Any) -> Settings:
@@ -416,17 +467,34 @@ def masked_dump(settings: Settings) -> dict[str, Any]:
 
 
 def mask_dsn(dsn: str) -> str:
-    """Hide the password part of a DSN: ``http://u:pw@h`` → ``http://u:****@h``."""
-    from urllib.parse import urlsplit, urlunsplit
+    """Hide the password part of a DSN: ``http://u:pw@h`` → ``http://u:****@h``.
 
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return "****"
-    if parts.password is None:
+    Done on the text, not on a parsed URL: a password with an unescaped ``?``, ``#`` or ``/`` makes a URL parser
+    see the password as the host, query or path. Everything between ``user:`` and the last ``@`` is masked (at
+    worst a little more than the password, never less).
+    """
+    scheme, sep, rest = dsn.partition("://")
+    if not sep or "@" not in rest:
         return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":****@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':****' if colon else ''}@{host}"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (it would silently keep the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, str | int | float | bool) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in this mapping (the second would win)",
+                        key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -437,7 +505,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ConfigError([f"{path}: not UTF-8 text (byte {exc.start}); save the config file as UTF-8 YAML"]) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -461,9 +529,13 @@ def _problem_line(err: Any, path: str | Path | None) -> str:
         msg = "unknown setting (check the spelling; `ragmon config show` lists every setting)"
     where = f" (file {path} or env {env_name})" if path else f" (env {env_name})"
     given = err.get("input")
-    secret = "password" in loc or "dsn" in loc or "key" in loc
+    # never echo a value that may be a secret, or any value under an unknown (perhaps misspelled secret) name
+    secret = any(word in loc.lower() for word in _SECRET_WORDS) or err.get("type") == "extra_forbidden"
     shown = "" if isinstance(given, dict | list) or given is None or secret else f", got {_clip(repr(given))}"
     return f"{loc}: {msg}{given and shown or ''}{where}"
+
+
+_SECRET_WORDS = ("password", "passwd", "dsn", "key", "secret", "token", "hash", "credential")
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -485,6 +557,10 @@ def _resolve_secret_files(settings: Settings) -> Settings:
             value = Path(file_path).read_text(encoding="utf-8").strip()
         except OSError as exc:
             problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
+            continue
+        except UnicodeDecodeError as exc:
+            problems.append(f"{section_name}.{file_field}: {file_path} is not UTF-8 text (byte {exc.start}); the file "
+                            f"holds the {field.replace('_', ' ')} itself, as text")
             continue
         updates.setdefault(section_name, {})[field] = SecretStr(value)
     if problems:

@@ -32,6 +32,9 @@ ragmon reads its settings from an optional YAML file (`ragmon --config ragmon.ya
 and from environment variables named `RAGMON_<SECTION>__<FIELD>`, which override the file field by field.
 Lists and mappings given in an environment variable are JSON, e.g. `RAGMON_INGEST__REDACT_FIELDS='["question"]'`.
 Settings are validated at start-up: every problem is printed on its own line and ragmon exits with status 2.
+A key given twice in the file, and a `RAGMON_<SECTION>__…` variable naming no section, are problems too (a typo
+would otherwise leave the default in force). `ragmon config check` also runs the start-up checks of every role
+switched on in `roles` (judge, drift features, reviewers, ingest limits) without connecting anywhere.
 `ragmon config show` prints the effective settings with every secret masked; a secret `x` can also be read from
 the file named by `x_file` (a mounted Kubernetes Secret), which wins over `x`.
 

@@ -93,6 +93,9 @@ def _read_users_file(path: Path) -> list[ReviewUser]:
         return TypeAdapter(list[ReviewUser]).validate_python(data)
     except OSError as exc:
         raise ConfigError([f"review.users_file: cannot read {path} ({exc.strerror or exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"review.users_file: {path} is not UTF-8 text (byte {exc.start}); it holds a YAML list of "
+                           "users"]) from None
     except yaml.YAMLError:
         raise ConfigError([f"review.users_file: {path} is not valid YAML"]) from None
     except ValidationError as exc:

@@ -74,7 +74,8 @@ def parse_dsn(dsn: str) -> Dsn:
         parts = urlsplit(text)
         port = parts.port
     except ValueError as exc:
-        raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} is not a valid URL ({exc}); {example}") from None
+        raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} is not a valid URL ({exc}); {example}, with ?, #, / "
+                                  "and @ in the user name or password percent-encoded (? as %3F)") from None
     if parts.scheme in ("http", "https"):
         if not parts.hostname:
             raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} has no host; {example}")

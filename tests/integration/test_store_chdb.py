@@ -343,10 +343,21 @@ def test_cli_store_migrate_on_an_unreachable_server_exits_3_with_one_line():
     assert "Traceback" not in result.stderr and "pw-123" not in result.stderr
 
 
-def test_cli_store_migrate_with_a_bad_dsn_exits_3_without_traceback():
-    result = run_ragmon("store", "migrate", env={"RAGMON_STORE__DSN": "ftp://x"})
-    assert result.returncode == 3 and "Traceback" not in result.stderr
-    assert "scheme 'ftp' is not supported" in result.stderr
+@pytest.mark.parametrize("command", [("store", "migrate"), ("config", "check")])
+def test_a_malformed_dsn_is_a_configuration_error_exit_2_without_traceback(command):
+    # a DSN that cannot be a store is a wrong setting (2), not an unavailable service (3): caught when loading
+    result = run_ragmon(*command, env={"RAGMON_STORE__DSN": "ftp://x"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "store.dsn scheme 'ftp' is not supported" in result.stderr
+
+
+def test_a_password_with_unescaped_url_characters_is_never_printed():
+    for command in (("config", "show"), ("store", "status")):
+        result = run_ragmon(*command, env={"RAGMON_STORE__DSN": "http://u:ab?cd#ef@host:8123/db"})
+        assert result.returncode == 2 and "ab?cd" not in result.stdout + result.stderr, result.stderr
+        assert "'http://u:****@host:8123/db' is not a valid URL" in result.stderr and "%3F" in result.stderr
+    encoded = run_ragmon("config", "show", env={"RAGMON_STORE__DSN": "http://u:ab%3Fcd@host:8123/db"})
+    assert encoded.returncode == 0 and "ab%3Fcd" not in encoded.stdout and "u:****@host:8123/db" in encoded.stdout
 
 
 # -- chDB: one process per data directory --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The whole ``ragmon`` command surface: every command explains itself, and bad arguments never crash it.
 
 Commands run through ``ragmon.cli.app.main`` (the console script's entry point, which turns expected errors into
-exit codes) inside CliRunner's isolation. ``RAGMON_STORE__DSN`` names an unsupported scheme, so a command that gets
-as far as opening the store stops there with exit 3: nothing here touches the network or a chDB directory.
+exit codes) inside CliRunner's isolation. ``RAGMON_STORE__DSN`` names a chDB directory that cannot exist (under
+/dev/null), so a command that gets as far as opening the store stops there with exit 3: nothing here touches the
+network or a chDB directory.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typer.testing import CliRunner
 
 from ragmon.cli.app import app, main
 
-NO_STORE = "unsupported://no-store-in-cli-surface-tests"
+NO_STORE = "chdb:///dev/null/no-store-in-cli-surface-tests"
 ENV = {"RAGMON_STORE__DSN": NO_STORE, "RAGMON_CONFIG": None, "COLUMNS": "3000", "NO_COLOR": "1"}
 EXIT_CODES = {0, 1, 2, 3, 4}
 
@@ -235,7 +236,7 @@ def _argument_lists(path: tuple[str, ...]) -> st.SearchStrategy[list[str]]:
         lambda drawn: [t for part in (*drawn[0], drawn[1]) for t in part])
 
 
-# Commands whose every path ends before the network or a store (the store DSN is unsupported, see NO_STORE):
+# Commands whose every path ends before the network or a store (the store cannot be opened, see NO_STORE):
 # argument parsing and validation, file reading, and the store refusing to open.
 FUZZED = {
     "schema validate": (("schema", "validate"), []),
@@ -304,7 +305,7 @@ def test_bad_arguments_are_refused_before_the_store_is_opened(args: list[str], m
     outcome = run(args)
     assert_clean(outcome, args, {2})
     assert message in " ".join(outcome.stderr.split()), outcome.describe(args)
-    assert NO_STORE.split(":")[0] not in outcome.output  # exit 2 from the arguments, not 3 from the store
+    assert "no-store-in-cli-surface-tests" not in outcome.output  # exit 2 from the arguments, not 3 from the store
 
 
 def test_override_replaces_given_fields_and_reports_each_problem():

@@ -253,7 +253,10 @@ def test_secrets_are_not_echoed_in_problem_lines(tmp_path: Path):
         ("http://u:@h", "http://u:****@h"),
         ("http://h:8123", "http://h:8123"),
         ("chdb:///var/lib/ragmon", "chdb:///var/lib/ragmon"),
-        ("http://u:pw@[::1", "****"),  # not parseable: mask everything rather than guess
+        ("http://u:pw@[::1", "http://u:****@[::1"),  # not a parseable URL: the password is still found
+        ("http://u:ab?cd@h:8123/db", "http://u:****@h:8123/db"),  # unescaped ?, # and / in the password
+        ("http://u:a#b/c@h/db", "http://u:****@h/db"),
+        ("http://u@h/db", "http://u@h/db"),
     ],
 )
 def test_mask_dsn(dsn: str, masked: str):
@@ -346,3 +349,73 @@ def test_every_secret_setting_is_masked_and_readable_from_its_file(
         monkeypatch.setenv(f"RAGMON_{section.upper()}__{field.upper()}_FILE", str(secret_file))
         loaded = secret_value(getattr(getattr(load_settings(), section), field))
         assert loaded == value.replace(secret, secret + "-from-file")
+
+
+def test_a_key_given_twice_in_the_file_is_refused_with_its_line(tmp_path: Path):
+    path = write(tmp_path, "store:\n  dsn: chdb:///tmp/a\nkafka:\n  topic: t\nstore:\n  database: other\n")
+    [line] = problems_of(path)
+    assert "'store' appears twice" in line and "line 5" in line, line
+
+
+def test_an_environment_variable_naming_no_section_is_refused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAGMON_SOTRE__DSN", "http://u:pw@h:8123/db")
+    [line] = problems_of()
+    assert line.startswith("environment: RAGMON_SOTRE__DSN names no settings section") and "store" in line
+    assert "pw" not in line.replace("spelling", "")
+
+
+def test_values_of_secret_or_unknown_settings_are_never_echoed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    [line] = problems_of(write(tmp_path, "review:\n  session_secret: 1234567890123456789012345678901234\n"))
+    assert "session_secret" in line and "1234567890" not in line
+    monkeypatch.setenv("RAGMON_REVIEW__USERS", '[{"username": "a", "passwd": "hunter2"}]')
+    lines = problems_of()
+    assert any("passwd" in line for line in lines) and not any("hunter2" in line for line in lines)
+
+
+def test_a_secret_file_that_is_not_text_is_one_line_not_a_traceback(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch):
+    binary = tmp_path / "key.bin"
+    binary.write_bytes(bytes(range(128, 256)))
+    monkeypatch.setenv("RAGMON_JUDGE__API_KEY_FILE", str(binary))
+    [line] = problems_of()
+    assert line.startswith("judge.api_key_file:") and "not UTF-8 text" in line
+
+
+def test_the_database_a_server_dsn_names_is_used_and_a_contradiction_refused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAGMON_STORE__DSN", "http://u:pw@clickhouse:8123/prod_db")
+    assert load_settings().store.database == "prod_db"
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", "prod_db")
+    assert load_settings().store.database == "prod_db"
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", "ragmon")
+    [line] = problems_of()
+    assert "store.database is 'ragmon' but store.dsn names database 'prod_db'" in line and "pw" not in line
+    monkeypatch.delenv("RAGMON_STORE__DATABASE")
+    monkeypatch.setenv("RAGMON_STORE__DSN", "http://u:pw@clickhouse:8123/")
+    assert load_settings().store.database == "ragmon"  # no path: store.database
+
+
+def test_config_check_runs_the_checks_of_every_role_switched_on():
+    result = run_ragmon("config", "check", env={"RAGMON_DRIFT__FEATURES": '["nosuch"]',
+                                                "RAGMON_INGEST__MAX_MESSAGE_BYTES": "5000000",
+                                                "RAGMON_REVIEW__SESSION_SECRET": "tiny-s3cret"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("error: the configuration would not start")
+    assert any(line.strip().startswith("ingest: ingest.max_message_bytes (5000000) exceeds") for line in lines)
+    assert any(line.strip().startswith("drift: ") and "nosuch" in line for line in lines)
+    assert any(line.strip().startswith("review: ") and "reviewers" in line for line in lines)  # none configured
+    assert "tiny-s3cret" not in result.stderr
+    # the roles switched off are not checked
+    off = {f"RAGMON_ROLES__{role}": "false" for role in ("DRIFT", "REVIEW")}
+    result = run_ragmon("config", "check", env={"RAGMON_DRIFT__FEATURES": '["nosuch"]', **off})
+    assert result.returncode == 0 and "configuration is valid" in result.stdout, result.stderr
+
+
+def test_sasl_without_its_mechanism_and_credentials_is_refused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAGMON_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
+    [line] = problems_of()
+    assert "needs sasl_mechanism, sasl_username, sasl_password" in line
+    monkeypatch.setenv("RAGMON_KAFKA__SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("RAGMON_KAFKA__SASL_USERNAME", "ragmon")
+    monkeypatch.setenv("RAGMON_KAFKA__SASL_PASSWORD", "pw")
+    assert load_settings().kafka.sasl_mechanism == "SCRAM-SHA-512"
