@@ -8,6 +8,7 @@ dependencies answer (e.g. the store). Neither check may block for long: they run
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from fastapi import APIRouter, FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ragmon.errors import ConfigError
 from ragmon.telemetry import Telemetry
 
 #: a check returns (ok, detail)
@@ -111,7 +113,8 @@ def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
                             proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
-    thread = threading.Thread(target=server.run, name="ragmon-http", daemon=True)
+    sock = _bind(host, port)  # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ragmon-http", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout
     while not server.started:
@@ -121,3 +124,22 @@ def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
             raise OSError(f"the HTTP server did not start on {host}:{port} within {startup_timeout:.0f}s")
         time.sleep(0.01)
     return ServerHandle(server, thread)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; ``ConfigError`` saying what to change when that is impossible."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError([f"server.host: cannot resolve {host!r} ({exc}); use an address such as 127.0.0.1 or 0.0.0.0"]
+                          ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError([f"server: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another port "
+                           "(--port or RAGMON_SERVER__PORT; 0 picks a free one) or address (server.host)"]) from None
+    return sock

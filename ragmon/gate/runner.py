@@ -83,7 +83,7 @@ def load_retriever(spec: str, option: str = "--retriever") -> tuple[Retriever, M
             f"{option} {spec!r}: importing {module_name} failed: {exc}. Run from the directory that holds it "
             f"(working directory: {Path.cwd()}), install it, or pass a file: path/to/retriever.py:{function_name}"
         ) from None
-    except Exception as exc:  # user code failed at import: say so, with its message
+    except (Exception, SystemExit) as exc:  # user code failed (or called exit()) at import: say so, with its message
         raise InputError(f"{option} {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, function_name, None)
     if function is None:

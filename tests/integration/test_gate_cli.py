@@ -301,6 +301,19 @@ def test_unloadable_retriever_exit_2(
     assert done.exit_code == 2 and expected in done.stderr, done.output
 
 
+@pytest.mark.parametrize("body", ["raise SystemExit(0)", "import sys\nsys.exit()"])
+def test_a_retriever_module_that_exits_at_import_fails_the_gate_not_passes_it(
+    tmp_path: Path, fixed: str, body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a script without an `if __name__ == "__main__"` guard: exit 0 would read as a passing gate in CI
+    script = tmp_path / "script_retriever.py"
+    script.write_text(body + "\n\ndef search(question, k):\n    return []\n")
+    golden = golden_file(tmp_path / "g.json", [gcase("c1", "good one", "s", ["a1"])])
+    done = gate_in_process(tmp_path, golden, "--retriever", f"{script}:search", "--k", "3", *THRESHOLDS,
+                           monkeypatch=monkeypatch)
+    assert done.exit_code == 2 and "importing" in done.stderr and "SystemExit" in done.stderr, done.output
+
+
 def test_bare_array_needs_set_and_release_runs_are_counted(tmp_path: Path, fixed: str) -> None:
     golden = tmp_path / "bare.json"
     golden.write_text(json.dumps([gcase("c1", "good one", "s", ["a1"])]))
