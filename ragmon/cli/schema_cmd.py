@@ -3,6 +3,7 @@ payloads (traces, golden cases and sets) the way ingest and the gate will."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -12,8 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmon.cli.app import console, fail
-from ragmon.contracts import GoldenCase, GoldenSet, Rejection, decode_trace, schemas
+from ragmon.contracts import GoldenCase, Rejection, decode_trace, schemas
 from ragmon.contracts.decode import DEFAULT_MAX_BYTES
+from ragmon.errors import InputError
+from ragmon.gate.golden_io import parse_golden
 
 app = typer.Typer(help="JSON Schemas of the trace and golden-case contracts.", no_args_is_help=True)
 
@@ -81,6 +84,8 @@ def _kind(raw: bytes) -> str:
     head = raw.lstrip()[:1]
     if head == b"[":  # a golden set, unless it is traces wrapped in an array (a trace must be an object)
         return "trace" if b'"trace_id"' in raw else "golden-set"
+    if b'"cases"' in raw and b'"trace_id"' not in raw:  # the gate's envelope: {"name", "version", "set", "cases"}
+        return "golden-set"
     return "golden-case" if b'"expected_behaviour"' in raw and b'"trace_id"' not in raw else "trace"
 
 
@@ -91,12 +96,29 @@ def _check(kind: str, raw: bytes, max_bytes: int) -> tuple[str, str]:
             return result.reason, result.detail
         unknown = ", ".join(result.unknown_fields)
         return "valid", f"unknown top-level fields (kept, counted): {unknown}" if unknown else ""
-    model = GoldenSet if kind == "golden-set" else TypeAdapter(GoldenCase)
+    if kind == "golden-set":
+        return _check_golden_set(raw)
+    model = TypeAdapter(GoldenCase)
     try:
-        value = model.validate_json(raw)
+        model.validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return "schema", f"{where}: {first['msg']}{more}"
-    return "valid", f"{len(value)} cases" if kind == "golden-set" else ""
+    return "valid", ""
+
+
+def _check_golden_set(raw: bytes) -> tuple[str, str]:
+    """As the gate reads it: a bare array of cases or the envelope, unique ids, every problem counted."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return "invalid_json", str(exc)[:300]
+    try:
+        golden = parse_golden(data, Path("golden set"))
+    except InputError as exc:
+        problems = [line.strip() for line in str(exc).splitlines()[1:]]
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return "schema", (problems[0] if problems else str(exc)) + more
+    return "valid", f"{len(golden.cases)} cases" + (f", {golden.set_name} set {golden.version}" if golden.set_name else "")

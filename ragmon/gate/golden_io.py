@@ -108,7 +108,11 @@ def _read(path: Path) -> Any:
 
 def load_golden(path: Path) -> GoldenFile:
     """Read and validate a golden file; ``InputError`` naming every bad case id and field otherwise."""
-    data = _read(path)
+    return parse_golden(_read(path), path)
+
+
+def parse_golden(data: Any, path: Path) -> GoldenFile:
+    """Validate parsed JSON as a golden file (a bare array or an envelope); ``path`` names it in messages."""
     name, version, set_name = path.stem, None, None
     if isinstance(data, dict):
         unknown = sorted(set(data) - ENVELOPE_KEYS)

@@ -8,6 +8,7 @@ HTML escapes every value; the page has no script and no external resource.
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from typing import Literal
@@ -40,7 +41,8 @@ def render(result: ComparisonResult, fmt: str) -> str:
     if fmt == "html":
         return render_html(result)
     if fmt == "table":
-        console = Console(record=True, width=160, force_terminal=False, color_system=None)
+        # recorded only: printing as well would put the whole report on stdout even with --out
+        console = Console(record=True, width=160, force_terminal=False, color_system=None, file=io.StringIO())
         console.print(rich_renderable(result))
         return console.export_text()
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -54,3 +54,14 @@ def test_kind_can_be_forced(tmp_path: Path):
 def test_usage_errors_exit_2(tmp_path: Path):
     assert invoke(str(tmp_path / "missing.json")).exit_code == 2
     assert invoke("--kind", "nope", str(EXAMPLES / "valid" / "trace.minimal.json")).exit_code == 2
+
+
+def test_the_shipped_golden_sets_validate_as_the_gate_reads_them(tmp_path: Path):
+    golden = Path(__file__).resolve().parents[2] / "examples" / "golden"
+    result = invoke(str(golden / "dev.json"), str(golden / "release.json"))
+    assert result.exit_code == 0, result.output
+    assert "21 cases, dev set" in result.output and "12 cases, release set" in result.output
+    duplicated = tmp_path / "dup.json"
+    duplicated.write_text((golden / "dev.json").read_text().replace('"dev-bill-02"', '"dev-bill-01"'))
+    result = invoke(str(duplicated))
+    assert result.exit_code == 1 and " golden-set " in result.output and "duplicates case" in result.output

@@ -107,6 +107,11 @@ def test_cli_verdicts_and_exit_codes(store, store_settings, monkeypatch, capsys,
     code, out, _ = cli(monkeypatch, capsys, store_settings, *base, "--min-overlap", "0.01", "--format", "markdown")
     assert code == 0 and "PROMOTE" in out and "## Verdict per stratum" in out
 
+    table = tmp_path / "report.txt"  # the terminal table, written to a file: stdout stays empty
+    code, out, err = cli(monkeypatch, capsys, store_settings, *base, "--min-overlap", "0.01", "--out", str(table))
+    assert code == 0 and out == "" and "wrote table report" in err
+    assert "PROMOTE" in table.read_text()
+
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--since", "yesterday"], "neither an ISO 8601 time"),
