@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.app import console, fail, settings_of
-from ragmon.cli.options import LogLevelOption, configure_logging
+from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import Settings, override
 
 app = typer.Typer(
@@ -118,6 +119,8 @@ def report(
     """Show a stored drift check (the latest by default) as a table, and optionally as an HTML page."""
     from ragmon.drift.report import html_report, load_check, terminal_table
 
+    if html is not None:
+        check_output_file(html, "--html")
     store = _open(settings_of(ctx))
     rows = load_check(store, check_id)
     if not rows:
@@ -165,16 +168,23 @@ def simulate(
     """Write synthetic traffic (generated inside ClickHouse) for trying drift checks out; never on production."""
     from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
 
-    if min(reference_per_day, current) < 0 or not 0 <= empty_rate <= 1:
-        raise fail("--reference-per-day and --current must be ≥ 0 and --empty-rate within [0, 1]")
-    store = _open(settings_of(ctx))
+    limit = 10_000_000  # traces per window: ~7 GB of traces at most, generated inside ClickHouse
+    if not (0 <= reference_per_day <= limit and 0 <= current <= limit):
+        raise fail(f"--reference-per-day and --current must be between 0 and {limit:,}")
+    if not 0 <= empty_rate <= 1:
+        raise fail("--empty-rate must be within [0, 1]")
+    if not math.isfinite(shift) or abs(shift) > 1:
+        raise fail(f"--shift must be a finite number within [-1, 1] (scores are in [0, 1]), got {shift}")
     now = datetime.now(UTC)
     start = now - timedelta(hours=1)
     names = tuple(s.strip() for s in strata.split(",") if s.strip())
+    if not names:
+        raise fail("--strata names no stratum; give comma-separated categories, e.g. billing,consent")
     try:
         base = SyntheticSpec(0, start, now, retrievers=(retriever,), strata=names, run_id=f"sim{now:%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
+    store = _open(settings_of(ctx))
     total = 0
     for day in range(1, 8):
         total += insert_synthetic(store, _with(base, n=reference_per_day, start=start - timedelta(days=day),

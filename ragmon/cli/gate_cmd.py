@@ -27,6 +27,7 @@ from ragmon.cli.gate_generation import (
     prepare_generation,
     run_generation,
 )
+from ragmon.cli.options import check_output_dir
 from ragmon.errors import ConfigError, InputError
 from ragmon.gate import artifact as artifacts
 from ragmon.gate.compare import Comparison, check_same_golden, compare_runs
@@ -149,6 +150,7 @@ def gate(
                                           max_missed_refusal_rate)  # fmt: skip
     if problems := thresholds.problems() + gen_thresholds.problems():
         raise fail("; ".join(problems))
+    check_output_dir(out, "--out")
     if answerer is None and (gen_thresholds.any or judge is not None):
         raise fail("--judge and the generation thresholds (--min-faithfulness, --min-citation-precision, "
                    "--max-wrong-refusal-rate, --max-missed-refusal-rate) need --answerer")  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ragmon.cli.app import EXIT_USAGE, err_console, fail, settings_of
-from ragmon.cli.options import LogLevelOption, configure_logging
+from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 
 _FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
@@ -66,6 +66,8 @@ def ingest(
     configure_logging(log_level, quiet=("kafka",))
     if input_format is not None and input_format not in _FORMATS:
         raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
+    if stats_json is not None:
+        check_output_file(stats_json, "--stats-json")
     settings = settings_of(ctx)
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                         dead_letter_topic=dead_letter_topic, input_format=input_format)
@@ -95,7 +97,11 @@ def ingest(
                "first_data_cpu": s.first_data_cpu, "last_write_cpu": s.last_write_cpu}
     err_console.print(f"ragmon ingest stopped: {json.dumps(summary)}", highlight=False, soft_wrap=True)
     if stats_json is not None:
-        stats_json.write_text(json.dumps(summary) + "\n", encoding="utf-8")
+        try:
+            stats_json.write_text(json.dumps(summary) + "\n", encoding="utf-8")
+        except OSError as exc:
+            err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc}); the summary "
+                              "is on the line above", highlight=False, markup=False)
     if still_running:
         raise fail(f"the ingest loop did not stop within {settings.ingest.shutdown_grace_seconds}s; uncommitted "
                    "messages will be re-read on the next start (nothing is lost)", 1)

@@ -1,14 +1,17 @@
 """Options that several ``ragmon`` commands share, and how their values are checked.
 
-Owns the ``--log-level`` option and the ``--since``/``--until`` time forms. A bad value is a usage error (exit 2)
-raised before the command does anything else; nothing here opens a store or the network.
+Owns the ``--log-level`` option, the ``--since``/``--until`` time forms, and the check of output paths (a report
+file, an artifact directory) before any work is done. A bad value is a usage error (exit 2) raised before the
+command does anything else; nothing here opens a store or the network.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -53,3 +56,28 @@ def parse_when(text: str, now: datetime, option: str) -> datetime:
     except OverflowError:
         raise fail(f"{option} {text!r} reaches back before year 1; use a shorter duration or a later time",
                    EXIT_USAGE) from None
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse an output file that cannot be written (a directory, a missing or read-only directory) before the
+    command spends minutes on the work whose result would then be lost."""
+    if path.is_dir():
+        raise fail(f"{option} {path}: is a directory; name a file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise fail(f"{option} {path}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise fail(f"{option} {path}: not writable by this user")
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Refuse an output directory that is a file, or cannot be created or written (it is created if missing)."""
+    if path.exists() and not path.is_dir():
+        raise fail(f"{option} {path}: is a file; name a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise fail(f"{option} {path}: {existing} is a file, so the directory cannot be created")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise fail(f"{option} {path}: {existing} is not writable by this user")

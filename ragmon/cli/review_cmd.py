@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.cli.options import check_output_file
 from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest
 from ragmon.review.queue import NO_STRATUM, load_week, weeks
@@ -139,6 +140,8 @@ def status(ctx: typer.Context,
            week: Annotated[str | None, typer.Option(help="ISO week (default: the newest selected).",
                                                     show_default=False)] = None) -> None:
     """Show a week's progress per stratum: items, reviewed (at least one label), and disagreements."""
+    if week is not None:
+        parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
     store = ClickHouseStore.open(settings.store)
     from ragmon.review.labels import disagreements
@@ -169,6 +172,9 @@ def export(
     """Write the items reviewers marked "add to golden set" as golden cases, with the adjudication filled in."""
     from ragmon.review.export import export_golden
 
+    check_output_file(golden, "--golden")
+    if week is not None:
+        parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
     store = ClickHouseStore.open(settings.store)
     result = export_golden(store, golden, week=week)
@@ -186,7 +192,10 @@ def hash_password_cmd(
 ) -> None:
     """Print the scrypt hash to put in review.users[].password_hash (the password itself is never stored)."""
     if stdin:
-        password = sys.stdin.readline().rstrip("\n")
+        try:
+            password = sys.stdin.buffer.readline().decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise fail("the password on standard input is not UTF-8 text") from None
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
     if len(password) < 8:

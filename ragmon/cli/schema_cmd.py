@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmon.cli.app import console, fail
+from ragmon.cli.options import check_output_dir
 from ragmon.contracts import GoldenCase, Rejection, decode_trace, schemas
 from ragmon.contracts.decode import DEFAULT_MAX_BYTES
 from ragmon.errors import InputError
@@ -26,6 +27,7 @@ DirOption = Annotated[Path, typer.Option("--dir", help="Directory holding the sc
 @app.command("export")
 def export(directory: DirOption = Path("schemas")) -> None:
     """Write trace.v1.schema.json and golden-case.v1.schema.json from the pydantic models."""
+    check_output_dir(directory, "--dir")
     for path in schemas.export(directory):
         console.print(f"wrote {path}")
 

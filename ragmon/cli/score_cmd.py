@@ -14,6 +14,7 @@ from rich.table import Table
 from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
 from ragmon.config import Settings, override
+from ragmon.contracts.trace import Variant
 
 app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
 
@@ -156,8 +157,13 @@ def report(
     from ragmon.score.report import score_report
     from ragmon.store import ClickHouseStore
 
+    variants = [v.value for v in Variant]
+    if variant is not None and variant not in variants:
+        raise fail(f"--variant {variant!r} is not one of {', '.join(variants)}", EXIT_USAGE)
     now = datetime.now(UTC)
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
+    if end <= start:
+        raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
     store = ClickHouseStore.open(settings_of(ctx).store)
     rows = score_report(store, start, end, retriever=retriever, variant=variant)
     if output == "json":

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from ragmon.cli.app import console, err_console, fail, settings_of
-from ragmon.cli.options import parse_when
+from ragmon.cli.options import check_output_file, parse_when
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.verdict import Thresholds, parse_quality_drops
 
@@ -99,6 +99,8 @@ def compare_cmd(
         top=top, rank_by=rank_by,
     )
     options.check()  # bad arguments are exit 2 before the store is opened (or found down)
+    if out is not None:
+        check_output_file(out, "--out")
     store = ClickHouseStore.open(settings_of(ctx).store)
     result = compare(store, options)
     if out is not None:

@@ -34,6 +34,19 @@ RECONNECT_BACKOFF_MAX_MS = 1_000
 COMMIT_TIMEOUT_MS = 5_000
 
 
+def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str) -> bool:
+    """Log a warning when ``topic`` does not exist on the cluster: the consumer would wait for it silently (a typo
+    in kafka.topic looks like an idle topic). Returns whether the topic exists; never raises."""
+    try:
+        exists = bool(consumer.partitions_for_topic(topic))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a best-effort early warning
+        return True
+    if not exists:
+        log.warning("topic %r does not exist on %s (yet): waiting for it to be created; check kafka.topic "
+                    "(RAGMON_KAFKA__TOPIC, --topic) if it should exist", topic, bootstrap)
+    return exists
+
+
 class RawMessage(NamedTuple):
     """One message as read from the source: bytes plus where it came from (immutable; a named tuple because
     one is built per consumed message, ~4× cheaper than a frozen dataclass)."""
@@ -120,6 +133,7 @@ class KafkaTraceSource:
                 sasl_plain_password=secret_value(settings.sasl_password),
             )
             self._consumer.subscribe([settings.topic], listener=_Listener())
+            warn_if_topic_missing(self._consumer, settings.topic, settings.bootstrap_servers)
         except KafkaError as exc:
             raise SourceError(
                 f"cannot connect to Kafka at {settings.bootstrap_servers} ({type(exc).__name__}: {exc}); check "

@@ -56,7 +56,7 @@ def verify_password(password: str, encoded: str) -> bool:
             return False
         digest = hashlib.scrypt(password.encode(), salt=salt, n=int(n), r=int(r), p=int(p), maxmem=64 * 2**20,
                                 dklen=32)
-    except (ValueError, TypeError, binascii.Error):
+    except (ValueError, TypeError, binascii.Error):  # UnicodeError (a lone surrogate) is a ValueError too
         return False
     return hmac.compare_digest(digest, expected)
 

@@ -83,6 +83,9 @@ class KafkaScoreSource:
             self._consumer = KafkaConsumer(topic, **options)
         except KafkaError as exc:
             raise RetryableSourceError(f"cannot reach Kafka at {k.bootstrap_servers}: {exc}") from None
+        from ragmon.ingest.source import warn_if_topic_missing
+
+        warn_if_topic_missing(self._consumer, topic, k.bootstrap_servers)
         self._pending: dict[Any, int] = {}
 
     def poll(self) -> tuple[list[Any], str | None]:

@@ -296,6 +296,19 @@ REJECTED_BEFORE_THE_STORE = [
     (["score", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
     (["drift", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
     (["run", "--log-level", "bogus"], "--log-level 'bogus' is not one of"),
+    (["review", "status", "--week", "foo"], "is not an ISO week"),
+    (["review", "export", "--golden", "exported.json", "--week", "2026-W60"], "does not exist"),
+    (["review", "export", "--golden", "/"], "is a directory"),
+    (["score", "report", "--variant", "prod"], "--variant 'prod' is not one of production, shadow, canary"),
+    (["score", "report", "--since", "now"], "must be later than --since"),
+    (["drift", "report", "--html", "/nonexistent-dir/x.html"], "the directory /nonexistent-dir does not exist"),
+    (["drift", "simulate", "--strata", " , "], "--strata names no stratum"),
+    (["drift", "simulate", "--shift", "nan"], "--shift must be a finite number"),
+    (["drift", "simulate", "--current", "100000000000"], "must be between 0 and 10,000,000"),
+    (["ingest", "--stats-json", "/"], "--stats-json /: is a directory"),
+    (["ingest", "--bootstrap-servers", "garbage"], "'garbage' is not host:port"),
+    (["shadow", "compare", "--baseline", "a", "--candidate", "b", "--out", "/"], "--out /: is a directory"),
+    (["schema", "export", "--dir", "/dev/null"], "/dev/null: is a file; name a directory"),
 ]
 
 

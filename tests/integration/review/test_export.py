@@ -113,3 +113,5 @@ def test_cli_select_status_export(store, store_settings, tmp_path, monkeypatch):
     assert json.loads((tmp_path / "g.json").read_text()) == []
     r = runner.invoke(cli, ["review", "hash-password", "--stdin"], input="a long password\n")
     assert r.exit_code == 0 and r.output.startswith("scrypt$")
+    r = runner.invoke(cli, ["review", "hash-password", "--stdin"], input=b"\xff\xfe not text\n")
+    assert r.exit_code == 2 and "not UTF-8 text" in r.output
