@@ -151,7 +151,8 @@ def report(
         help="Only this variant: production, shadow or canary.", show_default=False)] = None,
     output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
-    """Stored scores per judge fingerprint, metric and stratum ('*' = all strata). Fingerprints are never pooled."""
+    """Stored scores per judge fingerprint, retriever, variant, metric and stratum ('*' = all strata). Fingerprints,
+    retrievers and variants are never pooled."""
     if output not in ("table", "json"):
         raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
     from ragmon.score.report import score_report
@@ -175,11 +176,11 @@ def report(
     fingerprints = sorted({r.judge_fingerprint for r in rows})
     for fp in fingerprints:
         mine = [r for r in rows if r.judge_fingerprint == fp]
-        table = Table("metric", "stratum", "ok", "n/a", "failed", "mean",
+        table = Table("retriever", "variant", "metric", "stratum", "ok", "n/a", "failed", "mean",
                       title=f"judge {mine[0].judge_name} · fingerprint {fp}")
         for r in mine:
-            table.add_row(r.metric, r.category or "(none)", f"{r.n_ok:,}", f"{r.n_not_applicable:,}",
-                          f"{r.n_failed:,}", "—" if r.mean is None else f"{r.mean:.3f}")
+            table.add_row(r.retriever, r.variant, r.metric, r.category or "(none)", f"{r.n_ok:,}",
+                          f"{r.n_not_applicable:,}", f"{r.n_failed:,}", "—" if r.mean is None else f"{r.mean:.3f}")
         console.print(table)
     if len(fingerprints) > 1:
         console.print(f"{len(fingerprints)} judge fingerprints in this window: their scores are not comparable; "

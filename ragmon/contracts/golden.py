@@ -78,6 +78,10 @@ class GoldenCase(_Strict):
     def _answerable_cases_have_passages(self) -> GoldenCase:
         if self.expected_behaviour == Behaviour.answer and not self.reference_passages:
             raise ValueError("expected_behaviour 'answer' needs at least one reference passage")
+        if self.expected_behaviour == Behaviour.answer and not self.relevant_chunks():
+            # nothing to find: recall, MRR and nDCG would be undefined and the case could never fail the gate
+            raise ValueError("expected_behaviour 'answer' needs at least one reference chunk of grade 1 or more "
+                             "(every listed chunk is graded 0: not relevant)")
         return self
 
     def relevance(self) -> dict[str, int]:

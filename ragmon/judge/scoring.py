@@ -16,6 +16,7 @@ from ragmon.metrics import (
     answer_relevance,
     citation_precision,
     citation_recall,
+    claim_sentences,
     classify_refusal,
     context_precision,
     faithfulness,
@@ -29,6 +30,10 @@ METRICS = (
     "faithfulness", "citation_precision", "citation_recall", "answer_relevance", "context_precision",
     "context_relevant_share", "refusal_correct", "wrong_refusal", "missed_refusal",
 )  # fmt: skip
+
+
+#: metrics where a higher value is worse (rates of wrong decisions); every other metric is better higher
+LOWER_IS_BETTER = frozenset({"wrong_refusal", "missed_refusal"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +75,7 @@ def score_verdicts(item: JudgeInput, v: Verdicts, retrieval_scores: list[float])
     """The metric values of one trace. Raises ``ValueError`` if the verdicts are impossible (a broken judge)."""
     supported = sum(1 for c in v.claims if c.supported is True)
     unverified = sum(1 for c in v.claims if c.evidence and not any(e.verified for e in c.evidence))
-    claim_texts = {c.claim for c in v.claims}
-    needs = {i for i, s in enumerate(v.sentences) if s in claim_texts}
+    needs = claim_sentences(v.claims, v.sentences)
     holds = sum(1 for c in v.citations if c.holds)
     bad_quotes = sum(1 for c in v.citations if not c.quote_verified)
 
@@ -80,7 +84,15 @@ def score_verdicts(item: JudgeInput, v: Verdicts, retrieval_scores: list[float])
     ranked = [c.chunk_id for c in item.chunks if c.chunk_id in judged]
 
     actual = v.observed_behaviour or item.behaviour
-    expected = None if v.refusal.answerable is None else ("answer" if v.refusal.answerable else "refuse")
+    # a retrieval-only trace (a shadow twin that skips generation) answered nothing: there is no answer to rate
+    # and no refusal decision to judge, so those metrics are not applicable rather than 0 or 1
+    retrieval_only = actual == "answer" and not item.answer.strip()
+    if v.refusal.answerable is None or retrieval_only:
+        expected = None
+    elif v.refusal.answerable:
+        expected = "answer"
+    else:  # the judge says "should not answer": any way of declining (refuse, clarify, route) is correct
+        expected = actual if actual != "answer" else "refuse"
     outcome = refusal_outcome(expected, actual)
     rates = refusal_correctness([outcome])
     cause = classify_refusal(actual, retrieval_scores, min_score=0.0,
@@ -97,7 +109,8 @@ def score_verdicts(item: JudgeInput, v: Verdicts, retrieval_scores: list[float])
         MetricValue("citation_recall",
                     citation_recall(v.citations, len(v.sentences), needs if needs or not v.claims else None),
                     {"sentences": len(v.sentences), "need_citation": len(needs)}),
-        MetricValue("answer_relevance", answer_relevance(v), {}),
+        MetricValue("answer_relevance", None if retrieval_only else answer_relevance(v),
+                    {"retrieval_only": True} if retrieval_only else {}),
         MetricValue("context_precision", context_precision(ranked, relevant) if judged else None,
                     {"judged": len(judged), "relevant": len(relevant)}),
         MetricValue("context_relevant_share", len(relevant) / len(judged) if judged else None,

@@ -9,6 +9,7 @@ it. No I/O, no clock, no judge logic.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ __all__ = [
     "answer_relevance",
     "citation_precision",
     "citation_recall",
+    "claim_sentences",
     "classify_refusal",
     "faithfulness",
     "refusal_causes",
@@ -107,6 +109,30 @@ def citation_recall(
         return None
     covered = {c.sentence for c in citations if c.holds and c.sentence in needed}
     return len(covered) / len(needed)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def claim_sentences(claims: Sequence[ClaimVerdict], sentences: Sequence[str], *, min_overlap: float = 0.6) -> set[int]:
+    """Indices of the answer sentences that make a claim: the sentence each claim comes from.
+
+    A judge's claims are atomic or reworded, so a claim rarely equals its sentence character for character. A
+    claim belongs to the sentence holding the largest share of its words (case-folded), when that share is at
+    least ``min_overlap``; a claim that fits no sentence well enough is left out.
+
+    Does NOT catch: a claim that merges two sentences (it counts for the one holding more of its words).
+    """
+    bags = [set(_WORD.findall(s.casefold())) for s in sentences]
+    found: set[int] = set()
+    for claim in claims:
+        words = set(_WORD.findall(claim.claim.casefold()))
+        if not words or not bags:
+            continue
+        share, best = max((len(words & bag) / len(words), i) for i, bag in enumerate(bags))
+        if share >= min_overlap:
+            found.add(best)
+    return found
 
 
 def answer_relevance(verdicts: Verdicts) -> float | None:

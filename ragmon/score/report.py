@@ -1,4 +1,6 @@
-"""Reading scores back: per judge fingerprint, per metric, per stratum — never averaged across fingerprints.
+"""Reading scores back: per judge fingerprint, retriever, variant, metric and stratum — never averaged across
+fingerprints, nor across retrievers or variants (a shadow twin is scored with its production query: pooling them
+would count the query twice and mix two systems).
 
 Owns the report query over the ``scores`` table (read with FINAL, so a re-scored trace counts once). Every
 row of the result carries the fingerprint; there is no code path that groups scores without it.
@@ -18,10 +20,12 @@ WHOLE = 1
 
 @dataclass(frozen=True, slots=True)
 class ScoreReportRow:
-    """One (fingerprint, metric, stratum) cell: mean of ok values, counts by status."""
+    """One (fingerprint, retriever, variant, metric, stratum) cell: mean of ok values, counts by status."""
 
     judge_fingerprint: str
     judge_name: str
+    retriever: str  # name@version
+    variant: str
     metric: str
     category: str
     n_ok: int
@@ -32,7 +36,7 @@ class ScoreReportRow:
 
 def score_report(store: Any, since: datetime, until: datetime, *, retriever: str | None = None,
                  variant: str | None = None) -> list[ScoreReportRow]:
-    """Rows ordered by fingerprint, metric, stratum; stratum '' holds the all-strata row (ALL) per metric."""
+    """Rows ordered by fingerprint, retriever, variant, metric, stratum; the all-strata row of each (ALL) first."""
     where = ["ts >= {since:DateTime64(3, 'UTC')}", "ts < {until:DateTime64(3, 'UTC')}"]
     params: dict[str, Any] = {"since": since, "until": until}
     if retriever is not None:
@@ -42,20 +46,23 @@ def score_report(store: Any, since: datetime, until: datetime, *, retriever: str
         where.append("variant = {variant:String}")
         params["variant"] = variant
     rows = store.query_rows(
-        f"SELECT judge_fingerprint, any(judge_name) AS judge_name, metric, "
+        f"SELECT judge_fingerprint, any(judge_name) AS judge_name, "
+        f"concat(retriever_name, '@', retriever_version) AS retriever, variant, metric, "
         f"category, grouping(category) AS whole, "
         f"countIf(status = 'ok') AS n_ok, countIf(status = 'not_applicable') AS n_na, "
         f"countIf(status = 'failed') AS n_failed, avgIf(value, status = 'ok') AS mean "
         f"FROM {store.table('scores')} FINAL WHERE {' AND '.join(where)} "
-        f"GROUP BY GROUPING SETS ((judge_fingerprint, metric, category), (judge_fingerprint, metric)) "
-        f"ORDER BY judge_fingerprint, metric, whole, category",
+        f"GROUP BY GROUPING SETS ((judge_fingerprint, retriever, variant, metric, category), "
+        f"(judge_fingerprint, retriever, variant, metric)) "
+        f"ORDER BY judge_fingerprint, retriever, variant, metric, whole DESC, category",
         params,
     )
     out = []
     for r in rows:
         mean = r["mean"]
         out.append(ScoreReportRow(
-            r["judge_fingerprint"], r["judge_name"], r["metric"], ALL if r["whole"] == WHOLE else r["category"],
+            r["judge_fingerprint"], r["judge_name"], r["retriever"], r["variant"], r["metric"],
+            ALL if r["whole"] == WHOLE else r["category"],
             int(r["n_ok"]), int(r["n_na"]),
             int(r["n_failed"]), None if mean is None or mean != mean else float(mean),
         ))

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ragmon.contracts.golden import GoldenCase, GoldenSet
 from ragmon.errors import InputError
-from ragmon.metrics.retrieval import ndcg_at_k, recall_at_k, reciprocal_rank
+from ragmon.metrics.summary import score_ranking
 from ragmon.shadow.pairs import pairs_sql
 
 CANARY_METRICS = ("recall_at_k", "mrr", "ndcg_at_k")
@@ -91,10 +91,11 @@ def score_canaries(rows: list[dict[str, Any]], index: dict[str, GoldenCase], k: 
         relevant, grades = case.relevant_chunks(), case.relevance()
         b, c = list(row["b_ids"]), list(row["c_ids"])
         metrics: dict[str, tuple[float, float]] = {}
+        sb, sc = score_ranking(b, grades, k), score_ranking(c, grades, k)  # the gate's own function, at this k
         for name, vb, vc in (
-            ("recall_at_k", recall_at_k(b, relevant, k), recall_at_k(c, relevant, k)),
-            ("mrr", reciprocal_rank(b, relevant), reciprocal_rank(c, relevant)),
-            ("ndcg_at_k", ndcg_at_k(b, grades, k), ndcg_at_k(c, grades, k)),
+            ("recall_at_k", sb.recall_at_k, sc.recall_at_k),
+            ("mrr", sb.reciprocal_rank_at_k, sc.reciprocal_rank_at_k),
+            ("ndcg_at_k", sb.ndcg_at_k, sc.ndcg_at_k),
         ):
             if vb is not None and vc is not None:
                 metrics[name] = (float(vb), float(vc))

@@ -7,8 +7,10 @@ Rules (also in docs/shadow.md):
 * Point thresholds (overlap@k, p95 latency delta, error-rate delta) **reject** when violated.
 * A quality threshold ``max_quality_drop[metric] = x`` uses the bootstrap interval of the mean paired
   difference (candidate − baseline): **reject** when the whole interval is below −x (confidently worse by more
-  than x), pass when the whole interval is at or above −x, **hold** otherwise (inconclusive) or when the
-  metric has no judged pairs in the stratum.
+  than x), pass when the whole interval is at or above −x, **hold** otherwise (inconclusive), when the
+  metric has no judged pairs in the stratum, or fewer than ``MIN_QUALITY_PAIRS`` (10). For a rate of wrong
+  decisions (``wrong_refusal``, ``missed_refusal``: lower is better) x bounds the rise instead: reject when the
+  whole interval is above +x, pass when it is at or below +x.
 * A stratum is **promote** only when every threshold passes. The overall verdict is reject if any stratum
   rejects, else hold if any holds, else promote. Exit codes: 0 promote, 1 reject, 4 hold.
 
@@ -20,8 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ragmon.judge.scoring import LOWER_IS_BETTER
 from ragmon.shadow.result import Decision, QualityDelta, Verdict
 
+#: paired values a quality threshold needs before it may promote or reject: with fewer, a bootstrap interval
+#: can be a single point (one pair, or a run of equal differences) that says nothing about the population
+MIN_QUALITY_PAIRS = 10
 EXIT_PROMOTE = 0
 EXIT_REJECT = 1
 EXIT_HOLD = 4
@@ -95,14 +101,20 @@ def decide(
         if not found:
             unsure.append(f"{metric}: no paired values in this stratum (not judged on both sides, no canary)")
             continue
+        worse_when_higher = metric in LOWER_IS_BETTER
         for q in found:
             r = q.result
             who = f"{metric} [{q.judge_fingerprint[:12]}]" if q.source == "judge" else metric
             line = (f"{who} Δ {r.mean_difference:+.3f}, {r.confidence:.0%} CI [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
-                    f"vs max drop {drop:.3f} (n={r.n})")
-            if r.ci_high < -drop:
+                    + (f"vs max rise {drop:.3f} (lower is better)" if worse_when_higher else f"vs max drop {drop:.3f}")
+                    + f" (n={r.n})")
+            # the change for the worse, as a share: a drop, or for a rate of wrong decisions a rise
+            worst, best = (r.ci_high, r.ci_low) if worse_when_higher else (-r.ci_low, -r.ci_high)
+            if r.n < MIN_QUALITY_PAIRS:
+                unsure.append(line + f": too few paired values to decide (at least {MIN_QUALITY_PAIRS})")
+            elif best > drop:
                 failed.append(line)
-            elif r.ci_low >= -drop:
+            elif worst <= drop:
                 passed.append(line)
             else:
                 unsure.append(line + ": inconclusive")

@@ -123,7 +123,7 @@ def test_cli_check_and_report(store, store_settings, tmp_path, monkeypatch: pyte
     wrong = runner.invoke(app, ["drift", "simulate", "--retriever", "no-version"])
     assert wrong.exit_code == 2 and "name@version" in wrong.output
     negative = runner.invoke(app, ["drift", "simulate", "--current", "-5"])
-    assert negative.exit_code == 2 and "must be ≥ 0" in negative.output
+    assert negative.exit_code == 2 and "must be between 0 and 10,000,000" in negative.output
     sim = runner.invoke(app, ["drift", "simulate", "--reference-per-day", "200", "--current", "600", "--shift", "0.3",
                               "--strata", "billing"])
     assert sim.exit_code == 0, sim.output
@@ -136,6 +136,6 @@ def test_cli_check_and_report(store, store_settings, tmp_path, monkeypatch: pyte
     assert shown.exit_code == 0, shown.output
     assert "top1_score" in page.read_text() and "<svg" in page.read_text()
     bad = runner.invoke(app, ["drift", "report", "--html", str(tmp_path / "no" / "such" / "dir.html")])
-    assert bad.exit_code == 2 and "cannot write" in bad.output
+    assert bad.exit_code == 2 and "does not exist; create it first" in bad.output
     n = np.asarray(store.query_rows(f"SELECT count() AS n FROM {store.table('drift_checks')}")[0]["n"])
     assert int(n) > 0

@@ -168,6 +168,21 @@ def test_report_never_mixes_fingerprints_and_change_is_announced(store, caplog):
     assert {(r.judge_fingerprint, r.category, r.n_ok) for r in faith} == {
         (old.fingerprint, "consent", 4), (old.fingerprint, ALL, 4),
         (new.fingerprint, "consent", 4), (new.fingerprint, ALL, 4)}
+    assert {(r.retriever, r.variant) for r in faith} == {("hybrid@v1", "production")}
+
+
+def test_report_keeps_retrievers_and_variants_apart(store):
+    # a shadow twin shares its production query (and so is sampled with it): pooling would mix two systems
+    shadow_side = {"name": "dense", "version": "v2", "variant": "shadow", "parameters": {}}
+    traces = [make_trace(category="c") for _ in range(3)] + [make_trace(category="c", retriever=shadow_side)
+                                                              for _ in range(2)]
+    LiveScorer(store, HeuristicJudge(), ScoreSampler(salt="v", rate=1.0)).process(traces)
+    now = datetime.now(UTC)
+    cells = {(r.retriever, r.variant, r.category): r.n_ok + r.n_not_applicable + r.n_failed
+             for r in score_report(store, now - timedelta(days=1), now + timedelta(days=1))
+             if r.metric == "faithfulness"}
+    assert cells == {("hybrid@v1", "production", "c"): 3, ("hybrid@v1", "production", ALL): 3,
+                     ("dense@v2", "shadow", "c"): 2, ("dense@v2", "shadow", ALL): 2}
 
 
 def test_backfill_from_store(store):

@@ -58,3 +58,16 @@ def test_hostile_nesting_is_an_input_error(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputError, match="nested too deeply"):
         load_golden(path)
+
+
+def test_an_answerable_case_whose_every_chunk_is_graded_0_is_refused(tmp_path: Path) -> None:
+    # it could never fail the gate: with nothing relevant to find, recall, MRR and nDCG are undefined
+    path = tmp_path / "g.json"
+    passage = {"doc_id": "d", "chunk_ids": ["a", "b"], "grades": {"a": 0, "b": 0}}
+    path.write_text(json.dumps([{**CASE, "reference_passages": [passage]}]))
+    with pytest.raises(InputError) as info:
+        load_golden(path)
+    assert "case 'c1' (#1)" in str(info.value) and "grade 1 or more" in str(info.value)
+    passage["grades"]["b"] = 1
+    path.write_text(json.dumps([{**CASE, "reference_passages": [passage]}]))
+    assert load_golden(path).cases[0].relevant_chunks() == {"b"}

@@ -75,3 +75,21 @@ def test_threshold_validation_and_parsing():
         Thresholds(min_overlap=1.5)
     with pytest.raises(ValueError, match="min_pairs"):
         Thresholds(min_pairs=0)
+
+
+def test_for_a_rate_of_wrong_decisions_a_rise_is_the_regression():
+    t = Thresholds(max_quality_drop={"wrong_refusal": 0.02, "missed_refusal": 0.02})
+    worse = run(t, quality=(q("wrong_refusal", 0.305, 0.235, 0.380), q("missed_refusal", 0.0, -0.01, 0.01)))
+    assert worse.decision == "reject" and "vs max rise 0.020 (lower is better)" in worse.reasons[0]
+    better = run(t, quality=(q("wrong_refusal", -0.2, -0.3, -0.1), q("missed_refusal", 0.0, -0.01, 0.01)))
+    assert better.decision == "promote"
+    assert run(t, quality=(q("wrong_refusal", 0.01, -0.01, 0.05), q("missed_refusal", 0.0, -0.01, 0.01))
+               ).decision == "hold"
+
+
+def test_a_point_interval_from_too_few_pairs_decides_nothing():
+    t = Thresholds(max_quality_drop={"faithfulness": 0.02})
+    for mean in (-0.5, 0.0):  # one pair: the "interval" is a single point either way
+        v = run(t, quality=(q("faithfulness", mean, mean, mean, n=1),))
+        assert v.decision == "hold" and "too few paired values" in v.reasons[0], v
+    assert run(t, quality=(q("faithfulness", -0.5, -0.5, -0.5, n=10),)).decision == "reject"
