@@ -201,6 +201,10 @@ def _semantic_problem(trace: FastTrace, timestamp: str) -> Rejection | None:
     for stage, ms in trace.latency_ms.items():
         if not math.isfinite(ms) or ms < 0:
             return Rejection("invalid_value", f"$.latency_ms[{stage!r}] is {ms}; expected a finite number >= 0")
+    if "total" not in trace.latency_ms and not math.isfinite(sum(trace.latency_ms.values())):
+        # the stored total is their sum: it must be a number too
+        return Rejection("invalid_value", "$.latency_ms: the stages add up past the largest float; expected "
+                         "milliseconds")
     if not math.isfinite(trace.cost_usd):
         return Rejection("invalid_value", f"$.cost_usd is {trace.cost_usd}; expected a finite number >= 0")
     if trace.timestamp.tzinfo is None:

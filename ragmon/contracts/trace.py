@@ -169,6 +169,8 @@ class Trace(_Strict):
         for stage, ms in v.items():
             if not math.isfinite(ms) or ms < 0:
                 raise ValueError(f"latency_ms[{stage!r}] must be a finite non-negative number")
+        if "total" not in v and not math.isfinite(sum(v.values())):
+            raise ValueError("the stages add up past the largest float; the stored total is their sum")
         return v
 
     @field_validator("timestamp", mode="before")

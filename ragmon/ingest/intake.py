@@ -38,7 +38,8 @@ class Intake:
         self.retention = timedelta(days=retention_days)
         self.clock = clock
         self.redactor = Redactor(settings.redact_patterns, settings.redact_fields)
-        self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces)
+        self.assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces,
+                                       settings.otlp_max_pending_bytes)
         self._batch: Batch | None = None
         self._oldest = datetime.min.replace(tzinfo=UTC)  # traces before this are outside the retention
         self._oldest_until = float("-inf")               # clock() time until which _oldest is current

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,11 +32,16 @@ class Span:
     status_error: str      # the status message when the status code is ERROR, else ""
 
 
+#: the resource attributes a trace is built from (build_document); the others are not copied onto each span
+RESOURCE_ATTRIBUTES = ("service.name",)
+_OTLP_JSON_START = re.compile(rb'\A\s*\{\s*"(?:resourceSpans|resource_spans)"\s*:')
+
+
 def detect_format(data: bytes) -> str:
     """'native', 'otlp_json' or 'otlp_proto' from the first bytes (for kafka.input_format=auto)."""
     head = data[:64].lstrip()
-    if head[:1] == b"{":
-        return "otlp_json" if b'"resourceSpans"' in head or b'"resource_spans"' in head else "native"
+    if head[:1] == b"{":  # OTLP/JSON only when resourceSpans is the object's first key, not text further in
+        return "otlp_json" if _OTLP_JSON_START.match(data[:256]) else "native"
     if data[:1] == b"\x0a":  # field 1 (resource_spans), length-delimited: an ExportTraceServiceRequest
         return "otlp_proto"
     return "native"  # the native decoder turns anything else into a clear rejection
@@ -67,12 +73,13 @@ def parse_otlp(data: bytes, fmt: str, *, max_bytes: int) -> list[Span] | Rejecti
     try:
         for rs in request.resource_spans:
             resource = _attributes(rs.resource.attributes)
+            kept = {f"resource.{k}": resource[k] for k in RESOURCE_ATTRIBUTES if k in resource}
             for ss in rs.scope_spans:
                 for s in ss.spans:
                     if len(s.trace_id) != 16 or len(s.span_id) != 8:
                         return Rejection("invalid_otlp", f"span {s.name!r} has a trace id of {len(s.trace_id)} "
                                          f"bytes and a span id of {len(s.span_id)} bytes; expected 16 and 8")
-                    attrs = {f"resource.{k}": v for k, v in resource.items()}
+                    attrs = dict(kept)  # not every resource attribute: N of them on N spans would be N² entries
                     attrs.update(_attributes(s.attributes))
                     spans.append(Span(
                         s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex() if s.parent_span_id else "",

@@ -1,7 +1,8 @@
 """Assembling OTLP spans that arrive in different messages into one trace per query.
 
 Owns the buffer of traces being assembled, keyed by trace id, bounded in time (``otlp_assembly_wait_seconds``
-from the first span seen) and in memory (``otlp_max_pending_traces``; the oldest goes first), and what happens
+from the first span seen) and in memory (``otlp_max_pending_traces`` traces and ``otlp_max_pending_bytes`` of
+the messages their spans came from, each message's bytes shared among the traces in it; the oldest goes first), and what happens
 to a trace that never completes. A trace is complete when its root span (no parent) has arrived and every
 parent a span names has arrived too; it is emitted at once. At the deadline or on eviction a trace with its
 root is emitted marked incomplete; one without a root is dropped (no question to store). Spans arriving for
@@ -45,6 +46,7 @@ class _Pending:
     spans: dict[str, Span] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     has_root: bool = False
+    bytes: int = 0  # its share of the message bytes its spans came from
 
     def complete(self) -> bool:
         return self.has_root and all(not s.parent_span_id or s.parent_span_id in self.spans
@@ -54,14 +56,24 @@ class _Pending:
 class OtlpAssembler:
     """Buffers spans by trace id. Not thread-safe (the pipeline thread)."""
 
-    def __init__(self, wait_seconds: float, max_pending: int):
+    def __init__(self, wait_seconds: float, max_pending: int, max_bytes: int = 268_435_456):
         self.wait_seconds = wait_seconds
         self.max_pending = max_pending
+        self.max_bytes = max_bytes
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._emitted: OrderedDict[str, None] = OrderedDict()
+        self._bytes = 0
 
     def pending(self) -> int:
         return len(self._pending)
+
+    def pending_bytes(self) -> int:
+        return self._bytes
+
+    def _take(self, trace_id: str) -> _Pending:
+        p = self._pending.pop(trace_id)
+        self._bytes -= p.bytes
+        return p
 
     def add(self, msg: RawMessage, spans: list[Span], ledger: OffsetLedger, now: float) -> list[Assembled]:
         groups: dict[str, list[Span]] = {}
@@ -69,6 +81,7 @@ class OtlpAssembler:
             groups.setdefault(s.trace_id, []).append(s)
         entry = ledger.track((msg.topic, msg.partition), msg.offset, len(groups))
         position = SourcePosition(msg.topic, msg.partition, msg.offset)
+        share = len(msg.value) // max(1, len(groups))
         out: list[Assembled] = []
         for trace_id, group in groups.items():
             if trace_id in self._emitted:
@@ -77,8 +90,8 @@ class OtlpAssembler:
             p = self._pending.get(trace_id)
             if p is None:
                 while len(self._pending) >= self.max_pending:
-                    oldest_id, oldest = self._pending.popitem(last=False)
-                    out.append(self._finish(oldest_id, oldest, "evicted"))
+                    oldest_id = next(iter(self._pending))
+                    out.append(self._finish(oldest_id, self._take(oldest_id), "evicted"))
                 p = self._pending[trace_id] = _Pending(now, position)
             for s in group:
                 p.spans[s.span_id] = s
@@ -86,9 +99,13 @@ class OtlpAssembler:
                     p.has_root = True
                     p.source = position
             p.entries.append(entry)
+            p.bytes += share
+            self._bytes += share
             if p.complete():
-                del self._pending[trace_id]
-                out.append(self._finish(trace_id, p, "complete"))
+                out.append(self._finish(trace_id, self._take(trace_id), "complete"))
+            while self._bytes > self.max_bytes and self._pending:  # the oldest first, this one last
+                oldest_id = next(iter(self._pending))
+                out.append(self._finish(oldest_id, self._take(oldest_id), "evicted"))
         return out
 
     def expire(self, now: float) -> list[Assembled]:
@@ -97,14 +114,13 @@ class OtlpAssembler:
             trace_id, p = next(iter(self._pending.items()))
             if now - p.first_seen < self.wait_seconds:
                 break
-            del self._pending[trace_id]
-            out.append(self._finish(trace_id, p, "timed_out"))
+            out.append(self._finish(trace_id, self._take(trace_id), "timed_out"))
         return out
 
     def forget(self, partitions: set[Partition]) -> None:
         """Drop traces holding spans of revoked partitions: the next owner re-reads those messages."""
         for trace_id in [t for t, p in self._pending.items() if any(e.partition in partitions for e in p.entries)]:
-            del self._pending[trace_id]
+            self._take(trace_id)
 
     def _finish(self, trace_id: str, p: _Pending, why: str) -> Assembled:
         outcome = "complete" if why == "complete" else f"{why}_{'emitted' if p.has_root else 'no_root'}"

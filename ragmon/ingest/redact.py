@@ -42,10 +42,12 @@ def _prefilter(pattern: str):
         from re import _parser  # type: ignore[attr-defined]
 
         items = list(_parser.parse(pattern))
+        flags = re.compile(pattern).flags
     except Exception:  # noqa: BLE001 - no prefilter, still correct
         return None
     literals = [chr(arg) for op, arg in items if str(op) == "LITERAL"]
-    if literals:
+    if literals and not flags & re.IGNORECASE:  # a literal of '(?i)password' may be written 'PASSWORD'
+
         needle = max(literals, key=len)
         return lambda text: needle in text
     if any(str(op) == "IN" and any(str(a) == "CATEGORY_DIGIT" for _, a in arg) for op, arg in items):

@@ -56,8 +56,8 @@ class InMemoryTraceWriter:
             raise (PermanentStoreError if self.permanent else RetryableStoreError)("in-memory store down (test)")
         n = len(rows)
         if dedup_token not in self.tokens:
-            self.tokens.append(dedup_token)
             columns = rows.columns()  # the JSON lines decoded back: the double sees what ClickHouse would parse
+            self.tokens.append(dedup_token)  # only once the rows are readable: a failed read stores nothing
             names = list(columns)
             self.rows.extend({k: columns[k][i] for k in names} for i in range(n))
         if self.fail_after_write > 0:

@@ -33,6 +33,8 @@ labels = st.text(max_size=24)
 identifiers = st.text(min_size=1, max_size=40)
 finite = st.floats(allow_nan=False, allow_infinity=False)
 non_negative = st.floats(min_value=0, allow_nan=False, allow_infinity=False)
+#: stage latencies of a valid trace: up to 4 of them must add up to a finite total (tested on its own below)
+stage_ms = st.floats(min_value=0, max_value=1e300, allow_nan=False)
 counts = st.integers(min_value=0, max_value=UINT32_MAX)
 offsets = st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59).map(
     lambda m: timezone(timedelta(minutes=m))
@@ -95,7 +97,7 @@ trace_docs = st.fixed_dictionaries(
         ),
         "model": _optional(name=labels, version=labels),
         "prompt": _optional(id=labels, version=labels),
-        "latency_ms": st.dictionaries(labels, non_negative, max_size=4),
+        "latency_ms": st.dictionaries(labels, stage_ms, max_size=4),
         "tokens": _optional(prompt=counts, completion=counts),
         "cost_usd": non_negative,
         "error": st.text(max_size=50),
@@ -411,6 +413,17 @@ def test_negative_latency_names_the_stage():
     assert isinstance(result, Rejection) and result.reason == "invalid_value"
     assert "rerank" in result.detail
     assert not model_accepts(encode(doc))
+
+
+def test_stages_adding_up_past_the_float_range_are_rejected_by_both():
+    # each stage is finite; their sum, stored as the total, would be inf (written as null, stored as 0)
+    doc = {"trace_id": "t", "query_id": "q", "timestamp": "2026-12-01T10:00:00Z", "retriever": {"name": "r"},
+           "question": "?", "latency_ms": {"retrieve": 1e308, "generate": 1e308}}
+    result = decode_trace(encode(doc))
+    assert isinstance(result, Rejection) and result.reason == "invalid_value" and "add up" in result.detail
+    assert not model_accepts(encode(doc))
+    doc["latency_ms"]["total"] = 5.0  # a total given by the producer is stored as is
+    assert isinstance(decode_trace(encode(doc)), DecodedTrace) and model_accepts(encode(doc))
 
 
 def test_timestamps_outside_rfc3339_are_rejected_by_both():

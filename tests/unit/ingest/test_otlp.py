@@ -117,9 +117,49 @@ def test_auto_format_mixes_native_and_otlp_and_rejects_garbage(rig):
     assert [d.reason for d in r.dlq.letters] == ["invalid_otlp", "invalid_otlp"]
 
 
+def test_memory_bound_in_bytes_evicts_the_oldest_pending_traces():
+    ledger = OffsetLedger()
+    assembler = OtlpAssembler(wait_seconds=60, max_pending=1000, max_bytes=3_000)
+    out = []
+    for i in range(10):  # root-less spans of ten traces, 1,000 bytes of message each
+        orphan = Span(f"{i:032x}", "3" * 16, "2" * 16, "embed", 1, 2, {}, "")
+        out += assembler.add(RawMessage(T, 0, i, b"x" * 1_000), [orphan], ledger, now=0.0)
+    assert assembler.pending_bytes() <= 3_000 and assembler.pending() == 3
+    assert [a.outcome for a in out] == ["evicted_no_root"] * 7
+
+
+def test_resource_attributes_are_not_copied_onto_every_span():
+    # N resource attributes on N spans would be N² entries from one message
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    for i in range(500):
+        attribute = resource_spans.resource.attributes.add()
+        attribute.key, attribute.value.string_value = f"k{i}", "v"
+    attribute = resource_spans.resource.attributes.add()
+    attribute.key, attribute.value.string_value = "service.name", "rag-app"
+    scope = resource_spans.scope_spans.add()
+    for i in range(500):
+        span = scope.spans.add()
+        span.trace_id, span.span_id, span.name = bytes([1]) * 16, i.to_bytes(8, "big"), "s"
+    spans = parse_otlp(request.SerializeToString(), "otlp_proto", max_bytes=10_000_000)
+    assert len(spans) == 500 and all(s.attributes == {"resource.service.name": "rag-app"} for s in spans)
+
+
+def test_a_native_trace_mentioning_resource_spans_stays_native(rig):
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, [trace_bytes(trace_id="victim", tags=["resourceSpans"]),
+                           trace_bytes(trace_id="other", question="what are resource_spans?")])
+    r.drive(5)
+    assert sorted(row["trace_id"] for row in r.writer.rows) == ["other", "victim"]
+
+
 def test_detect_format():
     assert detect_format(b'  {"trace_id": "x"}') == "native"
+    assert detect_format(b'{"tags": ["resourceSpans"], "trace_id": "x"}') == "native"
     assert detect_format(b'{"resourceSpans": []}') == "otlp_json"
+    assert detect_format(b' {\n  "resource_spans" : []}') == "otlp_json"
     assert detect_format(otlp_messages(rag_spans(1), 3, "proto")[0]) == "otlp_proto"
     assert detect_format(b"") == "native"
 
