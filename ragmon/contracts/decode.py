@@ -158,6 +158,8 @@ def decode_trace(data: bytes | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> D
             trace = _typed.decode(data)
         except msgspec.DecodeError:  # ValidationError is a DecodeError
             return _decode_slowly(data, size)
+        except RecursionError:
+            return Rejection("invalid_json", "the JSON is nested too deeply to be a trace")
         try:
             stamp, unknown = _top.decode(data).timestamp, ()
         except msgspec.DecodeError:  # the typed pass accepted it: the only possible refusal is an unknown field
@@ -177,6 +179,8 @@ def _decode_slowly(data: bytes, size: int) -> DecodedTrace | Rejection:
         raw = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         return _classify_unparseable(data, exc)
+    except RecursionError:
+        return Rejection("invalid_json", "the JSON is nested too deeply to be a trace")
     if not isinstance(raw, dict):
         return Rejection("not_an_object", f"top level is a JSON {type(raw).__name__}, expected an object")
     try:

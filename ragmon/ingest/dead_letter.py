@@ -37,7 +37,9 @@ class DeadLetter:
     def kafka_headers(self) -> list[tuple[str, bytes]]:
         own = [
             ("ragmon.reason", self.reason.encode()),
-            ("ragmon.detail", self.detail.encode("utf-8", "replace")[:MAX_DETAIL_BYTES]),
+            # cut at a character boundary: a header cut inside a UTF-8 sequence is not text any more
+            ("ragmon.detail", self.detail.encode("utf-8", "replace")[:MAX_DETAIL_BYTES]
+             .decode("utf-8", "ignore").encode("utf-8")),
             ("ragmon.source.topic", self.topic.encode()),
             ("ragmon.source.partition", str(self.partition).encode()),
             ("ragmon.source.offset", str(self.offset).encode()),

@@ -23,7 +23,7 @@ from ragmon.store.trace_rows import SourcePosition
 from ragmon.telemetry import Telemetry
 
 #: DateTime64(3) ends in 2299; a later timestamp would make the whole batch fail, so it is rejected here
-_MAX_TS = datetime(2299, 12, 31, tzinfo=UTC)
+_MAX_TS = datetime(2299, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
 
 
 class Intake:
@@ -84,7 +84,7 @@ class Intake:
     def _check_time(self, d: DecodedTrace) -> DecodedTrace | Rejection:
         ts = d.trace.timestamp
         if ts > _MAX_TS:
-            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31, the store's limit")
+            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31T23:59:59.999Z, the store's limit")
         now = self.clock()
         if now >= self._oldest_until:  # recomputed once a second: the cutoff moves by at most a second
             self._oldest, self._oldest_until = datetime.now(UTC) - self.retention, now + 1.0

@@ -160,7 +160,8 @@ def _documents(span: Span) -> list[dict[str, Any]]:
             except ValueError:
                 meta = None
         meta = meta if isinstance(meta, dict) else {}
-        chunk = {"chunk_id": str(d.get("document.id", f"doc-{i}")), "rank": rank,
+        chunk = {"chunk_id": _scalar_text(d.get("document.id", f"doc-{i}"), f"retrieval.documents.{i}.document.id"),
+                 "rank": rank,
                  "doc_id": str(meta.get("doc_id", "")), "doc_version": str(meta.get("doc_version", ""))}
         if "document.score" in d:  # never invented: without it the trace is refused, as a native one would be
             chunk["score"] = d["document.score"]
@@ -168,6 +169,23 @@ def _documents(span: Span) -> list[dict[str, Any]]:
             chunk["text"] = d["document.content"]
         out.append(chunk)
     return out
+
+
+def _count(span: Span | None, key: str) -> int:
+    """A token count: an integer attribute (or a float holding one); anything else makes the trace invalid."""
+    value = 0 if span is None else span.attributes.get(key, 0)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{key} is {value!r}; expected an integer")
+    return value
+
+
+def _scalar_text(value: Any, key: str) -> str:
+    """An id attribute as text: strings and integers only (an array's Python repr is not an id)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"{key} is {value!r}; expected a string")
+    return str(value)
 
 
 def build_document(spans: list[Span], *, incomplete: bool) -> bytes:
@@ -211,8 +229,7 @@ def build_document(spans: list[Span], *, incomplete: bool) -> bytes:
         "model": {"name": str(llm.attributes.get("llm.model_name", "")) if llm else "",
                   "version": str(_first(ordered, "ragmon.model_version") or "")},
         "latency_ms": latency,
-        "tokens": {"prompt": int(llm.attributes.get("llm.token_count.prompt", 0)) if llm else 0,
-                   "completion": int(llm.attributes.get("llm.token_count.completion", 0)) if llm else 0},
+        "tokens": {"prompt": _count(llm, "llm.token_count.prompt"), "completion": _count(llm, "llm.token_count.completion")},
         "error": next((s.status_error for s in ordered if s.status_error), ""),
         "attributes": attributes,
     }

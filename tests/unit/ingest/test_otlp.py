@@ -170,3 +170,18 @@ def test_parse_never_raises_on_hostile_input():
         for fmt in ("otlp_proto", "otlp_json"):
             result = parse_otlp(data, fmt, max_bytes=1_000_000)
             assert isinstance(result, list | Rejection)
+
+
+@pytest.mark.parametrize(("key", "value"), [("llm.token_count.prompt", 3.7), ("llm.token_count.completion", True),
+                                            ("retrieval.documents.0.document.id", ["x", 1])])
+def test_attributes_of_the_wrong_type_dead_letter_the_trace_instead_of_being_coerced(key, value):
+    root = Span("b" * 32, "1" * 16, "", "rag", 0, 10, {"input.value": "q?"}, "")
+    llm = Span("b" * 32, "2" * 16, "1" * 16, "llm", 1, 2, {"openinference.span.kind": "LLM"}, "")
+    retriever = Span("b" * 32, "3" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER",
+                                                              "retrieval.documents.0.document.id": "c1",
+                                                              "retrieval.documents.0.document.score": 0.5}, "")
+    target = llm if key.startswith("llm") else retriever
+    target.attributes[key] = value
+    (item,) = OtlpAssembler(wait_seconds=5, max_pending=10).add(RawMessage(T, 0, 0, b""), [root, llm, retriever],
+                                                                OffsetLedger(), now=0.0)
+    assert item.rejection is not None and item.rejection.reason == "invalid_otlp" and key in item.rejection.detail

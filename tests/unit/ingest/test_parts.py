@@ -16,6 +16,7 @@ from ragmon.ingest.offsets import OffsetLedger, release_trace
 from ragmon.ingest.redact import Redactor, _has_digit
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
+from tests.unit.ingest.conftest import trace_bytes
 
 DEFAULTS = IngestSettings()
 
@@ -163,3 +164,31 @@ def test_messages_without_obligations_are_committable_at_once():
     L.track(p, 0, 0)
     L.track(p, 1, 0)
     assert L.committable() == {p: 2}
+
+
+# -- hostile input at the edges of the contract -----------------------------------------------------------------
+
+def test_the_detail_header_is_cut_at_a_character_boundary():
+    from ragmon.ingest.dead_letter import MAX_DETAIL_BYTES, DeadLetter
+
+    letter = DeadLetter("t", 0, 1, b"x", "invalid_otlp", "中" * 400)  # 1,200 bytes of 3-byte characters
+    detail = dict(letter.kafka_headers())["ragmon.detail"]
+    assert len(detail) <= MAX_DETAIL_BYTES and detail.decode("utf-8") == "中" * (MAX_DETAIL_BYTES // 3)
+
+
+def test_json_nested_too_deeply_is_invalid_json_not_an_internal_error():
+    from ragmon.contracts.decode import Rejection, decode_trace
+
+    for data in (b"[" * 100_000 + b"]" * 100_000, b'{"trace_id": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"):
+        result = decode_trace(data)
+        assert isinstance(result, Rejection) and result.reason == "invalid_json", result
+
+
+def test_the_last_millisecond_the_store_holds_is_accepted(rig):
+    r = rig(max_batch_rows=100)
+    r.source.append("t", 0, [trace_bytes(trace_id="last", timestamp="2299-12-31T23:59:59.999Z"),
+                             trace_bytes(trace_id="after", timestamp="2300-01-01T00:00:00Z")])
+    r.drive(5)
+    assert [row["trace_id"] for row in r.writer.rows] == ["last"]
+    [letter] = r.dlq.letters
+    assert letter.reason == "invalid_value" and "the store's limit" in letter.detail
