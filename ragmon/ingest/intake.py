@@ -47,6 +47,10 @@ class Intake:
     def handle(self, msg: RawMessage, batch: Batch) -> None:
         """Track the message in the ledger and add its trace or dead letter (or its spans) to ``batch``."""
         self._batch = batch
+        if msg.unreadable:  # the client could not parse the record: nothing to decode, its offset still counts
+            entry = self.ledger.track((msg.topic, msg.partition), msg.offset, 1)
+            self._reject(msg, Rejection("unreadable_record", msg.unreadable), [entry])
+            return
         fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
         if fmt == "native":
             self._handle_native(msg)

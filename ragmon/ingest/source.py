@@ -57,6 +57,8 @@ class RawMessage(NamedTuple):
     value: bytes
     headers: tuple[tuple[str, bytes], ...] = ()
     timestamp_ms: int = -1
+    #: why the client could not read this record (its bytes are lost to us; ``value`` is empty); '' normally
+    unreadable: str = ""
 
 
 #: called with the revoked partitions; returns {partition: next offset to commit} for those it flushed
@@ -173,8 +175,12 @@ class KafkaTraceSource:
         self._handler = handler
 
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
+        from kafka.errors import CorruptRecordError
+
         try:
             batches = self._consumer.poll(timeout_ms=int(timeout_seconds * 1000), max_records=max_records)
+        except CorruptRecordError as exc:
+            return self._skip_unreadable(exc)
         except self._kafka_error as exc:
             raise RetryableSourceError(f"Kafka poll failed: {type(exc).__name__}: {exc}") from None
         out: list[RawMessage] = []
@@ -185,6 +191,27 @@ class KafkaTraceSource:
                 out.append(RawMessage(topic, part, r.offset, r.value if r.value is not None else b"", headers,
                                       r.timestamp))
         return out
+
+    def _skip_unreadable(self, exc: Exception) -> list[RawMessage]:
+        """A record kafka-python cannot parse (e.g. a header key that is not UTF-8) stops its partition: the
+        client raises at it, and after that its fetcher returns nothing more for the partition (kafka-python
+        3.0 loops on the exhausted record iterator). Step over that record and hand it on as unreadable, so it
+        is dead-lettered and its offset committed like any rejected message; the neighbours are read as usual.
+
+        Which partition failed is not in the exception: it is the fetcher's current partition, read from
+        kafka-python's internals (``_fetcher._next_partition_records``). If that is ever missing, the error is
+        a retryable poll failure, as before."""
+        part = getattr(getattr(self._consumer, "_fetcher", None), "_next_partition_records", None)
+        tp = getattr(part, "topic_partition", None)
+        if tp is None or tp not in self._consumer.assignment():
+            raise RetryableSourceError(f"Kafka poll failed: {type(exc).__name__}: {exc}")
+        offset = self._consumer.position(tp)
+        # seeking past it also makes the fetcher drop the stuck records (their offset no longer matches)
+        self._consumer.seek(tp, offset + 1)
+        log.warning("record %s/%d@%d cannot be read by the Kafka client (%s); dead-lettering it and going on",
+                    tp.topic, tp.partition, offset, exc)
+        return [RawMessage(tp.topic, tp.partition, offset, b"", (), -1,
+                           f"the Kafka client cannot read this record: {exc}"[:500])]
 
     def commit(self, offsets: Mapping[Partition, int]) -> None:
         if not offsets:

@@ -382,3 +382,36 @@ def test_a_topic_that_does_not_exist_is_named_in_a_warning_at_start(kafka_bootst
     source.close()
     [record] = [r for r in caplog.records if "does not exist" in r.getMessage()]
     assert repr(missing) in record.getMessage() and "kafka.topic" in record.getMessage()
+
+
+class _UndecodableKey(str):
+    """A header key whose wire bytes are not UTF-8 (kafka-python's producer writes what encode() returns)."""
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        return b"\xff\xfe-key"
+
+
+def test_a_record_the_client_cannot_parse_is_dead_lettered_and_its_neighbours_stored(kafka_bootstrap, new_topic,
+                                                                                    store):
+    # kafka-python raises CorruptRecordError at such a record and then returns nothing more for its partition
+    topic = new_topic(1)
+    group = f"g-{topic}"
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for trace_id, headers in (("before", None), ("unreadable", [(_UndecodableKey("k"), b"v")]), ("after", None)):
+        producer.send(topic, json.dumps(make_trace(trace_id=trace_id)).encode(), headers=headers)
+        producer.flush()
+    producer.close()
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group))
+    try:
+        wait_for(lambda: run.pipeline.idle() and committed(kafka_bootstrap, group) == {0: 3}, 60, "all handled")
+    finally:
+        run.close()
+    assert sorted(stored_ids(store)) == ["after", "before"]
+    consumer = KafkaConsumer(f"{topic}.dlq", bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    [letter] = list(consumer)
+    consumer.close()
+    headers = dict(letter.headers)
+    assert headers["ragmon.reason"] == b"unreadable_record" and headers["ragmon.source.offset"] == b"1"
+    assert b"CorruptRecordError" in headers["ragmon.detail"] and letter.value == b""
+    assert run.metric("ragmon_ingest_dead_letters_total", {"reason": "unreadable_record"}) == 1
