@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -165,10 +166,11 @@ def decode_trace(data: bytes | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> D
         except msgspec.DecodeError:  # the typed pass accepted it: the only possible refusal is an unknown field
             fields = _keys.decode(data)
             stamp, unknown = fields["timestamp"], tuple(k for k in fields if k not in KNOWN_FIELDS)
-        problem = _semantic_problem(trace, _decoder.decode(stamp))
+        timestamp = _decoder.decode(stamp)
+        problem = _semantic_problem(trace, timestamp)
         if problem is not None:
             return problem
-        return DecodedTrace(trace, unknown, size)
+        return DecodedTrace(_truncated_to_microseconds(trace, timestamp), unknown, size)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"; anything odd is a rejection
         return Rejection("invalid_value", f"{type(exc).__name__}: {exc}"[:500])
 
@@ -190,7 +192,21 @@ def _decode_slowly(data: bytes, size: int) -> DecodedTrace | Rejection:
     problem = _semantic_problem(trace, raw["timestamp"])
     if problem is not None:
         return problem
+    trace = _truncated_to_microseconds(trace, raw["timestamp"])
     return DecodedTrace(trace, tuple(k for k in raw if k not in KNOWN_FIELDS), size)
+
+
+_SUBMICRO = re.compile(r"\.(\d{7,})")
+
+
+def _truncated_to_microseconds(trace: FastTrace, timestamp: str) -> FastTrace:
+    """msgspec rounds fraction digits past the microsecond, pydantic (the contract) cuts them off: a time of
+    ``23:59:59.9999999Z`` must stay on its day (and year), so such a timestamp is read again, cut to 6 digits."""
+    match = _SUBMICRO.search(timestamp)
+    if match is None:  # nearly every trace: at most microseconds
+        return trace
+    cut = timestamp[:match.start(1)] + match.group(1)[:6] + timestamp[match.end(1):]
+    return msgspec.structs.replace(trace, timestamp=datetime.fromisoformat(cut))
 
 
 def to_model(trace: FastTrace) -> Trace:

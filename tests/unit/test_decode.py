@@ -426,6 +426,17 @@ def test_stages_adding_up_past_the_float_range_are_rejected_by_both():
     assert isinstance(decode_trace(encode(doc)), DecodedTrace) and model_accepts(encode(doc))
 
 
+@pytest.mark.parametrize("stamp", ["2026-12-31T23:59:59.9999999Z", "2026-06-01T10:00:00.123456789+02:00",
+                                   "2026-06-01T10:00:00.5Z"])
+def test_fraction_digits_past_the_microsecond_are_cut_off_as_pydantic_does(stamp: str):
+    # rounding would move 23:59:59.9999999 into the next day (and year): a different partition and stratum window
+    doc = {"trace_id": "t", "query_id": "q", "timestamp": stamp, "retriever": {"name": "r"}, "question": "?"}
+    result = decode_trace(encode(doc))
+    assert isinstance(result, DecodedTrace)
+    assert result.trace.timestamp == Trace.model_validate_json(encode(doc)).timestamp
+    assert result.trace.timestamp.year == int(stamp[:4])
+
+
 def test_timestamps_outside_rfc3339_are_rejected_by_both():
     base = {"trace_id": "t", "query_id": "q", "retriever": {"name": "r"}, "question": "?"}
     for accepted in ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00.123456789+05:30", "2026-12-01t10:00:00z",
