@@ -22,6 +22,7 @@ from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.run")
+NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 
 @dataclass
@@ -69,7 +70,7 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
             problems.extend(f"{name}: {p}" for p in exc.problems)
         except RagmonError as exc:
             problems.append(f"{name}: {exc} (or switch the role off: RAGMON_ROLES__{name.upper()}=false)")
-    if enabled.shadow and settings.shadow.comparisons:
+    if "shadow" in enabled_roles(settings):
         from ragmon.shadow.live import run_configured_comparisons
 
         process.roles.append(PeriodicRole(
@@ -78,7 +79,7 @@ def build_process(settings: Settings, *, store: ClickHouseStore | None = None,
     if problems:
         raise ConfigError(problems)
     if not process.roles:
-        raise ConfigError(["roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"])
+        raise ConfigError([NO_ROLE])
     return process
 
 
@@ -108,9 +109,17 @@ def startup_problems(settings: Settings) -> list[str]:
             problems.extend(p if p.startswith(f"{name}:") else f"{name}: {p}" for p in exc.problems)
         except RagmonError as exc:
             problems.append(f"{name}: {exc}")
-    if not any((roles.ingest, roles.score, roles.drift, roles.review, roles.shadow and settings.shadow.comparisons)):
-        problems.append("roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)")
+    if not enabled_roles(settings):
+        problems.append(NO_ROLE)
     return problems
+
+
+def enabled_roles(settings: Settings) -> list[str]:
+    """The roles a process with these settings runs: the switches in ``roles``, and shadow only when comparisons
+    are configured too."""
+    roles = settings.roles
+    names = [name for name in ("ingest", "score", "drift", "review") if getattr(roles, name)]
+    return names + (["shadow"] if roles.shadow and settings.shadow.comparisons else [])
 
 
 def _ingest(p: Process) -> None:

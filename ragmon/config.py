@@ -61,18 +61,6 @@ class StoreSettings(_Section):
 
 class KafkaSettings(_Section):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Comma-separated host:port list of Kafka brokers.")
-
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _host_port_list(cls, v: str) -> str:
-        servers = [s.strip() for s in v.split(",") if s.strip()]
-        if not servers:
-            raise ValueError("give at least one broker as host:port, e.g. kafka-0:9092")
-        for server in servers:
-            host, colon, port = server.rpartition(":")
-            if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"{server!r} is not host:port (e.g. kafka-0:9092, [::1]:9092)")
-        return v
     topic: str = Field("rag.traces", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Topic the RAG app writes traces to.")
     group_id: str = Field("ragmon-ingest", min_length=1, description="Consumer group of the ingest role.")
     dead_letter_topic: str = Field(
@@ -97,6 +85,18 @@ class KafkaSettings(_Section):
         1_048_576, ge=65_536,
         description="Upper bound on bytes per partition per fetch (at least ingest.max_message_bytes).",
     )
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_port_list(cls, v: str) -> str:
+        servers = [s.strip() for s in v.split(",") if s.strip()]
+        if not servers:
+            raise ValueError("give at least one broker as host:port, e.g. kafka-0:9092")
+        for server in servers:
+            host, colon, port = server.rpartition(":")
+            if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{server!r} is not host:port (e.g. kafka-0:9092, [::1]:9092)")
+        return v
 
     @model_validator(mode="after")
     def _sasl_complete(self) -> KafkaSettings:

@@ -33,15 +33,14 @@ def check(ctx: typer.Context) -> None:
     each role switched on in roles.* (its judge, drift features, reviewers, ingest limits). Exit 2 with one line
     per problem. A role you never run (e.g. review, when only `ragmon ingest` is used) can be switched off with
     RAGMON_ROLES__<ROLE>=false."""
-    from ragmon.assemble import startup_problems
+    from ragmon.assemble import enabled_roles, startup_problems
 
     settings = settings_of(ctx)
     problems = startup_problems(settings)
     if problems:
         raise fail("the configuration would not start (roles as `ragmon run` starts them):\n  " + "\n  ".join(problems))
-    roles = [name for name in ("ingest", "score", "drift", "review") if getattr(settings.roles, name)]
-    roles += ["shadow"] if settings.roles.shadow and settings.shadow.comparisons else []
-    console.print(f"configuration is valid (checked for the roles switched on: {', '.join(roles)})", highlight=False)
+    console.print(f"configuration is valid (checked for the roles switched on: {', '.join(enabled_roles(settings))})",
+                  highlight=False)
 
 
 @app.command("reference")

@@ -2,8 +2,8 @@
 
 Owns the buffer of traces being assembled, keyed by trace id, bounded in time (``otlp_assembly_wait_seconds``
 from the first span seen) and in memory (``otlp_max_pending_traces`` traces and ``otlp_max_pending_bytes`` of
-the messages their spans came from, each message's bytes shared among the traces in it; the oldest goes first), and what happens
-to a trace that never completes. A trace is complete when its root span (no parent) has arrived and every
+the messages their spans came from, each message's bytes shared among the traces in it; the oldest goes first),
+and what happens to a trace that never completes. A trace is complete when its root span (no parent) has arrived and every
 parent a span names has arrived too; it is emitted at once. At the deadline or on eviction a trace with its
 root is emitted marked incomplete; one without a root is dropped (no question to store). Spans arriving for
 a trace already emitted are dropped. Every outcome but ``complete`` is counted by the pipeline.
@@ -75,6 +75,10 @@ class OtlpAssembler:
         self._bytes -= p.bytes
         return p
 
+    def _evict_oldest(self) -> Assembled:
+        oldest_id = next(iter(self._pending))
+        return self._finish(oldest_id, self._take(oldest_id), "evicted")
+
     def add(self, msg: RawMessage, spans: list[Span], ledger: OffsetLedger, now: float) -> list[Assembled]:
         groups: dict[str, list[Span]] = {}
         for s in spans:
@@ -90,8 +94,7 @@ class OtlpAssembler:
             p = self._pending.get(trace_id)
             if p is None:
                 while len(self._pending) >= self.max_pending:
-                    oldest_id = next(iter(self._pending))
-                    out.append(self._finish(oldest_id, self._take(oldest_id), "evicted"))
+                    out.append(self._evict_oldest())
                 p = self._pending[trace_id] = _Pending(now, position)
             for s in group:
                 p.spans[s.span_id] = s
@@ -104,8 +107,7 @@ class OtlpAssembler:
             if p.complete():
                 out.append(self._finish(trace_id, self._take(trace_id), "complete"))
             while self._bytes > self.max_bytes and self._pending:  # the oldest first, this one last
-                oldest_id = next(iter(self._pending))
-                out.append(self._finish(oldest_id, self._take(oldest_id), "evicted"))
+                out.append(self._evict_oldest())
         return out
 
     def expire(self, now: float) -> list[Assembled]:

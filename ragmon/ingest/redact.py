@@ -47,7 +47,6 @@ def _prefilter(pattern: str):
         return None
     literals = [chr(arg) for op, arg in items if str(op) == "LITERAL"]
     if literals and not flags & re.IGNORECASE:  # a literal of '(?i)password' may be written 'PASSWORD'
-
         needle = max(literals, key=len)
         return lambda text: needle in text
     if any(str(op) == "IN" and any(str(a) == "CATEGORY_DIGIT" for _, a in arg) for op, arg in items):

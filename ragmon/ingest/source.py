@@ -34,17 +34,16 @@ RECONNECT_BACKOFF_MAX_MS = 1_000
 COMMIT_TIMEOUT_MS = 5_000
 
 
-def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str) -> bool:
+def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str) -> None:
     """Log a warning when ``topic`` does not exist on the cluster: the consumer would wait for it silently (a typo
-    in kafka.topic looks like an idle topic). Returns whether the topic exists; never raises."""
+    in kafka.topic looks like an idle topic). Never raises."""
     try:
         exists = bool(consumer.partitions_for_topic(topic))  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - a best-effort early warning
-        return True
+        return
     if not exists:
         log.warning("topic %r does not exist on %s (yet): waiting for it to be created; check kafka.topic "
                     "(RAGMON_KAFKA__TOPIC, --topic) if it should exist", topic, bootstrap)
-    return exists
 
 
 class RawMessage(NamedTuple):

@@ -163,8 +163,9 @@ class RefusalOutcome(StrEnum):
 
 
 def refusal_outcome(expected: Behaviour | None, actual: Behaviour) -> RefusalOutcome:
-    """Classify one case. ``expected`` comes from the golden set, or from the judge's ``RefusalVerdict``
-    (``answerable`` True → answer; False → refuse, in which case any non-answer behaviour is a correct decline).
+    """Classify one case. ``expected`` comes from the golden set (a ``refuse`` answered by ``clarify`` is a wrong
+    decline), or from the judge's ``RefusalVerdict``: ``answerable`` True → answer; False → any non-answer, so
+    the live scorer passes the system's own non-answer behaviour as ``expected`` (``judge.scoring``).
 
     Does NOT catch: why the system declined — see :func:`classify_refusal` to join it to the retrieval.
     """

@@ -26,16 +26,14 @@ from ragmon.review.item_view import build_item_view
 from ragmon.review.labels import disagreements, labels_for, save_label
 from ragmon.review.models import LabelIn
 from ragmon.review.queue import in_queue, load_trace, load_verdicts, load_week, weeks
-from ragmon.review.role import ReviewContext, StoreAwareRoute
+from ragmon.review.role import RESPONSE_HEADERS, ReviewContext, StoreAwareRoute
 from ragmon.review.selection import parse_week
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
+    **RESPONSE_HEADERS,
 }
 _TRI = {"yes": True, "no": False, "unsure": None, "na": None}
 _TRI_FIELDS = {"answer_correct": "answer correct", "grounded": "grounded", "citations_supported": "citations supported",
@@ -114,7 +112,7 @@ def web_router(ctx: ReviewContext) -> APIRouter:
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
-        session = session_of(request)
+        session = await anyio.to_thread.run_sync(session_of, request)  # a store query: off the event loop
         form = await request.form()
         if session and not csrf_ok(session.csrf, str(form.get("csrf_token", ""))):
             return error(session, 403, "Missing or wrong CSRF token: reload the page and try again.")
@@ -155,7 +153,7 @@ def web_router(ctx: ReviewContext) -> APIRouter:
 
     @router.post("/weeks/{week}/label/{trace_id:path}")
     async def label(request: Request, week: str, trace_id: str) -> Response:
-        session = session_of(request)
+        session = await anyio.to_thread.run_sync(session_of, request)  # a store query: off the event loop
         if not session:
             return to_login(request)
         form = await request.form()
