@@ -2,8 +2,9 @@
 
 Drift is declared for a (group, feature, test) only when all three hold:
 
-1. **sample size** — both windows hold at least ``min_samples`` observations (else status
-   ``insufficient_data``, no p-value, not part of the multiple-testing family);
+1. **sample size** — the current window holds at least ``min_samples`` observations (a trace test: both
+   pooled windows do; a window test also needs reference windows to measure their spread) — else status
+   ``insufficient_data``, no p-value, not part of the multiple-testing family;
 2. **significance** — the Benjamini–Hochberg adjusted p-value over *every* test run in this check is at most
    ``threshold`` (the false-discovery rate; under no drift at all, the chance that a check raises any alarm
    is at most ``threshold``);
@@ -20,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ragmon.drift.registry import DriftTest, TestOutcome
+from ragmon.drift.registry import Comparison, DriftTest, NotTestable, TestOutcome
 from ragmon.drift.stats import benjamini_hochberg
-from ragmon.drift.summary import Summary
 
 Status = Literal["ok", "insufficient_data", "error"]
 
@@ -32,8 +32,7 @@ class Candidate:
     """One test to run in a check, with the thresholds that apply to it."""
 
     test: DriftTest
-    reference: Summary
-    current: Summary
+    comparison: Comparison
     threshold: float
     effect_threshold: float
     min_samples: int
@@ -55,14 +54,17 @@ def decide(candidates: Sequence[Candidate], *, adjust: bool = True) -> list[Deci
     outcomes: list[TestOutcome | None] = []
     reasons: list[str] = []
     for c in candidates:
-        if c.reference.n < c.min_samples or c.current.n < c.min_samples:
+        short = _too_few(c)
+        if short:
             outcomes.append(None)
-            reasons.append(f"needs ≥ {c.min_samples} per window, got {c.reference.n} reference / "
-                           f"{c.current.n} current")
+            reasons.append(short)
             continue
         try:
-            outcomes.append(c.test.run(c.reference, c.current))
+            outcomes.append(c.test.run(c.comparison))
             reasons.append("")
+        except NotTestable as exc:
+            outcomes.append(None)
+            reasons.append(str(exc))
         except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
             outcomes.append(None)
             reasons.append(f"error: {exc}")
@@ -80,3 +82,14 @@ def decide(candidates: Sequence[Candidate], *, adjust: bool = True) -> list[Deci
                "not significant" if not significant else f"{c.test.effect_name} below {c.effect_threshold:g}")
         decisions.append(Decision("ok", o, float(p_adj), significant and large, why))
     return decisions
+
+
+def _too_few(c: Candidate) -> str:
+    """Why the candidate cannot run for lack of observations ("" when it can)."""
+    cur = c.comparison.current_summary.n
+    if c.test.unit == "window":
+        return "" if cur >= c.min_samples else f"needs ≥ {c.min_samples} in the current window, got {cur}"
+    ref = c.comparison.reference_summary.n
+    if ref < c.min_samples or cur < c.min_samples:
+        return f"needs ≥ {c.min_samples} per window, got {ref} reference / {cur} current"
+    return ""

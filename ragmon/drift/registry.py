@@ -1,60 +1,78 @@
-"""The drift tests, as plain records in one registry (name, kinds, default thresholds, function).
+"""The drift tests, as plain records in one registry (name, kinds, unit, default thresholds, function).
 
-A ``DriftTest`` turns a (reference, current) pair of window summaries into a ``TestOutcome``: a statistic,
-a p-value (significance) and an effect size. The check declares drift only when the BH-adjusted p-value is
-at most ``threshold`` AND the effect reaches ``effect_threshold`` AND both windows hold ``min_samples``; the
-defaults live here and can be overridden per feature in the ``drift`` config section. Pure: no I/O.
+A ``DriftTest`` turns a ``Comparison`` (a feature's window series, the current window and its reference) into
+a ``TestOutcome``: a statistic, a p-value (significance) and an effect size. The check declares drift only when
+the BH-adjusted p-value is at most ``threshold`` AND the effect reaches ``effect_threshold`` AND the sample
+sizes hold ``min_samples``; the defaults live here and can be overridden per feature in the ``drift`` config
+section. Pure: no I/O.
 
-| test | kinds | statistic | p-value | effect (default threshold) |
-| --- | --- | --- | --- | --- |
-| ks | continuous | KS D | asymptotic KS | Wasserstein / reference σ (0.1) |
-| psi | continuous | PSI, 10 reference-quantile bins | chi-square on those bins | PSI (0.25; 0.1 = moderate) |
-| two_proportion | rate | z | two-sided normal | Cohen's h (0.2) |
-| chi_square | rate | Pearson χ² on the 2×2 table | χ²(1) | Cohen's h (0.2) |
+Two units of replication (docs/drift.md):
+
+* ``window`` tests (the defaults) treat each window as one draw: the current window is compared with the
+  natural spread of every reference window (``ragmon.drift.window_tests``). They hold their false-alarm rate
+  on heterogeneous traffic. ``min_samples`` applies to the current window; a reference window counts with at
+  least half of it.
+* ``trace`` tests count every trace as an independent draw from one distribution (the two pooled windows of
+  the classic two-sample tests). On real traffic, whose hours differ, they alarm more the more traffic there
+  is; they are kept for pinned references and for comparison. ``min_samples`` applies to both windows.
+
+| test | unit | kinds | statistic | p-value | effect (default threshold) |
+| --- | --- | --- | --- | --- | --- |
+| window_mean | window | continuous | z of the window mean | random effects, Student t | shift / reference σ (0.1) |
+| window_quantiles | window | continuous | z of the 10th/50th/90th percentile | smallest × 3 | shift / reference σ (0.1) |
+| window_rate | window | rate | z of the window share | beta-binomial | Cohen's h (0.1) |
+| ks | trace | continuous | KS D | asymptotic KS | Wasserstein / reference σ (0.1) |
+| psi | trace | continuous | PSI, 10 reference-quantile bins | chi-square on those bins | PSI (0.25; 0.1 = moderate) |
+| two_proportion | trace | rate | z | two-sided normal | Cohen's h (0.2) |
+| chi_square | trace | rate | Pearson χ² on the 2×2 table | χ²(1) | Cohen's h (0.2) |
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from ragmon.drift import stats
+from ragmon.drift import stats, window_tests
+from ragmon.drift.comparison import Comparison, TestOutcome
 from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary, Summary
 
 Kind = Literal["continuous", "rate"]
+Unit = Literal["window", "trace"]
+NotTestable = window_tests.NotTestable
 
-
-@dataclass(frozen=True, slots=True)
-class TestOutcome:
-    """What one test says about one (reference, current) pair."""
-
-    statistic: float
-    p_value: float
-    effect: float
-    details: dict[str, object] = field(default_factory=dict)
+__all__ = ["DEFAULT_TESTS", "REGISTRY", "Comparison", "DriftTest", "NotTestable", "TestOutcome", "get_test"]
 
 
 @dataclass(frozen=True, slots=True)
 class DriftTest:
-    """A drift test: where it applies, its default thresholds, and the function that runs it."""
+    """A drift test: where it applies, its unit of replication, its default thresholds, and its function."""
 
     name: str
     kinds: frozenset[str]
+    unit: Unit
     default_threshold: float  # significance level, compared with the BH-adjusted p-value
     effect_name: str
     default_effect_threshold: float
     default_min_samples: int
-    fn: Callable[[Summary, Summary], TestOutcome]
+    fn: Callable[[Comparison], TestOutcome]
     description: str
 
-    def run(self, ref: Summary, cur: Summary) -> TestOutcome:
-        kind = "rate" if isinstance(ref, RateSummary) else "continuous"
-        if kind not in self.kinds or type(ref) is not type(cur):
-            raise ValueError(f"test {self.name!r} applies to {sorted(self.kinds)} features, got {kind}")
-        return self.fn(ref, cur)
+    def run(self, comparison: Comparison) -> TestOutcome:
+        """Raises ``NotTestable`` (a ``ValueError``) when the comparison holds too little for this test."""
+        if comparison.kind not in self.kinds:
+            raise ValueError(f"test {self.name!r} applies to {sorted(self.kinds)} features, got {comparison.kind}")
+        return self.fn(comparison)
+
+
+def _pair(fn: Callable[[Summary, Summary], TestOutcome]) -> Callable[[Comparison], TestOutcome]:
+    """A two-sample test on the pooled same-slot reference and the current window."""
+    def run(c: Comparison) -> TestOutcome:
+        return fn(c.reference_summary, c.current_summary)
+    run.__name__ = fn.__name__
+    return run
 
 
 def _continuous(ref: Summary, cur: Summary) -> tuple[ContinuousSummary, ContinuousSummary]:
@@ -98,20 +116,38 @@ def _chi_square(ref: Summary, cur: Summary) -> TestOutcome:
 REGISTRY: dict[str, DriftTest] = {
     t.name: t
     for t in (
-        DriftTest("ks", frozenset({"continuous"}), 0.05, "wasserstein_sigma", 0.1, 100, _ks,
-                  "Two-sample Kolmogorov–Smirnov; effect = Wasserstein distance in reference standard deviations."),
-        DriftTest("psi", frozenset({"continuous"}), 0.05, "psi", 0.25, 200, _psi,
+        DriftTest("window_mean", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 30,
+                  window_tests.window_mean,
+                  "The current window's mean against its seasonal baseline and the natural spread between "
+                  "windows (random effects); effect = shift in reference standard deviations."),
+        DriftTest("window_quantiles", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 50,
+                  window_tests.window_quantiles,
+                  "The current window's 10th, 50th and 90th percentiles, each like window_mean; smallest "
+                  "p-value × 3. Catches a heavier tail or a new mode that barely moves the mean."),
+        DriftTest("window_rate", frozenset({"rate"}), "window", 0.05, "cohens_h", 0.1, 30,
+                  window_tests.window_rate,
+                  "The current window's share against its seasonal baseline and the natural spread between "
+                  "windows (beta-binomial); effect = Cohen's h."),
+        DriftTest("ks", frozenset({"continuous"}), "trace", 0.05, "wasserstein_sigma", 0.1, 100, _pair(_ks),
+                  "Two-sample Kolmogorov–Smirnov; effect = Wasserstein distance in reference standard deviations. "
+                  "Counts traces as independent draws."),
+        DriftTest("psi", frozenset({"continuous"}), "trace", 0.05, "psi", 0.25, 200, _pair(_psi),
                   "Population stability index over 10 reference-quantile bins; p-value from a chi-square test "
-                  "on the same bins. PSI 0.1–0.25 is a moderate shift, ≥ 0.25 a major one."),
-        DriftTest("two_proportion", frozenset({"rate"}), 0.05, "cohens_h", 0.2, 100, _two_proportion,
-                  "Pooled two-proportion z test; effect = Cohen's h."),
-        DriftTest("chi_square", frozenset({"rate"}), 0.05, "cohens_h", 0.2, 100, _chi_square,
-                  "Pearson chi-square on the 2×2 table (no continuity correction); effect = Cohen's h."),
+                  "on the same bins. PSI 0.1–0.25 is a moderate shift, ≥ 0.25 a major one. Counts traces as "
+                  "independent draws."),
+        DriftTest("two_proportion", frozenset({"rate"}), "trace", 0.05, "cohens_h", 0.2, 100, _pair(_two_proportion),
+                  "Pooled two-proportion z test; effect = Cohen's h. Counts traces as independent draws."),
+        DriftTest("chi_square", frozenset({"rate"}), "trace", 0.05, "cohens_h", 0.2, 100, _pair(_chi_square),
+                  "Pearson chi-square on the 2×2 table (no continuity correction); effect = Cohen's h. Counts "
+                  "traces as independent draws."),
     )
 }
 
 #: the tests a feature of each kind runs unless its config says otherwise
-DEFAULT_TESTS: dict[str, tuple[str, ...]] = {"continuous": ("ks", "psi"), "rate": ("two_proportion",)}
+DEFAULT_TESTS: dict[str, tuple[str, ...]] = {"continuous": ("window_mean", "window_quantiles"),
+                                              "rate": ("window_rate",)}
+#: the test whose z-scores the sequential rule (CUSUM) accumulates, per kind
+PRIMARY_TEST: dict[str, str] = {"continuous": "window_mean", "rate": "window_rate"}
 
 
 def get_test(name: str) -> DriftTest:

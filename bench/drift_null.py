@@ -1,0 +1,237 @@
+"""False alarms and power of the drift detector on traffic with the shapes production traffic has.
+
+    python3 bench/drift_null.py              # every shape at 200, 1,000 and 5,000 traces per stratum per window
+    python3 bench/drift_null.py --quick      # fewer simulated series (a rough look in a minute or two)
+    python3 bench/drift_null.py --json out.json
+
+Traffic comes from ``ragmon.drift.traffic`` (four strata; iid, hourly mix variation, trending popular queries,
+daily seasonality, routine document updates), summarised per window exactly as ClickHouse summarises it (count,
+mean, standard deviation, quantiles at 101 levels — exact quantiles here, t-digest there), and checked by the
+production detector (``ragmon.drift.assess``) with the default features, tests and thresholds: a 7-day reference
+of hourly windows at the same hour, BH at alpha = 0.05 over the whole check, CUSUM at the default budget.
+
+Printed per shape and window size:
+
+* **checks with a false alarm** — share of checks (no drift anywhere) in which any test of any stratum was
+  declared drifted, with a Wilson 95 % interval (checks of one simulated series share their reference, so
+  the interval is somewhat narrower than it should be);
+* **CUSUM false alarms per day** — alarm onsets per simulated day across every stratum and feature (the
+  budget is drift.false_alarms_per_day);
+* **power** — share of trials in which an injected shift of one stratum was caught: a 0.5σ score shift in one
+  window (200/stratum), a 0.25σ shift persisting 3 windows (1,000/stratum, caught by the third), scores ×0.8
+  and +10 points of empty shortlists in one window (every size from 50, caught in that window or pooled), a
+  stale index (document updates, caught within 24 hours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ragmon.config import DriftSettings  # noqa: E402
+from ragmon.drift.assess import Assessed, Detector, Entry, Planned, ZCache, assess  # noqa: E402
+from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
+from ragmon.drift.series import Series  # noqa: E402
+from ragmon.drift.summary import ContinuousSummary, RateSummary  # noqa: E402
+from ragmon.drift.traffic import SHAPES, Shift, Stratum, strata  # noqa: E402
+
+STRATA = 4
+SIZES = (200, 1000, 5000)
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _plans(shape: str) -> dict[str, list[Planned]]:
+    names = [f for f in FEATURES if FEATURES[f].source == "traces"]
+    if shape == "doc_updates":
+        names.append("newest_version_share")
+    plans = plan_features(DriftSettings(features=names))
+    return {p.feature.name: [Planned(t.test, t.threshold, t.effect_threshold, t.min_samples) for t in p.tests]
+            for p in plans}
+
+
+def _summary(values: np.ndarray, kind: str) -> ContinuousSummary | RateSummary:
+    return RateSummary.from_samples(values) if kind == "rate" else ContinuousSummary.from_samples(values)
+
+
+@dataclass
+class History:
+    """Per stratum and feature, per-window summaries oldest first (appended as windows are drawn)."""
+
+    strata: list[Stratum]
+    per_window: int
+    summaries: dict[tuple[int, str], list] = field(default_factory=dict)
+    hours: int = 0
+
+    def draw(self, windows: int) -> None:
+        for _ in range(windows):
+            for s, st in enumerate(self.strata):
+                for name, values in st.window(self.per_window, self.hours % 24, self.hours / 24).items():
+                    self.summaries.setdefault((s, name), []).append(_summary(values, FEATURES[name].kind))
+            self.hours += 1
+
+    def entries(self, plans: dict[str, list[Planned]], upto: int | None = None,
+                replace: dict[int, list[dict[str, np.ndarray]]] | None = None) -> list[Entry]:
+        """Entries over the first ``upto`` windows, window 0 the newest; ``replace`` swaps the newest windows of a
+        stratum for other draws (oldest first: an injected drift)."""
+        out = []
+        for (s, name), sums in self.summaries.items():
+            if name not in plans:
+                continue
+            sums = list(sums[:upto])
+            for back, window in enumerate(reversed((replace or {}).get(s, []))):
+                sums[-1 - back] = _summary(window[name], FEATURES[name].kind)
+            out.append(Entry((s, name), plans[name], Series.from_summaries(sums[::-1])))
+        return out
+
+
+def _caught(results: list[Assessed], features: tuple[str, ...], *, cusum: bool) -> bool:
+    """Did the check declare drift (or, with ``cusum``, a persistent drift) in stratum 0 on these features?"""
+    return any((r.decision.drifted or (cusum and r.cusum is not None and r.cusum.alarm))
+               for r in results if r.key[0] == 0 and r.key[1] in features)
+
+
+def null_run(shape: str, size: int, series: int, checks: int, detector: Detector, seed: int) -> dict[str, float]:
+    """Checks over traffic without drift: how many declare anything, and how often the CUSUM starts an alarm."""
+    plans = _plans(shape)
+    alarmed = total = onsets = 0
+    for r in range(series):
+        history = History(strata(shape, STRATA, seed * 1000 + r), size)
+        history.draw(detector.history + checks - 1)
+        entries = history.entries(plans)
+        cache: ZCache = {}
+        was: set = set()
+        for current in range(checks - 1, -1, -1):
+            results = assess(entries, detector, current=current, cache=cache)
+            total += 1
+            alarmed += any(x.decision.drifted for x in results)
+            now = {x.key for x in results if x.cusum is not None and x.cusum.alarm}
+            onsets += len(now - was)
+            was = now
+    low, high = wilson(alarmed, total)
+    return {"checks": total, "alarmed": alarmed, "rate": alarmed / total, "low": low, "high": high,
+            "cusum_per_day": onsets / (total / detector.windows_per_day)}
+
+
+SCENARIOS = {
+    # name: (windows the drift lasts, features that show it, the shift given stratum 0's score σ)
+    "shift 0.5σ": (1, ("top1_score", "mean_score"), lambda sd, start: Shift(add=0.5 * sd)),
+    "shift 0.25σ × 3 windows": (3, ("top1_score", "mean_score"), lambda sd, start: Shift(add=0.25 * sd)),
+    "scores × 0.8": (1, ("top1_score", "mean_score", "top2_gap"), lambda sd, start: Shift(scale=0.8)),
+    "empty shortlists +10 pts": (1, ("empty_shortlist_rate", "n_results"),
+                                 lambda sd, start: Shift(extra_empty=0.10)),
+    "stale index (24 h)": (24, ("newest_version_share",), lambda sd, start: Shift(stale_since=start)),
+}
+
+
+def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int, scenario: str) -> dict[str, float]:
+    """Share of trials in which a drift injected into stratum 0 was caught by the end of its last window, by the
+    per-check verdict or the CUSUM (``by_check``: by the per-check verdict alone)."""
+    plans = _plans(shape)
+    windows, features, make = SCENARIOS[scenario]
+    caught = by_check = 0
+    seeds = np.random.SeedSequence(seed).generate_state(trials)
+    for t in range(trials):
+        history = History(strata(shape, STRATA, int(seeds[t])), size)
+        history.draw(detector.history)
+        ref = [s for s in history.summaries[(0, "top1_score")][-detector.reference:] if s.n]
+        sd = float(np.sqrt(np.average([s.std ** 2 + s.mean ** 2 for s in ref], weights=[s.n for s in ref])
+                           - np.average([s.mean for s in ref], weights=[s.n for s in ref]) ** 2))
+        start = history.hours
+        shift = make(sd, start / 24)
+        drawn = [history.strata[0].window(size, (start + i) % 24, (start + i) / 24, shift) for i in range(windows)]
+        hit = hit_check = False
+        for m in range(1, windows + 1):  # the drift has lasted m windows; the check runs at the m-th
+            history.draw(1)  # the other strata go on without drift
+            results = assess(history.entries(plans, replace={0: drawn[:m]}), detector)
+            hit_check = hit_check or _caught(results, features, cusum=False)
+            hit = hit or _caught(results, features, cusum=True)
+            if hit and hit_check:
+                break
+        caught += hit
+        by_check += hit_check
+    low, high = wilson(caught, trials)
+    return {"trials": trials, "caught": caught, "rate": caught / trials, "low": low, "high": high,
+            "by_check": by_check / trials}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated traffic shapes")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="traces per stratum per window")
+    ap.add_argument("--series", type=int, default=6, help="independent simulated series per shape and size")
+    ap.add_argument("--checks", type=int, default=48, help="hourly checks per series (after 8 days of history)")
+    ap.add_argument("--trials", type=int, default=40, help="trials per power scenario")
+    ap.add_argument("--quick", action="store_true", help="2 series × 24 checks, 15 trials")
+    ap.add_argument("--no-power", action="store_true", help="false alarms only")
+    ap.add_argument("--seed", type=int, default=20261203)
+    ap.add_argument("--json", type=Path, help="also write every figure as JSON")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.series, args.checks, args.trials = 2, 24, 15
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    sizes = [int(x) for x in args.sizes.split(",")]
+    detector = Detector()
+    console = Console()
+    started = time.perf_counter()
+    out: dict[str, object] = {"detector": detector.__dict__ if hasattr(detector, "__dict__") else str(detector)}
+    table = Table("shape", "traces/stratum/window", "checks", "checks with a false alarm (95% CI)",
+                  "CUSUM false alarms/day", title="no drift: false alarms (4 strata, default features and tests)")
+    nulls = []
+    for shape in shapes:
+        for size in sizes:
+            r = null_run(shape, size, args.series, args.checks, detector, args.seed)
+            nulls.append({"shape": shape, "size": size, **r})
+            table.add_row(shape, f"{size:,}", str(r["checks"]),
+                          f"{r['rate']:.1%} ({r['low']:.1%}–{r['high']:.1%})", f"{r['cusum_per_day']:.2f}")
+            console.print(f"  {shape} {size}: {r['rate']:.1%} [{time.perf_counter() - started:.0f}s]",
+                          highlight=False)
+    console.print(table)
+    out["null"] = nulls
+    if not args.no_power:
+        ptable = Table("scenario", "shape", "traces/stratum/window", "caught (95% CI)", "by the per-check verdict",
+                       title="power: a drift injected into one of four strata")
+        powers = []
+        plan = [("shift 0.5σ", (200,)), ("shift 0.25σ × 3 windows", (1000,)),
+                ("scores × 0.8", (50, 200, 1000, 5000)), ("empty shortlists +10 pts", (50, 200, 1000, 5000))]
+        for scenario, scenario_sizes in plan:
+            for shape in shapes:
+                for size in scenario_sizes:
+                    r = power_run(shape, size, args.trials, detector, args.seed + 1, scenario)
+                    powers.append({"scenario": scenario, "shape": shape, "size": size, **r})
+                    ptable.add_row(scenario, shape, f"{size:,}", f"{r['rate']:.0%} ({r['low']:.0%}–{r['high']:.0%})",
+                                   f"{r['by_check']:.0%}")
+        if "doc_updates" in shapes:
+            for size in (200, 1000):
+                r = power_run("doc_updates", size, args.trials, detector, args.seed + 2, "stale index (24 h)")
+                powers.append({"scenario": "stale index (24 h)", "shape": "doc_updates", "size": size, **r})
+                ptable.add_row("stale index (24 h)", "doc_updates", f"{size:,}",
+                               f"{r['rate']:.0%} ({r['low']:.0%}–{r['high']:.0%})", f"{r['by_check']:.0%}")
+        console.print(ptable)
+        out["power"] = powers
+    console.print(f"{time.perf_counter() - started:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

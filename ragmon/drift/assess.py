@@ -1,0 +1,187 @@
+"""One drift check over window series: pooling, every test of every (group, feature), BH, and the CUSUM.
+
+``assess`` is the pure core that the live check, ``drift check --at`` and ``drift backtest`` share: given the
+per-window series of every (group, feature) — window 0 the newest — and which window is current, it
+
+1. **pools** a group whose current window holds fewer traces than its tests need: ``j`` consecutive windows
+   become one block (``j`` from ``POOL_SIZES``, at most ``max_pool``), so a low-traffic stratum is assessed over
+   two, three, … hours instead of not at all; the result carries ``pooled = j``. With no block large enough
+   the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
+2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: BH over the whole
+   check, effect and sample-size gates) — the per-check verdict, whose false-alarm rate is ``alpha``;
+3. runs the **CUSUM** (``sequential``) of each (group, feature) over the primary window test's z-scores of the
+   last ``lookback`` windows, each against its own reference, with the threshold set by the daily false-alarm
+   budget over the series assessed in this check — the persistent-drift verdict that pages.
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from ragmon.drift.comparison import Comparison
+from ragmon.drift.decide import Candidate, Decision, decide
+from ragmon.drift.registry import PRIMARY_TEST, DriftTest, NotTestable
+from ragmon.drift.sequential import Cusum, budget_arl0, cusum, threshold
+from ragmon.drift.series import Series
+
+#: block sizes a low-traffic group is pooled into (divisors of a day of hours first, so slots stay aligned)
+POOL_SIZES = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One test of one feature with its thresholds (a ``features.TestPlan`` satisfies it)."""
+
+    test: DriftTest
+    threshold: float
+    effect_threshold: float
+    min_samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One (group, feature) to assess: its key, its tests and its window series (newest first)."""
+
+    key: Hashable
+    tests: Sequence[Planned]
+    series: Series
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    """How windows are compared: ``reference`` windows before the current one, seasonal slots of ``period``
+    windows (1: none), CUSUM over ``lookback`` windows with reference value ``k`` and a threshold from
+    ``false_alarms_per_day`` across all series; pooling up to ``max_pool`` windows."""
+
+    reference: int = 168
+    period: int = 24
+    lookback: int = 24
+    k: float = 0.5
+    false_alarms_per_day: float = 0.1
+    windows_per_day: float = 24.0
+    max_pool: int = 24
+
+    @property
+    def history(self) -> int:
+        """Windows a check needs, the current one included."""
+        return 1 + self.reference + self.lookback
+
+
+@dataclass(frozen=True, slots=True)
+class Assessed:
+    """One test of one (group, feature) in one check. ``cusum`` is set on the primary test's row."""
+
+    key: Hashable
+    planned: Planned
+    comparison: Comparison
+    decision: Decision
+    pooled: int
+    cusum: Cusum | None
+
+
+#: (entry key, block size, first window of the block) → the primary test's (z, rho) there
+ZCache = dict[tuple[Hashable, int, int], tuple[float, float]]
+
+
+def assess(entries: Sequence[Entry], detector: Detector, *, current: int = 0,
+           cache: ZCache | None = None) -> list[Assessed]:
+    """Assess every entry at window ``current`` of its series. A backtest assessing the same entries at many
+    windows passes one ``cache`` so each window's primary z-score is computed once (it depends only on the
+    window and the block size, not on which check asks)."""
+    prepared = [(e, *_prepare(e, detector, current)) for e in entries]
+    candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples)
+                  for _, _, comparisons in prepared for p, cmp in comparisons]
+    decisions = iter(decide(candidates))
+    rows: list[tuple[Entry, Planned, Comparison, Decision, int]] = []
+    for entry, pooled, comparisons in prepared:
+        for planned, comparison in comparisons:
+            rows.append((entry, planned, comparison, next(decisions), pooled))
+    histories = {id(entry): _z_history(entry, pooled, comparisons, detector, current, cache)
+                 for entry, pooled, comparisons in prepared}
+    series_count = sum(1 for z in histories.values() if z is not None and math.isfinite(z[0][-1]))
+    h = threshold(detector.k, budget_arl0(max(series_count, 1), detector.windows_per_day,
+                                          detector.false_alarms_per_day))
+    out = []
+    for entry, planned, comparison, decision, pooled in rows:
+        state = None
+        history = histories[id(entry)]
+        if history is not None and planned.test.name == PRIMARY_TEST[comparison.kind]:
+            zs, rho = history
+            state = cusum(zs, k=detector.k, h=h, rho=rho)
+        out.append(Assessed(entry.key, planned, comparison, decision, pooled, state))
+    return out
+
+
+def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[Planned, Comparison]]]:
+    """Choose the pooling of the entry and build one comparison per planned test."""
+    need = max((p.min_samples for p in entry.tests), default=1)
+    n = entry.series.n
+    pooled = 1
+    for size in POOL_SIZES:
+        if size > d.max_pool:
+            break
+        pooled = size
+        if int(n[current:current + size].sum()) >= need:
+            break
+    series = entry.series if pooled == 1 else _shift(entry.series, current).blocks(pooled)
+    at = current if pooled == 1 else 0
+    period = d.period // pooled if d.period % pooled == 0 else 1
+    comparisons = [(p, Comparison(series, at, max(1, d.reference // pooled), max(1, period),
+                                  min_window=max(1, math.ceil(p.min_samples / 2)), pooled=pooled))
+                   for p in entry.tests]
+    return pooled, comparisons
+
+
+def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Comparison]], d: Detector,
+               current: int, cache: ZCache | None) -> tuple[list[float], float] | None:
+    """The primary test's z-scores over the last ``lookback`` windows (oldest first) and the lag-one
+    correlation to whiten them with; None when the entry has no primary test."""
+    primary = next(((p, c) for p, c in comparisons if p.test.name == PRIMARY_TEST[c.kind]), None)
+    if primary is None:
+        return None
+    planned, comparison = primary
+    steps = max(1, d.lookback // pooled)
+    zs: list[float] = []
+    rho = 0.0
+    for back in range(steps - 1, -1, -1):
+        at = comparison.current + back
+        if at >= len(comparison.series):
+            continue
+        key = (entry.key, pooled, current + back * pooled)
+        if cache is not None and key in cache:
+            z, r = cache[key]
+        else:
+            z, r = _primary_z(planned, Comparison(comparison.series, at, comparison.reference, comparison.period,
+                                                  comparison.min_window, comparison.pooled))
+            if cache is not None:
+                cache[key] = (z, r)
+        zs.append(z)
+        if back == 0:
+            rho = r
+    if not zs:
+        zs.append(math.nan)
+    return zs, rho
+
+
+def _primary_z(planned: Planned, c: Comparison) -> tuple[float, float]:
+    if int(c.series.n[c.current]) < planned.min_samples:
+        return math.nan, 0.0
+    try:
+        outcome = planned.test.run(c)
+    except NotTestable:
+        return math.nan, 0.0
+    return outcome.statistic, float(outcome.details.get("rho", 0.0))  # type: ignore[arg-type]
+
+
+def _shift(series: Series, start: int) -> Series:
+    """The series from window ``start`` on (so pooled blocks begin at the current window)."""
+    if start == 0:
+        return series
+    s = slice(start, None)
+    return Series(series.kind, series.n[s],
+                  None if series.mean is None else series.mean[s], None if series.std is None else series.std[s],
+                  None if series.q is None else series.q[s], None if series.k is None else series.k[s])

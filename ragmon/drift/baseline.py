@@ -1,0 +1,135 @@
+"""Is the current window unusual for this hour, given how much windows naturally differ? (the window tests)
+
+Traffic is not a stream of independent draws: each hour has its own mix of query types and its own popular
+queries, so a statistic of a window — its mean score, its 10th percentile, its empty-shortlist rate — varies
+from window to window by more than sampling noise, and that extra spread does not shrink with volume. A test
+that counts traces as independent therefore alarms more often the more traffic there is. Here the window is
+the unit of replication (a random-effects model, as in meta-analysis or Laney's p′ control chart):
+
+    s_w = μ_slot(w) + u_w + e_w,    u_w ~ (0, τ²) between windows,    e_w ~ (0, v_w) sampling, v_w = c / n_w
+
+* ``μ_slot`` — the seasonal baseline: the mean of the reference windows at the same slot (hour of day) as
+  the window, so daily seasonality is not drift;
+* ``τ²`` — the between-window variance, estimated by the method of moments from every reference window's
+  leave-one-out residual against the other windows of its slot:
+  ``r_w = s_w − mean(others)``, ``E[r_w²] = τ²(1 + 1/m) + v_w + v̄_others/m``  ⇒
+  ``τ̂² = max(0, Σ(r_w² − v_w − v̄_others/m) / Σ(1 + 1/m))``;
+* the current window is one more draw: ``t = (s_0 − μ̂) / √(τ̂²(1 + 1/D) + v_0 + v̄_slot/D)`` with D
+  reference windows at its slot. Its p-value is two-sided Student t, with the residuals' degrees of freedom
+  (reference windows minus slots) — or fewer when the standardised residuals have heavy tails: the degrees of
+  freedom ν whose kurtosis matches theirs (excess kurtosis 6/(ν − 4)), with t scaled to unit variance. Popular
+  queries that come and go make a few windows far off and most close, which a normal tail would call
+  impossible. ``z`` is the normal-equivalent of that p-value, signed: what the sequential rule accumulates.
+
+With ``τ² = 0`` (independent draws) this is a z test with the sampling variance alone; with ``τ² > 0`` the
+current window has to stand out from the natural spread. ``rho`` (the lag-one correlation of consecutive
+standardised residuals) tells the sequential rule how much consecutive windows move together.
+
+Pure: numpy and scipy on arrays; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _sp
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The current window against its seasonal baseline and the natural between-window spread."""
+
+    value: float        # the statistic in the current window
+    expected: float     # its seasonal baseline (mean of the same-slot reference windows)
+    expected_var: float  # the baseline's own uncertainty (variance of that mean)
+    z: float
+    p_value: float
+    tau: float          # between-window standard deviation beyond sampling noise
+    sampling_sd: float  # the current window's sampling standard deviation
+    df: float           # degrees of freedom of the t distribution the p-value is read from
+    windows: int        # reference windows that entered
+    same_slot: int      # of which at the current window's slot
+    rho: float          # lag-one correlation of consecutive standardised residuals (0 when unknown)
+
+
+def compare(values: np.ndarray, variances: np.ndarray, *, current: int, reference: int,
+            period: int) -> Baseline | str:
+    """Test ``values[current]`` against the ``reference`` windows after it (``current + 1`` … ``current +
+    reference``, older), with seasonal slots of ``period`` windows (1 = no seasonality).
+
+    ``values`` and ``variances`` (the sampling variance of each window's statistic) are NaN for windows that do
+    not count. Returns the reason as a string when there is not enough to test.
+    """
+    if period < 1 or reference < 1:
+        raise ValueError(f"need period ≥ 1 and reference ≥ 1, got {period} and {reference}")
+    s0, v0 = float(values[current]), float(variances[current])
+    if not (math.isfinite(s0) and math.isfinite(v0)):
+        return "the current window has too few traces"
+    idx = np.arange(current + 1, min(current + reference + 1, values.size))
+    s, v = values[idx], variances[idx]
+    ok = np.isfinite(s) & np.isfinite(v)
+    idx, s, v = idx[ok], s[ok], v[ok]
+    slot = (idx - current) % period
+    m = np.bincount(slot, minlength=period).astype(float)
+    same = slot == 0
+    if not same.any():
+        return "no reference window at the current window's time of day"
+    sum_s = np.bincount(slot, weights=s, minlength=period)
+    sum_v = np.bincount(slot, weights=v, minlength=period)
+    others = m[slot] - 1
+    loo = others >= 1
+    if not loo.any():
+        return "too few reference windows to measure their natural spread"
+    mean_others = (sum_s[slot][loo] - s[loo]) / others[loo]
+    vbar_others = (sum_v[slot][loo] - v[loo]) / others[loo]
+    r = s[loo] - mean_others
+    a = 1 + 1 / others[loo]
+    b = v[loo] + vbar_others / others[loo]
+    tau2 = max(0.0, float(np.sum(r * r - b) / np.sum(a)))
+    df = int(np.sum(np.maximum(m - 1, 0)))
+    d = float(m[0])
+    expected = float(sum_s[0] / d)
+    expected_var = (tau2 + float(sum_v[0] / d)) / d
+    var = tau2 + v0 + expected_var
+    deviation = s0 - expected
+    standardised = r / np.sqrt(a * tau2 + b)
+    nu = _tail_df(standardised, df)
+    if var > 0:
+        t = abs(deviation) / math.sqrt(var)
+        p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), nu) if nu < df else _sp.t.sf(t, max(df, 1))))
+        z = math.copysign(float(_sp.norm.isf(p / 2)), deviation) if p > 0 else math.copysign(math.inf, deviation)
+    else:
+        p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
+    return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), nu, int(idx.size), int(d),
+                    _lag_one(idx[loo], standardised))
+
+
+def _tail_df(z: np.ndarray, df: int) -> float:
+    """Degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z``: ``df`` when the tails
+    are not heavier than that (or there are too few residuals to tell), else between 4.5 (below which the fourth
+    moment does not exist) and ``df``."""
+    z = z[np.isfinite(z)]
+    second = float(np.mean(z * z)) if z.size else 0.0
+    if z.size < 20 or second <= 0 or df <= 5:
+        return float(df)
+    excess = float(np.mean(z ** 4)) / second ** 2 - 3
+    if excess <= 6 / (df - 4):
+        return float(df)
+    return float(max(4 + 6 / excess, 4.5))
+
+
+def _lag_one(idx: np.ndarray, z: np.ndarray) -> float:
+    """Lag-one correlation of standardised residuals over pairs of consecutive windows."""
+    ok = np.isfinite(z)
+    idx, z = idx[ok], z[ok]
+    if idx.size < 3:
+        return 0.0
+    pairs = np.flatnonzero(np.diff(idx) == 1)
+    if pairs.size < 2:
+        return 0.0
+    denom = float(np.sum(z * z)) / idx.size
+    if denom <= 0:
+        return 0.0
+    return float(np.clip(np.mean(z[pairs] * z[pairs + 1]) / denom, -1.0, 1.0))

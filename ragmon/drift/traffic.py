@@ -1,0 +1,160 @@
+"""Simulated RAG traffic with the shapes production traffic has, one window at a time, as raw per-trace values.
+
+Drift detectors that count traces as independent draws alarm on real traffic because real traffic is not
+independent draws (docs/drift.md, "Traffic is not independent draws"). This module generates traffic whose
+windows differ the way production hours do, so the detector can be measured on it (``bench/drift_null.py``,
+the unit tests, ``ragmon drift simulate --shape``):
+
+* ``iid`` — every trace an independent draw from one fixed distribution (the textbook case);
+* ``mix`` — each window's mix of query types drawn around a fixed mean (Dirichlet), as hours differ;
+* ``trending`` — queries repeat with Zipf popularity, and which queries are popular drifts from hour to hour
+  (an AR(1) walk on log-popularity), so a window holds clusters of identical retrievals;
+* ``seasonal`` — the mix and the volume follow the hour of day, plus the ``mix`` noise;
+* ``doc_updates`` — 0.5 % of the documents get a new version each day and a healthy index serves it within
+  minutes (``Shift.stale_since`` injects an index that stops picking new versions up).
+
+A stratum has four query types with different score levels, empty-shortlist and refusal rates. Per trace:
+a query level (type level + the query's own offset), five chunk scores (level + noise − a rank decay),
+whence ``top1_score``, ``mean_score`` (mean of the top 5), ``top2_gap``, ``n_results``; ``latency_ms``,
+``cost_usd``; empty shortlist and refusal flags; the retrieved chunks' documents and whether each was served
+at the newest version the corpus held. Drifts to inject are a ``Shift`` (added to, or multiplying, every
+score; extra empty shortlists).
+
+Pure: numpy only, every draw from the ``numpy.random.Generator`` passed in; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SHAPES = ("iid", "mix", "trending", "seasonal", "doc_updates")
+K = 5  # chunks per non-empty shortlist
+#: per query type: score level offset, empty-shortlist rate, refusal rate, mean share of traffic
+TYPE_OFFSET = np.array([-0.06, -0.02, 0.02, 0.06])
+TYPE_EMPTY = np.array([0.03, 0.01, 0.005, 0.002])
+TYPE_REFUSE = np.array([0.15, 0.05, 0.03, 0.02])
+TYPE_SHARE = np.array([0.15, 0.35, 0.30, 0.20])
+QUERY_SD = 0.05         # a query's own score offset
+CHUNK_SD = 0.03         # per-chunk noise around the query level
+RANK_DECAY = 0.03       # score lost per rank
+MIX_CONCENTRATION = 60  # Dirichlet concentration of an hour's type mix (smaller: hours differ more)
+POOL_SIZE = 3000        # queries per type in the trending shape
+ZIPF_EXPONENT = 1.1
+TREND_PHI, TREND_SD = 0.9, 0.6  # hourly AR(1) walk of each query's log-popularity
+UPDATES_PER_DAY = 0.005  # share of documents that get a new version each day
+INDEX_LAG_DAYS = 20 / 1440   # mean time a healthy index takes to serve a new version
+INDEX_GRACE_DAYS = 1 / 24    # drift.index_lag_seconds: a version this young may still be missing from the index
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """A drift to inject into one window: scores + ``add`` then × ``scale``; ``extra_empty`` more empty
+    shortlists (absolute share); ``stale_since``: the index stopped picking up new versions at this time (in
+    days since the start of the simulation)."""
+
+    add: float = 0.0
+    scale: float = 1.0
+    extra_empty: float = 0.0
+    stale_since: float | None = None
+
+
+NO_SHIFT = Shift()
+
+
+@dataclass
+class Stratum:
+    """One stratum's traffic generator. ``base`` is its score level; ``window`` advances the hour state."""
+
+    shape: str
+    base: float
+    rng: np.random.Generator
+    _log_pop: np.ndarray = field(init=False)
+    _zipf: np.ndarray = field(init=False)
+    _query_offsets: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"unknown traffic shape {self.shape!r}; known: {', '.join(SHAPES)}")
+        ranks = np.arange(1, POOL_SIZE + 1, dtype=float)
+        self._zipf = np.log(ranks ** -ZIPF_EXPONENT)
+        self._query_offsets = self.rng.normal(0.0, QUERY_SD, size=(len(TYPE_SHARE), POOL_SIZE))
+        self._log_pop = np.zeros((len(TYPE_SHARE), POOL_SIZE))
+
+    def _mix(self, hour_of_day: int) -> np.ndarray:
+        if self.shape in ("iid", "trending", "doc_updates"):
+            return TYPE_SHARE
+        mean = TYPE_SHARE
+        if self.shape == "seasonal":  # questions of each type peak at a different time of day
+            phase = np.array([0.0, 6.0, 12.0, 18.0])
+            mean = TYPE_SHARE * np.exp(0.5 * np.sin(2 * np.pi * (hour_of_day + phase) / 24))
+            mean = mean / mean.sum()
+        return self.rng.dirichlet(MIX_CONCENTRATION * mean)
+
+    def volume(self, n: int, hour_of_day: int) -> int:
+        """Traces in a window of nominal size ``n`` at this hour (the seasonal shape's volume follows the day)."""
+        if self.shape != "seasonal":
+            return n
+        return max(1, int(round(n * (1 + 0.6 * np.sin(2 * np.pi * (hour_of_day - 8) / 24)))))
+
+    def window(self, n: int, hour_of_day: int, day: float, shift: Shift = NO_SHIFT) -> dict[str, np.ndarray]:
+        """Draw one window of ``n`` traces (before ``volume``): per-trace feature values (continuous features as
+        floats, rates as booleans; ``newest_version_share`` per retrieved chunk). ``day`` is the window's time in
+        days since the start (document versions)."""
+        rng = self.rng
+        n = self.volume(n, hour_of_day)
+        mix = self._mix(hour_of_day)
+        types = rng.choice(len(mix), size=n, p=mix)
+        if self.shape == "trending":
+            self._log_pop = TREND_PHI * self._log_pop + rng.normal(0.0, TREND_SD, size=self._log_pop.shape)
+            offsets = np.empty(n)
+            for t in range(len(mix)):
+                idx = np.flatnonzero(types == t)
+                if idx.size:
+                    weights = np.exp(self._zipf + self._log_pop[t])
+                    queries = rng.choice(POOL_SIZE, size=idx.size, p=weights / weights.sum())
+                    offsets[idx] = self._query_offsets[t, queries]
+        else:
+            offsets = rng.normal(0.0, QUERY_SD, size=n)
+        level = self.base + TYPE_OFFSET[types] + offsets
+        chunks = level[:, None] + rng.normal(0.0, CHUNK_SD, size=(n, K)) - RANK_DECAY * np.arange(K)
+        chunks = -np.sort(-chunks, axis=1)
+        chunks = (chunks + shift.add) * shift.scale
+        empty = rng.random(n) < np.minimum(1.0, TYPE_EMPTY[types] + shift.extra_empty)
+        refused = rng.random(n) < TYPE_REFUSE[types]
+        latency = rng.lognormal(np.log(600) + 0.1 * types, 0.35)
+        cost = 0.002 * (1 + 0.2 * types) * rng.lognormal(0.0, 0.25, size=n)
+        full = ~empty
+        out = {
+            "top1_score": chunks[full, 0],
+            "mean_score": chunks[full].mean(axis=1),
+            "top2_gap": chunks[full, 0] - chunks[full, 1],
+            "n_results": np.where(empty, 0, K).astype(float),
+            "latency_ms": latency,
+            "cost_usd": cost,
+            "empty_shortlist_rate": empty,
+            "refusal_rate": refused,
+        }
+        if self.shape == "doc_updates":
+            out["newest_version_share"] = self._served_newest(int(full.sum()) * K, day, shift)
+        return out
+
+    def _served_newest(self, chunks: int, day: float, shift: Shift) -> np.ndarray:
+        """Whether each retrieved chunk was served at the newest version its document had ``INDEX_GRACE_DAYS``
+        before ``day`` (what ``newest_version_share`` measures against the corpus). Document updates are a
+        Poisson process (``UPDATES_PER_DAY``); a healthy index serves a new version after an exponential lag
+        (mean ``INDEX_LAG_DAYS``), a frozen one (``stale_since``) never does."""
+        rng = self.rng
+        if shift.stale_since is None:
+            lag = rng.exponential(INDEX_LAG_DAYS, size=chunks)
+            missed = np.maximum(0.0, lag - INDEX_GRACE_DAYS)  # how long the served version may be behind
+        else:
+            missed = np.full(chunks, max(0.0, day - INDEX_GRACE_DAYS - shift.stale_since))
+        return rng.random(chunks) >= 1 - np.exp(-UPDATES_PER_DAY * missed)
+
+
+def strata(shape: str, count: int, seed: int) -> list[Stratum]:
+    """``count`` strata of one shape with different score levels, seeded independently."""
+    seeds = np.random.SeedSequence(seed).spawn(count)
+    return [Stratum(shape, 0.55 + 0.05 * i, np.random.default_rng(s)) for i, s in enumerate(seeds)]
