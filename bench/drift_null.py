@@ -151,7 +151,8 @@ def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int,
     seeds = np.random.SeedSequence(seed).generate_state(trials)
     for t in range(trials):
         history = History(strata(shape, STRATA, int(seeds[t])), size)
-        history.draw(detector.history)
+        # the drift starts at 08:00, where the seasonal shape's volume is its daily mean (``size``)
+        history.draw(detector.history + (8 - detector.history) % 24)
         ref = [s for s in history.summaries[(0, "top1_score")][-detector.reference:] if s.n]
         sd = float(np.sqrt(np.average([s.std ** 2 + s.mean ** 2 for s in ref], weights=[s.n for s in ref])
                            - np.average([s.mean for s in ref], weights=[s.n for s in ref]) ** 2))

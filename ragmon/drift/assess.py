@@ -60,7 +60,7 @@ class Detector:
     reference: int = 168
     period: int = 24
     lookback: int = 24
-    k: float = 0.5
+    k: float = 1.0
     false_alarms_per_day: float = 0.1
     windows_per_day: float = 24.0
     max_pool: int = 24

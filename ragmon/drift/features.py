@@ -35,13 +35,24 @@ class Feature:
     source: Source
     expr: str
     description: str
+    tests: tuple[str, ...] = ()  # default tests when not the kind's (DEFAULT_TESTS)
 
+    @property
+    def default_tests(self) -> tuple[str, ...]:
+        return self.tests or DEFAULT_TESTS[self.kind]
+
+
+#: retrieval scores also get their tails tested: a subset of queries losing its documents is a heavier left
+#: tail before it moves the mean much
+_SCORE_TESTS = ("window_mean", "window_quantiles")
 
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
-        Feature("top1_score", "continuous", "traces", "top1_score", "Score of the best retrieved chunk."),
-        Feature("mean_score", "continuous", "traces", "mean_score", "Mean score of the retrieved top-k."),
+        Feature("top1_score", "continuous", "traces", "top1_score", "Score of the best retrieved chunk.",
+                tests=_SCORE_TESTS),
+        Feature("mean_score", "continuous", "traces", "mean_score", "Mean score of the retrieved top-k.",
+                tests=_SCORE_TESTS),
         Feature("top2_gap", "continuous", "traces", "top2_gap", "Top-1 minus top-2 score (how decisive retrieval is)."),
         Feature("n_results", "continuous", "traces", "n_results", "Number of chunks retrieved before truncation."),
         Feature("latency_ms", "continuous", "traces", "latency_total_ms", "End-to-end latency in milliseconds."),
@@ -91,7 +102,7 @@ def plan_features(settings: DriftSettings) -> list[FeaturePlan]:
         override = settings.overrides.get(name)
         if override is not None and not override.enabled:
             continue
-        test_names = (override.tests if override and override.tests is not None else DEFAULT_TESTS[feature.kind])
+        test_names = (override.tests if override and override.tests is not None else feature.default_tests)
         tests: list[TestPlan] = []
         for test_name in test_names:
             try:
