@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import EXIT_USAGE, console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, console, fail, settings_of
 from ragmon.judge.calibrate import ALL, LABEL_METRICS, CalibrationResult
 
 
