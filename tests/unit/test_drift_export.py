@@ -1,8 +1,9 @@
-"""The ``ragmon_drift_*`` gauges as a scrape shows them, from a fixed set of drift results.
+"""The ``ragmon_drift_*`` gauges as a scrape shows them, from a fixed set of drift results, each on a fresh
+``CollectorRegistry``.
 
-The golden text below was produced by the hand-kept ``GaugeExporter`` this module's export replaced; the alert
-rules, promtool tests, dashboards and the Prometheus end-to-end test depend on every name, label, value and
-HELP line in it staying the same.
+The golden files (``golden/drift_gauges_*.prom``) were produced by the hand-kept ``GaugeExporter`` that the
+collector replaced; the alert rules, promtool tests, dashboards and the Prometheus end-to-end test depend on
+every name, label, value and HELP line in them staying the same.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, generate_latest
+import pytest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from ragmon.drift.check import DriftResult
-from ragmon.drift.export import GaugeExporter
+from ragmon.drift.export import export
 from ragmon.drift.query import Group
+from ragmon.drift.result import DriftResult
 from ragmon.drift.summary import ContinuousSummary, RateSummary, Summary
 from ragmon.drift.windows import Window, Windows
-from ragmon.telemetry import Telemetry
+from ragmon.telemetry import GaugeSpec, Telemetry
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 WINDOWS = Windows(Window(NOW - timedelta(days=7), NOW - timedelta(hours=1)), Window(NOW - timedelta(hours=1), NOW))
@@ -81,12 +83,6 @@ def next_results() -> tuple[DriftResult, ...]:
     )
 
 
-def export(telemetry: Telemetry, exporter: GaugeExporter | None, results: tuple[DriftResult, ...]) -> GaugeExporter:
-    exporter = exporter or GaugeExporter(telemetry)
-    exporter.export(results)
-    return exporter
-
-
 def drift_text(registry: CollectorRegistry) -> str:
     """The exposition lines of the six labelled drift families."""
     return "".join(line + "\n" for line in generate_latest(registry).decode().splitlines()
@@ -101,9 +97,9 @@ def test_scrape_text_is_unchanged_for_a_fixed_input() -> None:
     telemetry = Telemetry(CollectorRegistry())
     assert drift_text(telemetry.registry) == "".join(line + "\n" for line in golden("drift_gauges_one_check.prom")
                                                      .splitlines() if line.startswith("#"))
-    exporter = export(telemetry, None, fixed_results())
+    export(telemetry, fixed_results())
     assert drift_text(telemetry.registry) == golden("drift_gauges_one_check.prom")
-    export(telemetry, exporter, next_results())
+    export(telemetry, next_results())
     # sample order within a family carries no meaning to Prometheus: compared as sorted lines
     assert sorted(drift_text(telemetry.registry).splitlines()) == golden("drift_gauges_next_check.prom").splitlines()
 
@@ -114,7 +110,7 @@ def _labels(group: Group, feature: str, **extra: str) -> dict[str, str]:
 
 def test_values_after_one_check() -> None:
     telemetry = Telemetry(CollectorRegistry())
-    export(telemetry, None, fixed_results())
+    export(telemetry, fixed_results())
     value = telemetry.registry.get_sample_value
     assert value("ragmon_drift_detected", _labels(BILLING, "top1_score", test="ks")) == 1.0
     assert value("ragmon_drift_p_value", _labels(BILLING, "top1_score", test="psi")) == 0.01
@@ -126,8 +122,8 @@ def test_values_after_one_check() -> None:
 
 def test_a_group_gone_from_the_next_check_is_gone_from_the_scrape() -> None:
     telemetry = Telemetry(CollectorRegistry())
-    exporter = export(telemetry, None, fixed_results())
-    export(telemetry, exporter, next_results())
+    export(telemetry, fixed_results())
+    export(telemetry, next_results())
     value = telemetry.registry.get_sample_value
     for name, extra in (("ragmon_drift_detected", {"test": "ks"}), ("ragmon_drift_sample_size", {"window": "current"})):
         assert value(name, _labels(CONSENT, "top1_score", **extra)) is None
@@ -135,5 +131,18 @@ def test_a_group_gone_from_the_next_check_is_gone_from_the_scrape() -> None:
         assert value(name, _labels(BILLING, "faithfulness", **extra)) is not None
     assert value("ragmon_drift_detected", _labels(Group("hybrid", "v2", "canary", "billing"), "top1_score",
                                                   test="ks")) == 1.0
-    export(telemetry, exporter, ())
+    export(telemetry, ())
     assert {s.name for m in telemetry.registry.collect() for s in m.samples if s.name in DRIFT_FAMILIES} == set()
+
+
+def test_the_snapshot_refuses_series_that_do_not_fit_and_a_second_metric_of_its_names() -> None:
+    telemetry = Telemetry(CollectorRegistry())
+    with pytest.raises(ValueError, match="expected values for"):
+        telemetry.drift_gauges.publish({telemetry.drift_detected: {("hybrid@v1", "production"): 1.0}})
+    stray = GaugeSpec("ragmon_other", "Other.", ())
+    with pytest.raises(ValueError, match="got gauge ragmon_other"):
+        telemetry.drift_gauges.publish({stray: {(): 1.0}})
+    with pytest.raises(ValueError, match="ragmon_drift_detected"):
+        Gauge("ragmon_drift_detected", "A second one.", registry=telemetry.registry)
+    assert telemetry.registry.get_sample_value("ragmon_drift_detected", _labels(BILLING, "top1_score", test="ks")) \
+        is None
