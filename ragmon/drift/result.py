@@ -42,6 +42,8 @@ class DriftResult:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
+    """Every result of one check, its wall time, and how many groups over ``drift.max_groups`` were left out."""
+
     check_id: str
     checked_at: datetime
     results: tuple[DriftResult, ...]
