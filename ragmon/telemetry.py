@@ -8,11 +8,63 @@ values are bounded (retriever, variant, stratum, reason, partition — never a t
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from ragmon import __version__
+
+#: one published set of series: for each gauge, label values (in the gauge's label order) → value
+Series = Mapping["GaugeSpec", Mapping[tuple[str, ...], float]]
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeSpec:
+    """A labelled gauge family whose series come from a ``GaugeSnapshot``: its name, HELP text and label names."""
+
+    name: str
+    documentation: str
+    labels: tuple[str, ...]
+
+
+class GaugeSnapshot(Collector):
+    """Gauge families whose series are replaced all at once, as a collector registered like any metric.
+
+    ``publish`` swaps in a whole new set of series: a series the last publish did not name is gone from the
+    next scrape by construction (nothing to remove by hand), and a scrape sees either the old set or the new
+    one, never a mix or a gap that would reset an alert's ``for`` timer. The swap is one reference assignment,
+    so a scrape on the HTTP thread needs no lock.
+    """
+
+    def __init__(self, *specs: GaugeSpec):
+        self._specs = specs
+        self._series: Series = {}
+
+    def publish(self, series: Series) -> None:
+        """Replace every series; a gauge left out has none. ``ValueError`` if a key does not fit its gauge."""
+        for spec, values in series.items():
+            if spec not in self._specs:
+                raise ValueError(f"expected one of {[s.name for s in self._specs]}, got gauge {spec.name}")
+            for key in values:
+                if len(key) != len(spec.labels):
+                    raise ValueError(f"{spec.name}: expected values for {spec.labels}, got {key}")
+        self._series = series
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        series = self._series
+        for spec in self._specs:
+            family = GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
+            for key, value in series.get(spec, {}).items():
+                family.add_metric(key, value)
+            yield family
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """The families without samples: lets the registry refuse a second metric of the same name."""
+        for spec in self._specs:
+            yield GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
 
 
 @dataclass
@@ -121,34 +173,37 @@ class Telemetry:
         )
 
         # -- drift --------------------------------------------------------------------------------------------
-        # labels: retriever = "<name>@<version>", stratum = the trace category; bounded by drift.max_groups
-        drift_labels = ["retriever", "variant", "stratum", "feature", "test"]
-        window_labels = ["retriever", "variant", "stratum", "feature", "window"]
-        self.drift_statistic = Gauge(
+        # labels: retriever = "<name>@<version>", stratum = the trace category; bounded by drift.max_groups.
+        # Each is the last check's results as a whole (``drift_gauges.publish``), never a gauge kept by hand.
+        drift_labels = ("retriever", "variant", "stratum", "feature", "test")
+        window_labels = ("retriever", "variant", "stratum", "feature", "window")
+        self.drift_statistic = GaugeSpec(
             "ragmon_drift_statistic", "Test statistic of the last drift check (KS D, PSI, z, chi-square).",
-            drift_labels, registry=r,
+            drift_labels,
         )
-        self.drift_p_value = Gauge(
+        self.drift_p_value = GaugeSpec(
             "ragmon_drift_p_value", "Benjamini–Hochberg adjusted p-value of the last drift check.", drift_labels,
-            registry=r,
         )
-        self.drift_effect = Gauge(
+        self.drift_effect = GaugeSpec(
             "ragmon_drift_effect", "Effect size of the last drift check (Wasserstein in reference σ, PSI, Cohen's h).",
-            drift_labels, registry=r,
+            drift_labels,
         )
-        self.drift_detected = Gauge(
+        self.drift_detected = GaugeSpec(
             "ragmon_drift_detected",
             "1 when the last check declared drift (significant, effect over threshold, enough samples), else 0.",
-            drift_labels, registry=r,
+            drift_labels,
         )
-        self.drift_sample_size = Gauge(
+        self.drift_sample_size = GaugeSpec(
             "ragmon_drift_sample_size", "Observations in the reference or current window of the last check.",
-            window_labels, registry=r,
+            window_labels,
         )
-        self.drift_feature_value = Gauge(
+        self.drift_feature_value = GaugeSpec(
             "ragmon_drift_feature_value", "Feature mean (or rate) in the reference or current window.",
-            window_labels, registry=r,
+            window_labels,
         )
+        self.drift_gauges = GaugeSnapshot(self.drift_statistic, self.drift_p_value, self.drift_effect,
+                                          self.drift_detected, self.drift_sample_size, self.drift_feature_value)
+        r.register(self.drift_gauges)
         self.drift_last_check = Gauge(
             "ragmon_drift_last_check_timestamp_seconds",
             "Unix time the last drift check completed; the drift role's start time until its first check completes; "

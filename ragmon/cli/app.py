@@ -3,6 +3,8 @@
 Each subcommand lives in its own module under ``ragmon/cli/`` and is registered in ``_register``. Expected
 errors (``RagmonError``) print one clear message per problem and exit non-zero without a traceback:
 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable.
+Must not hold anything a subcommand needs: subcommands import ``ragmon.cli.common``, never this module, which
+imports them all.
 """
 
 from __future__ import annotations
@@ -12,18 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from ragmon import __version__
-from ragmon.config import Settings, load_settings
+from ragmon.cli.common import EXIT_UNAVAILABLE, EXIT_USAGE, State, console, err_console, print_error
 from ragmon.errors import ConfigError, InputError, RagmonError
-
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
-
-err_console = Console(stderr=True)
-console = Console()
 
 app = typer.Typer(
     name="ragmon",
@@ -34,20 +29,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-
-
-class State:
-    """What the root callback passes to subcommands."""
-
-    def __init__(self, config_path: Path | None):
-        self.config_path = config_path
-        self._settings: Settings | None = None
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings(self.config_path)
-        return self._settings
 
 
 def _version(value: bool) -> None:
@@ -77,25 +58,6 @@ def root(
     from ragmon.tracing import setup_tracing
 
     setup_tracing(ctx.invoked_subcommand or "ragmon")
-
-
-def settings_of(ctx: typer.Context) -> Settings:
-    """The validated settings for this invocation (loaded once, on first use)."""
-    state = ctx.find_root().obj
-    if not isinstance(state, State):
-        state = State(None)
-    return state.settings
-
-
-def print_error(message: str) -> None:
-    """Print ``error: message`` to stderr; the message is shown as plain text, never as markup."""
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print ``error: message`` to stderr and return the Exit to raise."""
-    print_error(message)
-    return typer.Exit(code)
 
 
 def _register() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import EXIT_USAGE, console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, console, fail, settings_of
 from ragmon.judge.calibrate import ALL, LABEL_METRICS, CalibrationResult
 
 
@@ -91,7 +90,7 @@ def calibrate(
                    "or pass --labels FILE", EXIT_USAGE)
     results = run_calibration(pairs, min_kappa=min_kappa, min_items=min_items, thresholds=thresholds)
     if output == "json":
-        console.print_json(json.dumps([_as_json(r) for r in results]))
+        console.print_json(json.dumps([r.as_dict() for r in results]))
     else:
         for r in results:
             _print(r, show_disagreements)
@@ -147,12 +146,3 @@ def _print(result: CalibrationResult, show: int) -> None:
                           f"{'yes' if p.judge else 'no'}{value}{' · ' + p.reviewer if p.reviewer else ''}",
                           highlight=False, markup=False)
 
-
-def _as_json(result: CalibrationResult) -> dict:
-    return {
-        "fingerprint": result.fingerprint, "judge": result.judge_name, "min_kappa": result.min_kappa,
-        "min_items": result.min_items, "passed": result.passed, "failures": list(result.failures),
-        "cells": [{"label": c.label, "metric": c.metric, "threshold": c.threshold, "stratum": c.stratum,
-                   **{k: v for k, v in asdict(c.agreement).items()},
-                   "disagreements": [asdict(p) for p in c.disagreements]} for c in result.cells],
-    }

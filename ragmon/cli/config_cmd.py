@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from ragmon.cli import config_reference
-from ragmon.cli.app import console, fail, settings_of
+from ragmon.cli.common import console, fail, settings_of
 from ragmon.config import masked_dump
 
 app = typer.Typer(help="Effective configuration (file + environment).", no_args_is_help=True)

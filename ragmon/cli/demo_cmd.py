@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.cli.common import console, err_console, fail, settings_of
 
 STAGES = ("generate", "ingest", "score", "drift", "review", "shadow")
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import console, fail, settings_of
+from ragmon.cli.common import console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import Settings, override
 

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.app import err_console, fail, settings_of
+from ragmon.cli.common import err_console, fail, settings_of
 from ragmon.cli.gate_generation import (
     generation_notes,
     generation_result,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragmon.cli.app import EXIT_USAGE, err_console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from ragmon.cli.app import EXIT_USAGE, fail
+from ragmon.cli.common import EXIT_USAGE, fail
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

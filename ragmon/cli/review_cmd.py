@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.cli.common import console, err_console, fail, settings_of
 from ragmon.cli.options import check_output_file
 from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest

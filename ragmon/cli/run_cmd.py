@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragmon.cli.app import console, err_console, settings_of
+from ragmon.cli.common import console, err_console, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.table import Table
 from rich.text import Text
 
-from ragmon.cli.app import console, fail
+from ragmon.cli.common import console, fail
 from ragmon.cli.options import check_output_dir
 from ragmon.contracts import GoldenCase, Rejection, decode_trace, schemas
 from ragmon.contracts.decode import DEFAULT_MAX_BYTES

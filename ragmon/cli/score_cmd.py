@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import EXIT_USAGE, console, err_console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, console, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
 from ragmon.config import Settings, override
 from ragmon.contracts.trace import Variant

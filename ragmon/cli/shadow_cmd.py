@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ragmon.cli.app import console, err_console, fail, settings_of
+from ragmon.cli.common import console, err_console, fail, settings_of
 from ragmon.cli.options import check_output_file, parse_when
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.verdict import Thresholds, parse_quality_drops

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ragmon.cli.app import console, settings_of
+from ragmon.cli.common import console, settings_of
 from ragmon.config import mask_dsn, secret_value
 from ragmon.store import TABLES, ClickHouseStore
 

@@ -2,8 +2,8 @@
 
 ``DriftChecker.run_once`` aggregates both windows in ClickHouse (``query``), runs the registered tests on the
 summaries, adjusts p-values across the whole check (``decide``), writes one row per result with the
-thresholds and windows applied, and sets the ``ragmon_drift_*`` gauges. The clock is injected.
-Label sets that disappear from one check to the next are removed from the gauges, never left stale.
+thresholds and windows applied, and publishes the ``ragmon_drift_*`` gauges (``export``). The clock is
+injected. Label sets that disappear from one check to the next are gone from the gauges, never left stale.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ragmon.config import DriftSettings
 from ragmon.drift.decide import Candidate, Decision, decide
-from ragmon.drift.export import GaugeExporter
+from ragmon.drift.export import export
 from ragmon.drift.features import FeaturePlan, TestPlan, plan_features
 from ragmon.drift.query import Aggregates, Group, QueryStore, aggregate
+from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
 from ragmon.drift.windows import Windows, resolve
 from ragmon.telemetry import Telemetry
@@ -36,44 +36,6 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class DriftResult:
-    """One test of one feature in one group, with everything that was applied to reach the verdict."""
-
-    check_id: str
-    checked_at: datetime
-    group: Group
-    feature: str
-    test: str
-    status: str  # ok | insufficient_data | error
-    statistic: float
-    p_value: float
-    p_adjusted: float
-    effect: float
-    effect_name: str
-    threshold: float
-    effect_threshold: float
-    min_samples: int
-    drifted: bool
-    reason: str
-    reference: Summary
-    current: Summary
-    windows: Windows
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    check_id: str
-    checked_at: datetime
-    results: tuple[DriftResult, ...]
-    duration_seconds: float
-    groups_dropped: int
-
-    @property
-    def drifted(self) -> tuple[DriftResult, ...]:
-        return tuple(r for r in self.results if r.drifted)
-
-
 class DriftChecker:
     """Runs drift checks against a store. Not thread-safe: one check at a time."""
 
@@ -84,7 +46,6 @@ class DriftChecker:
         self.plans = plan_features(settings)  # ConfigError at start-up, not mid-check
         self.clock = clock
         self.telemetry = telemetry
-        self.exporter = GaugeExporter(telemetry) if telemetry is not None else None
 
     def run_once(self) -> CheckResult:
         with span("ragmon.drift.check") as current:
@@ -105,8 +66,8 @@ class DriftChecker:
             if self.telemetry is not None:
                 self.telemetry.drift_checks.labels(outcome="error").inc()
             raise
-        if self.exporter is not None and self.telemetry is not None:
-            self.exporter.export(result.results)
+        if self.telemetry is not None:
+            export(self.telemetry, result.results)
             self.telemetry.drift_last_check.set(result.checked_at.timestamp())
             self.telemetry.drift_check_duration.set(duration)
             self.telemetry.drift_checks.labels(outcome="ok").inc()

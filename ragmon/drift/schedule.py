@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ragmon.drift.check import CheckResult, DriftChecker
+from ragmon.drift.check import DriftChecker
+from ragmon.drift.result import CheckResult
 
 log = logging.getLogger("ragmon.drift")
 

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragmon.gate.generation import GenerationRun
-from ragmon.gate.report import ALL
+from ragmon.gated import StrataReport, per_stratum
 from ragmon.metrics import RefusalOutcome, percentile, refusal_correctness
 from ragmon.metrics.summary import mean_defined
 
@@ -65,7 +65,7 @@ class GenerationRow:
 
 
 @dataclass(frozen=True, slots=True)
-class GenerationResult:
+class GenerationResult(StrataReport[GenerationRow]):
     """The generation verdict, with the judge identity and thresholds it was reached under."""
 
     judge_name: str
@@ -74,17 +74,9 @@ class GenerationResult:
     thresholds: GenerationThresholds
     rows: tuple[GenerationRow, ...]  # strata in name order, then ALL
 
-    @property
-    def passed(self) -> bool:
-        return not any(row.failures for row in self.rows)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "passed": self.passed,
-            "judge": {"name": self.judge_name, "model": self.judge_model, "fingerprint": self.judge_fingerprint},
-            "thresholds": asdict(self.thresholds),
-            "strata": [asdict(r) for r in self.rows],
-        }
+    def parameters(self) -> dict[str, object]:
+        return {"judge": {"name": self.judge_name, "model": self.judge_model, "fingerprint": self.judge_fingerprint},
+                "thresholds": asdict(self.thresholds)}
 
 
 def _row(name: str, runs: Sequence[GenerationRun], t: GenerationThresholds) -> GenerationRow:
@@ -118,12 +110,8 @@ def _row(name: str, runs: Sequence[GenerationRun], t: GenerationThresholds) -> G
 
 def build_generation_result(runs: Sequence[GenerationRun], thresholds: GenerationThresholds, judge_name: str,
                             judge_model: str, judge_fingerprint: str) -> GenerationResult:  # fmt: skip
-    strata: dict[str, list[GenerationRun]] = {}
-    for run in runs:
-        strata.setdefault(run.category, []).append(run)
-    rows = [_row(name, strata[name], thresholds) for name in sorted(strata)]
-    rows.append(_row(ALL, list(runs), thresholds))
-    return GenerationResult(judge_name, judge_model, judge_fingerprint, thresholds, tuple(rows))
+    rows = per_stratum(runs, lambda run: run.category, lambda name, group: _row(name, group, thresholds))
+    return GenerationResult(judge_name, judge_model, judge_fingerprint, thresholds, rows)
 
 
 HEADERS = ("stratum", "n", "err", "faithfulness", "cit. precision", "cit. recall", "answer rel.",

@@ -16,10 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragmon.gate.runner import CaseRun
+from ragmon.gated import ALL as ALL  # the gate's reports name their all-strata row this way
+from ragmon.gated import StrataReport, per_stratum
 from ragmon.metrics.cost import percentile
 from ragmon.metrics.summary import mean_defined
-
-ALL = "ALL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class StratumRow:
 
 
 @dataclass(frozen=True, slots=True)
-class GateResult:
+class GateResult(StrataReport[StratumRow]):
     """The whole verdict, with the parameters it was reached under."""
 
     k: int
@@ -70,18 +70,8 @@ class GateResult:
     thresholds: Thresholds
     rows: tuple[StratumRow, ...]  # strata in name order, then ALL
 
-    @property
-    def passed(self) -> bool:
-        return not any(row.failures for row in self.rows)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "passed": self.passed,
-            "k": self.k,
-            "depth": self.depth,
-            "thresholds": asdict(self.thresholds),
-            "strata": [asdict(r) for r in self.rows],
-        }
+    def parameters(self) -> dict[str, object]:
+        return {"k": self.k, "depth": self.depth, "thresholds": asdict(self.thresholds)}
 
 
 def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
@@ -119,12 +109,8 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
 
 def build_result(runs: Sequence[CaseRun], thresholds: Thresholds, k: int, depth: int) -> GateResult:
     """Group runs by category, aggregate each group and all of them, and check every row."""
-    strata: dict[str, list[CaseRun]] = {}
-    for run in runs:
-        strata.setdefault(run.category, []).append(run)
-    rows = [_row(name, strata[name], thresholds) for name in sorted(strata)]
-    rows.append(_row(ALL, list(runs), thresholds))
-    return GateResult(k=k, depth=depth, thresholds=thresholds, rows=tuple(rows))
+    rows = per_stratum(runs, lambda run: run.category, lambda name, group: _row(name, group, thresholds))
+    return GateResult(k=k, depth=depth, thresholds=thresholds, rows=rows)
 
 
 COLUMNS = (

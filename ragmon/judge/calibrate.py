@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from ragmon.gated import Gated
 from ragmon.judge.agreement import Agreement, cohen_kappa
 from ragmon.judge.scoring import score_trace
 
@@ -43,7 +44,8 @@ class Pair:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """Agreement for one (label, stratum), and the items where judge and humans disagree."""
+    """Agreement for one (label, stratum), the items where judge and humans disagree, and why the gate failed
+    this cell (empty when it passed or was not gated)."""
 
     label: str
     metric: str
@@ -51,22 +53,37 @@ class Cell:
     stratum: str
     agreement: Agreement
     disagreements: tuple[Pair, ...]
+    failures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class CalibrationResult:
-    """One fingerprint's calibration, with the gate parameters applied and its verdict."""
+class CalibrationResult(Gated[Cell]):
+    """One fingerprint's calibration, with the gate parameters applied and its verdict (``passed``)."""
 
     fingerprint: str
     judge_name: str
     cells: tuple[Cell, ...]
     min_kappa: float | None
     min_items: int
-    failures: tuple[str, ...] = field(default=())
 
     @property
-    def passed(self) -> bool:
-        return not self.failures
+    def rows(self) -> tuple[Cell, ...]:
+        return self.cells
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Every gated cell's failure, in cell order."""
+        return tuple(failure for cell in self.cells for failure in cell.failures)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form ``ragmon calibrate --output json`` prints, one per fingerprint."""
+        return {
+            "fingerprint": self.fingerprint, "judge": self.judge_name, "min_kappa": self.min_kappa,
+            "min_items": self.min_items, "passed": self.passed, "failures": list(self.failures),
+            "cells": [{"label": c.label, "metric": c.metric, "threshold": c.threshold, "stratum": c.stratum,
+                       **asdict(c.agreement), "disagreements": [asdict(p) for p in c.disagreements]}
+                      for c in self.cells],
+        }
 
 
 def binarize(label: str, value: float, thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> int:
@@ -87,7 +104,6 @@ def calibrate(pairs: Iterable[Pair], *, min_kappa: float | None = None, min_item
     for fp in sorted(by_fp):
         group = by_fp[fp]
         cells: list[Cell] = []
-        failures: list[str] = []
         for label in [lab for lab in thresholds if any(p.label == lab for p in group)]:
             metric, threshold = thresholds[label]
             mine = [p for p in group if p.label == label]
@@ -95,19 +111,24 @@ def calibrate(pairs: Iterable[Pair], *, min_kappa: float | None = None, min_item
             for stratum in [ALL, *strata]:
                 subset = mine if stratum == ALL else [p for p in mine if p.category == stratum]
                 agreement = cohen_kappa([p.human for p in subset], [p.judge for p in subset], labels=(0, 1))
+                failures: tuple[str, ...] = ()
+                if min_kappa is not None and (stratum == ALL or agreement.n >= min_items):
+                    failures = _kappa_failures(f"{label} (judge {metric} >= {threshold:g}), stratum {stratum}",
+                                               agreement, min_kappa)
                 cells.append(Cell(label, metric, threshold, stratum, agreement,
-                                  tuple(p for p in subset if p.human != p.judge)))
-                if min_kappa is None or (stratum != ALL and agreement.n < min_items):
-                    continue
-                where = f"{label} (judge {metric} >= {threshold:g}), stratum {stratum}"
-                if agreement.kappa is None:
-                    failures.append(f"{where}: kappa undefined on {agreement.n} items (every label the same); "
-                                    "label items of both classes")
-                elif agreement.kappa < min_kappa:
-                    failures.append(f"{where}: kappa {agreement.kappa:.3f} < {min_kappa:g} on {agreement.n} items")
-        results.append(CalibrationResult(fp, group[0].judge_name, tuple(cells), min_kappa, min_items,
-                                         tuple(failures)))
+                                  tuple(p for p in subset if p.human != p.judge), failures))
+        results.append(CalibrationResult(fp, group[0].judge_name, tuple(cells), min_kappa, min_items))
     return results
+
+
+def _kappa_failures(where: str, agreement: Agreement, min_kappa: float) -> tuple[str, ...]:
+    """Why a gated cell fails: an undefined kappa (agreement beyond chance not shown) or one under the bar."""
+    if agreement.kappa is None:
+        return (f"{where}: kappa undefined on {agreement.n} items (every label the same); label items of both "
+                "classes",)
+    if agreement.kappa < min_kappa:
+        return (f"{where}: kappa {agreement.kappa:.3f} < {min_kappa:g} on {agreement.n} items",)
+    return ()
 
 
 def pairs_from_items(items: Sequence[tuple[dict[str, Any], Mapping[str, Any], str]], judge: Any,

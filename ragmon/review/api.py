@@ -17,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ragmon.errors import InputError
 from ragmon.review.auth import SESSION_COOKIE, csrf_ok
+from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
 from ragmon.review.labels import disagreements, labels_for, save_label
 from ragmon.review.models import (
@@ -30,7 +31,6 @@ from ragmon.review.models import (
     WeeksOut,
 )
 from ragmon.review.queue import Week, in_queue, load_trace, load_verdicts, load_week, weeks
-from ragmon.review.role import ReviewContext, StoreAwareRoute
 from ragmon.review.selection import parse_week
 
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"

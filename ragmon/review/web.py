@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from ragmon.errors import InputError
 from ragmon.review.auth import LOGIN_COOKIE, SESSION_COOKIE, Session, csrf_ok
+from ragmon.review.context import RESPONSE_HEADERS, ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
 from ragmon.review.labels import disagreements, labels_for, save_label
 from ragmon.review.models import LabelIn
 from ragmon.review.queue import in_queue, load_trace, load_verdicts, load_week, weeks
-from ragmon.review.role import RESPONSE_HEADERS, ReviewContext, StoreAwareRoute
 from ragmon.review.selection import parse_week
 
 SECURITY_HEADERS = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from ragmon.errors import InputError
 from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize, pairs_from_items
+from ragmon.where import Where
 
 
 def pairs_from_store(store: Any, *, since: datetime | None = None, until: datetime | None = None,
@@ -28,15 +29,13 @@ def pairs_from_store(store: Any, *, since: datetime | None = None, until: dateti
     if not labels:
         return []
     metric_of = {label: metric for label, (metric, _) in thresholds.items()}
-    params: dict[str, Any] = {"ids": sorted({r["trace_id"] for r in labels}), "metrics": sorted(metric_of.values())}
-    fp_filter = ""
-    if fingerprint:
-        fp_filter = "AND judge_fingerprint = {fp:String}"
-        params["fp"] = fingerprint
+    where, params = (Where().require("trace_id", "IN", "Array(String)", sorted({r["trace_id"] for r in labels}),
+                                     name="ids")
+                     .require("metric", "IN", "Array(String)", sorted(metric_of.values()), name="metrics")
+                     .optional("judge_fingerprint", "=", "String", fingerprint or None, name="fp").clause())
     scores = store.query_rows(
         f"SELECT trace_id, category, metric, value, judge_fingerprint, judge_name FROM {store.table('scores')} FINAL "
-        f"WHERE status = 'ok' AND trace_id IN {{ids:Array(String)}} AND metric IN {{metrics:Array(String)}} "
-        f"{fp_filter}", params)
+        f"WHERE status = 'ok' AND {where}", params)
     by_trace: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in scores:
         by_trace[s["trace_id"]].append(s)
@@ -69,16 +68,11 @@ def pairs_by_rejudging(store: Any, judge: Any, *, since: datetime | None = None,
 
 
 def _labels(store: Any, since: datetime | None, until: datetime | None) -> list[dict[str, Any]]:
-    where, params = ["1"], {}
-    if since is not None:
-        where.append("labelled_at >= {since:DateTime64(3, 'UTC')}")
-        params["since"] = since
-    if until is not None:
-        where.append("labelled_at < {until:DateTime64(3, 'UTC')}")
-        params["until"] = until
+    where, params = (Where().optional("labelled_at", ">=", "DateTime64(3, 'UTC')", since, name="since")
+                     .optional("labelled_at", "<", "DateTime64(3, 'UTC')", until, name="until").clause())
     return store.query_rows(
         f"SELECT trace_id, reviewer, answer_correct, grounded, citations_supported, refusal_appropriate "
-        f"FROM {store.table('review_labels')} FINAL WHERE {' AND '.join(where)}", params)
+        f"FROM {store.table('review_labels')} FINAL WHERE {where}", params)
 
 
 _TRUE = {"1", "true", "yes", "y", "t"}

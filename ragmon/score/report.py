@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ragmon.where import Where
+
 #: the stratum label of the all-strata row
 ALL = "*"
 #: grouping(category) on the all-strata row (SQL-standard semantics: 1 = aggregated over)
@@ -37,21 +39,17 @@ class ScoreReportRow:
 def score_report(store: Any, since: datetime, until: datetime, *, retriever: str | None = None,
                  variant: str | None = None) -> list[ScoreReportRow]:
     """Rows ordered by fingerprint, retriever, variant, metric, stratum; the all-strata row of each (ALL) first."""
-    where = ["ts >= {since:DateTime64(3, 'UTC')}", "ts < {until:DateTime64(3, 'UTC')}"]
-    params: dict[str, Any] = {"since": since, "until": until}
-    if retriever is not None:
-        where.append("retriever_name = {retriever:String}")
-        params["retriever"] = retriever
-    if variant is not None:
-        where.append("variant = {variant:String}")
-        params["variant"] = variant
+    where, params = (Where().require("ts", ">=", "DateTime64(3, 'UTC')", since, name="since")
+                     .require("ts", "<", "DateTime64(3, 'UTC')", until, name="until")
+                     .optional("retriever_name", "=", "String", retriever, name="retriever")
+                     .optional("variant", "=", "String", variant).clause())
     rows = store.query_rows(
         f"SELECT judge_fingerprint, any(judge_name) AS judge_name, "
         f"concat(retriever_name, '@', retriever_version) AS retriever, variant, metric, "
         f"category, grouping(category) AS whole, "
         f"countIf(status = 'ok') AS n_ok, countIf(status = 'not_applicable') AS n_na, "
         f"countIf(status = 'failed') AS n_failed, avgIf(value, status = 'ok') AS mean "
-        f"FROM {store.table('scores')} FINAL WHERE {' AND '.join(where)} "
+        f"FROM {store.table('scores')} FINAL WHERE {where} "
         f"GROUP BY GROUPING SETS ((judge_fingerprint, retriever, variant, metric, category), "
         f"(judge_fingerprint, retriever, variant, metric)) "
         f"ORDER BY judge_fingerprint, retriever, variant, metric, whole DESC, category",

@@ -23,7 +23,8 @@ from typing import Any
 
 from ragmon.config import StoreSettings
 from ragmon.errors import PermanentStoreError, StoreError
-from ragmon.store.client import open_client, parse_dsn, translate
+from ragmon.store.client import open_client, translate
+from ragmon.store.dsn import parse_dsn
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
 from ragmon.store.trace_json import (
     TRACE_JSON_FORMAT,

@@ -1,7 +1,8 @@
 """Opening ClickHouse from one DSN, and translating clickhouse-connect/chDB exceptions into ragmon errors.
 
 ``chdb:///path`` opens the embedded engine in-process through clickhouse-connect's chDB interface (the same
-driver, SQL and tables as a server); ``http(s)://user:password@host:port/database`` opens a server.
+driver, SQL and tables as a server); ``http(s)://user:password@host:port/database`` opens a server. The DSN's
+grammar lives in ``ragmon.store.dsn`` (pure, so settings validation checks it without this module).
 
 chDB allows one engine per process and one process per data directory. ``open_client`` keeps one client per
 data directory for the life of the process (a second ``open_client`` with the same path shares it) and turns
@@ -13,13 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from ragmon.config import StoreSettings, mask_dsn, secret_value
+from ragmon.config import StoreSettings, secret_value
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError, StoreLockedError
+from ragmon.store.dsn import parse_dsn
 
 _CHDB_CLIENTS: dict[str, Any] = {}
 # Every client exception is translated here into a StoreError that the caller reports once. clickhouse-connect
@@ -42,53 +42,6 @@ EMBEDDED_ENGINE_OPTIONS = {
 
 # ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
 _RETRYABLE_CODES = {159, 160, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
-
-
-@dataclass(frozen=True)
-class Dsn:
-    """A parsed store DSN. ``path`` is set for chDB, the network fields for a server."""
-
-    scheme: str
-    path: Path | None = None
-    host: str = ""
-    port: int | None = None
-    username: str = "default"
-    password: str = ""
-    database: str | None = None
-
-    @property
-    def embedded(self) -> bool:
-        return self.scheme == "chdb"
-
-
-def parse_dsn(dsn: str) -> Dsn:
-    """Parse and check a DSN; raise ``PermanentStoreError`` naming what is wrong and how to write it."""
-    example = "use chdb:///absolute/dir, chdb://./relative/dir or http(s)://user:password@host:8123/database"
-    text = dsn.strip()
-    if text.startswith("chdb://"):
-        raw = text[len("chdb://"):]
-        if raw in ("", "/") or "?" in raw or raw == "memory" or raw.startswith("memory/"):
-            raise PermanentStoreError(f"store.dsn {dsn!r} names no data directory on disk; {example}")
-        return Dsn(scheme="chdb", path=Path(raw))
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError as exc:
-        raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} is not a valid URL ({exc}); {example}, with ?, #, / "
-                                  "and @ in the user name or password percent-encoded (? as %3F)") from None
-    if parts.scheme in ("http", "https"):
-        if not parts.hostname:
-            raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} has no host; {example}")
-        database = parts.path.strip("/") or None
-        return Dsn(
-            scheme=parts.scheme,
-            host=parts.hostname,
-            port=port,
-            username=unquote(parts.username) if parts.username else "default",
-            password=unquote(parts.password) if parts.password else "",
-            database=database,
-        )
-    raise PermanentStoreError(f"store.dsn scheme {parts.scheme or '(none)'!r} is not supported; {example}")
 
 
 def open_client(settings: StoreSettings) -> Any:

@@ -1,0 +1,57 @@
+"""What every ``ragmon`` subcommand shares: the consoles, the exit codes, the invocation's settings, and how an
+error is printed.
+
+Owns ``State`` (what the root callback hands to subcommands), ``settings_of``, ``print_error``/``fail`` and the
+exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable.
+Must not import the root command (``ragmon.cli.app``) or any subcommand: they import this module, and the root
+command imports them, so anything here that reached back would close an import loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from ragmon.config import Settings, load_settings
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+err_console = Console(stderr=True)
+console = Console()
+
+
+class State:
+    """What the root callback passes to subcommands."""
+
+    def __init__(self, config_path: Path | None):
+        self.config_path = config_path
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path)
+        return self._settings
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The validated settings for this invocation (loaded once, on first use)."""
+    state = ctx.find_root().obj
+    if not isinstance(state, State):
+        state = State(None)
+    return state.settings
+
+
+def print_error(message: str) -> None:
+    """Print ``error: message`` to stderr; the message is shown as plain text, never as markup."""
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print ``error: message`` to stderr and return the Exit to raise."""
+    print_error(message)
+    return typer.Exit(code)

@@ -1,0 +1,56 @@
+"""The ``drift`` section: the schedule, windows, false-discovery rate and per-feature overrides of drift checks.
+
+Owns the models only; turning windows into time ranges is ``ragmon.drift.windows``. Must not read a clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from ragmon.config.section import Section
+
+
+class DriftWindowSettings(Section):
+    current_seconds: int = Field(3600, ge=60, le=30 * 86400, description="Length of the current window, ending now.")
+    reference: Literal["trailing", "pinned"] = Field(
+        "trailing",
+        description="'trailing': the reference is the previous reference_days before the current window; "
+        "'pinned': a fixed baseline given by reference_start/reference_end or reference_corpus_snapshot.",
+    )
+    reference_days: int = Field(7, ge=1, le=90, description="Trailing reference length in days.")
+    same_hours: bool = Field(
+        True, description="Trailing reference uses only the same hours of day as the current window (daily seasonality)."
+    )
+    reference_start: datetime | None = Field(None, description="Pinned baseline start (UTC, ISO 8601).")
+    reference_end: datetime | None = Field(None, description="Pinned baseline end (UTC, ISO 8601), exclusive.")
+    reference_corpus_snapshot: str | None = Field(
+        None, min_length=1, description="Pinned baseline: the traces served from this corpus snapshot."
+    )
+
+
+class DriftFeatureOverride(Section):
+    enabled: bool = Field(True, description="Run this feature at all.")
+    tests: list[str] | None = Field(None, description="Test names (ks, psi, two_proportion, chi_square).")
+    threshold: float | None = Field(None, gt=0, lt=1, description="Significance level on the BH-adjusted p-value.")
+    effect_threshold: float | None = Field(None, ge=0, description="Minimum effect size to declare drift.")
+    min_samples: int | None = Field(None, ge=1, description="Minimum observations in each window.")
+    windows: DriftWindowSettings | None = Field(None, description="Windows for this feature (default: drift.windows).")
+
+
+class DriftSettings(Section):
+    interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
+    windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
+    alpha: float = Field(
+        0.05, gt=0, lt=1, description="False-discovery rate of one check (Benjamini–Hochberg over all its tests)."
+    )
+    min_samples: int | None = Field(
+        None, ge=1, description="Minimum observations per window for every test (default: each test's own, 100–200)."
+    )
+    features: list[str] | None = Field(None, description="Features to check (default: all; see `ragmon drift features`).")
+    overrides: dict[str, DriftFeatureOverride] = Field(default_factory=dict, description="Per-feature settings.")
+    max_groups: int = Field(
+        200, ge=1, le=10_000, description="Upper bound on (retriever, variant, stratum) groups per check (label cardinality)."
+    )

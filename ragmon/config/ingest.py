@@ -1,0 +1,62 @@
+"""The ``ingest`` section: batching, redaction and OTLP assembly of the Kafka → ClickHouse loop.
+
+Owns the model and its check that every redaction pattern compiles. ``shutdown_grace_seconds`` here is the
+deprecated name of ``process.shutdown_grace_seconds``: the root ``Settings`` keeps the two equal. Must not read
+Kafka or the store.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from ragmon.config.section import Section
+
+
+class IngestSettings(Section):
+    max_batch_rows: int = Field(10_000, ge=1, le=1_000_000, description="Flush a batch at this many traces.")
+    max_batch_bytes: int = Field(33_554_432, ge=1_024, description="Flush a batch at this many message bytes.")
+    flush_interval_seconds: float = Field(1.0, gt=0, le=300, description="Flush a non-empty batch after this long.")
+    max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600, description="Larger messages are dead-lettered.")
+    redact_fields: list[str] = Field(
+        default_factory=lambda: ["question", "answer"],
+        description=(
+            "Trace fields the redaction patterns apply to: any of question, answer, retrieved_text, quotes, error, "
+            "feedback_comment."
+        ),
+    )
+    redact_patterns: dict[str, str] = Field(
+        default_factory=lambda: {
+            # starts only where a run of local-part characters starts: the same matches, in linear time on a
+            # long run without a usable '@' (without the look-behind, every position of the run rescans the rest)
+            "email": r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+            "phone": r"\+?\d[\d ()-]{7,}\d",
+        },
+        description="Name → regular expression; matches are replaced by '[REDACTED:<name>]' before storage.",
+    )
+    store_retry_max_seconds: float = Field(30.0, gt=0, le=3600, description="Cap of the exponential retry backoff.")
+    shutdown_grace_seconds: float = Field(
+        20.0, gt=0, le=600,
+        description="Deprecated: use process.shutdown_grace_seconds. Still read (with a warning) when that is not "
+        "set; always equal to it after loading.",
+    )
+    otlp_assembly_wait_seconds: float = Field(
+        10.0, gt=0, le=600, description="How long spans of one OTLP trace are buffered waiting for the rest."
+    )
+    otlp_max_pending_traces: int = Field(10_000, ge=1, description="Bound on OTLP traces being assembled at once.")
+    otlp_max_pending_bytes: int = Field(
+        268_435_456, ge=1_048_576,
+        description="Bound on the message bytes of the OTLP traces being assembled (each message's bytes shared "
+        "among the traces in it); past it the oldest trace is emitted or dropped, as for the trace bound.",
+    )
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, pattern in v.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {name!r} is not a valid regular expression: {exc}") from exc
+        return v

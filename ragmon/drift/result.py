@@ -1,0 +1,55 @@
+"""What a drift check produces: one ``DriftResult`` per group × feature × test, and the ``CheckResult`` of a check.
+
+Frozen records carrying every parameter applied (thresholds, minimum samples, windows), so a stored or exported
+result says how its verdict was reached. Pure data: no I/O, no clock. Must not import the checker or the
+exporter: both import these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ragmon.drift.query import Group
+from ragmon.drift.summary import Summary
+from ragmon.drift.windows import Windows
+
+
+@dataclass(frozen=True, slots=True)
+class DriftResult:
+    """One test of one feature in one group, with everything that was applied to reach the verdict."""
+
+    check_id: str
+    checked_at: datetime
+    group: Group
+    feature: str
+    test: str
+    status: str  # ok | insufficient_data | error
+    statistic: float
+    p_value: float
+    p_adjusted: float
+    effect: float
+    effect_name: str
+    threshold: float
+    effect_threshold: float
+    min_samples: int
+    drifted: bool
+    reason: str
+    reference: Summary
+    current: Summary
+    windows: Windows
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """Every result of one check, its wall time, and how many groups over ``drift.max_groups`` were left out."""
+
+    check_id: str
+    checked_at: datetime
+    results: tuple[DriftResult, ...]
+    duration_seconds: float
+    groups_dropped: int
+
+    @property
+    def drifted(self) -> tuple[DriftResult, ...]:
+        return tuple(r for r in self.results if r.drifted)

@@ -1,0 +1,99 @@
+"""What the review pages and the review API share: the request context and the route class they mount on.
+
+Owns ``ReviewContext`` (the store, the authenticator, the review settings, the gauges and the clock that every
+handler reads), ``StoreAwareRoute`` (bounded request bodies, a store outage as 503, the response headers) and
+the limits they apply. Must not import the routers (``api``, ``web``) or the role that assembles them: they
+import this module.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from ragmon.config import ReviewSettings
+from ragmon.errors import StoreError
+from ragmon.review.auth import Authenticator, Session
+from ragmon.review.queue import load_week, weeks
+from ragmon.review.sessions import SignedOut
+from ragmon.store import ClickHouseStore
+from ragmon.telemetry import Telemetry
+
+log = logging.getLogger("ragmon.review")
+
+
+@dataclass
+class ReviewContext:
+    """What the request handlers share. ``clock`` returns Unix seconds (injected in tests)."""
+
+    store: ClickHouseStore
+    auth: Authenticator
+    settings: ReviewSettings
+    telemetry: Telemetry | None
+    clock: Callable[[], float]
+    signed_out: SignedOut = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.signed_out = SignedOut(self.store, self.clock)
+
+    def session(self, cookie: str | None) -> Session | None:
+        """The signed-in session of a cookie: signed, unexpired, the user's password unchanged, not signed out."""
+        session = self.auth.read_session(cookie)
+        if session is None or session in self.signed_out:
+            return None
+        return session
+
+    def refresh_gauges(self) -> None:
+        if self.telemetry is None:
+            return
+        selected = weeks(self.store)
+        week = load_week(self.store, selected[0]) if selected else None
+        due, reviewed = self.telemetry.review_items_due, self.telemetry.review_items_reviewed
+        due.clear()
+        reviewed.clear()
+        for p in week.progress() if week else ():
+            due.labels(stratum=p.stratum).set(p.total)
+            reviewed.labels(stratum=p.stratum).set(p.reviewed)
+
+
+#: the largest request body the review UI and API accept (a label with a long note is a few KB)
+MAX_BODY_BYTES = 1_048_576
+#: on every review response (the HTML pages add a Content-Security-Policy and framing rules of their own)
+RESPONSE_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+class StoreAwareRoute(APIRoute):
+    """Bounds request bodies (413/411 before anything is read) and turns a store outage during a request into
+    503 with what to do, instead of a 500 with a traceback."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            if request.method in ("POST", "PUT"):
+                if "chunked" in request.headers.get("transfer-encoding", "").lower():
+                    return JSONResponse({"detail": "send a Content-Length (chunked bodies are not accepted)"},
+                                        status_code=411)
+                length = request.headers.get("content-length", "0")
+                if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+                    return JSONResponse({"detail": f"the body must be at most {MAX_BODY_BYTES:,} bytes"},
+                                        status_code=413)
+            try:
+                response = await handler(request)
+            except StoreError as exc:
+                log.warning("review request %s failed: %s", request.url.path, exc)
+                response = JSONResponse({"detail": "the store is unavailable; try again in a minute "
+                                         f"({'retryable' if exc.retryable else 'permanent'} store error)"},
+                                        status_code=503, headers={"Retry-After": "60"})
+            # API responses carry questions, answers and document text: never cached, never sniffed as HTML
+            for name, value in RESPONSE_HEADERS.items():
+                response.headers.setdefault(name, value)
+            return response
+
+        return route

@@ -1,0 +1,77 @@
+"""The store DSN as data: parsing and checking ``store.dsn``, and masking the password in it for display.
+
+Owns the DSN's grammar only (``chdb:///abs/dir``, ``chdb://./rel/dir``, ``http(s)://user:password@host:port/db``).
+Pure: it must not import clickhouse-connect, chDB, the store adapter or ``ragmon.config``, because settings
+validation imports it to check the DSN at start-up without opening anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ragmon.errors import PermanentStoreError
+
+_EXAMPLE = "use chdb:///absolute/dir, chdb://./relative/dir or http(s)://user:password@host:8123/database"
+
+
+@dataclass(frozen=True)
+class Dsn:
+    """A parsed store DSN. ``path`` is set for chDB, the network fields for a server."""
+
+    scheme: str
+    path: Path | None = None
+    host: str = ""
+    port: int | None = None
+    username: str = "default"
+    password: str = ""
+    database: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.scheme == "chdb"
+
+
+def parse_dsn(dsn: str) -> Dsn:
+    """Parse and check a DSN; raise ``PermanentStoreError`` naming what is wrong and how to write it."""
+    text = dsn.strip()
+    if text.startswith("chdb://"):
+        raw = text[len("chdb://"):]
+        if raw in ("", "/") or "?" in raw or raw == "memory" or raw.startswith("memory/"):
+            raise PermanentStoreError(f"store.dsn {dsn!r} names no data directory on disk; {_EXAMPLE}")
+        return Dsn(scheme="chdb", path=Path(raw))
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} is not a valid URL ({exc}); {_EXAMPLE}, with ?, #, / "
+                                  "and @ in the user name or password percent-encoded (? as %3F)") from None
+    if parts.scheme in ("http", "https"):
+        if not parts.hostname:
+            raise PermanentStoreError(f"store.dsn {mask_dsn(dsn)!r} has no host; {_EXAMPLE}")
+        database = parts.path.strip("/") or None
+        return Dsn(
+            scheme=parts.scheme,
+            host=parts.hostname,
+            port=port,
+            username=unquote(parts.username) if parts.username else "default",
+            password=unquote(parts.password) if parts.password else "",
+            database=database,
+        )
+    raise PermanentStoreError(f"store.dsn scheme {parts.scheme or '(none)'!r} is not supported; {_EXAMPLE}")
+
+
+def mask_dsn(dsn: str) -> str:
+    """Hide the password part of a DSN: ``http://u:pw@h`` → ``http://u:****@h``.
+
+    Done on the text, not on a parsed URL: a password with an unescaped ``?``, ``#`` or ``/`` makes a URL parser
+    see the password as the host, query or path. Everything between ``user:`` and the last ``@`` is masked (at
+    worst a little more than the password, never less).
+    """
+    scheme, sep, rest = dsn.partition("://")
+    if not sep or "@" not in rest:
+        return dsn
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':****' if colon else ''}@{host}"
