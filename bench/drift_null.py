@@ -114,8 +114,9 @@ def null_run(shape: str, size: int, series: int, checks: int, detector: Detector
     plans = _plans(shape)
     alarmed = total = onsets = 0
     for r in range(series):
-        history = History(strata(shape, STRATA, seed * 1000 + r), size)
-        history.draw(detector.history + checks - 1)
+        windows = detector.history + checks - 1
+        history = History(strata(shape, STRATA, seed * 1000 + r, days=windows / 24 + 1), size)
+        history.draw(windows)
         entries = history.entries(plans)
         cache: ZCache = {}
         was: set = set()
@@ -150,7 +151,7 @@ def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int,
     caught = by_check = 0
     seeds = np.random.SeedSequence(seed).generate_state(trials)
     for t in range(trials):
-        history = History(strata(shape, STRATA, int(seeds[t])), size)
+        history = History(strata(shape, STRATA, int(seeds[t]), days=(detector.history + windows) / 24 + 2), size)
         # the drift starts at 08:00, where the seasonal shape's volume is its daily mean (``size``)
         history.draw(detector.history + (8 - detector.history) % 24)
         ref = [s for s in history.summaries[(0, "top1_score")][-detector.reference:] if s.n]

@@ -178,14 +178,14 @@ class Telemetry:
         drift_labels = ("retriever", "variant", "stratum", "feature", "test")
         window_labels = ("retriever", "variant", "stratum", "feature", "window")
         self.drift_statistic = GaugeSpec(
-            "ragmon_drift_statistic", "Test statistic of the last drift check (KS D, PSI, z, chi-square).",
+            "ragmon_drift_statistic", "Test statistic of the last drift check (window z, KS D, PSI, z, chi-square).",
             drift_labels,
         )
         self.drift_p_value = GaugeSpec(
             "ragmon_drift_p_value", "Benjamini–Hochberg adjusted p-value of the last drift check.", drift_labels,
         )
         self.drift_effect = GaugeSpec(
-            "ragmon_drift_effect", "Effect size of the last drift check (Wasserstein in reference σ, PSI, Cohen's h).",
+            "ragmon_drift_effect", "Effect size of the last drift check (shift or Wasserstein in reference σ, PSI, Cohen's h).",
             drift_labels,
         )
         self.drift_detected = GaugeSpec(
@@ -201,8 +201,42 @@ class Telemetry:
             "ragmon_drift_feature_value", "Feature mean (or rate) in the reference or current window.",
             window_labels,
         )
+        series_labels = ("retriever", "variant", "stratum", "feature")
+        self.drift_cusum = GaugeSpec(
+            "ragmon_drift_cusum",
+            "CUSUM of the feature's window z-scores over the last drift.sequential.lookback_windows windows "
+            "(the larger side); persistent drift when it reaches ragmon_drift_cusum_threshold.", series_labels,
+        )
+        self.drift_persistent = GaugeSpec(
+            "ragmon_drift_persistent",
+            "1 when the feature's CUSUM reached its threshold in the last check (persistent drift: what pages), "
+            "else 0.", series_labels,
+        )
+        self.drift_pooled_windows = GaugeSpec(
+            "ragmon_drift_pooled_windows",
+            "Windows pooled into one for the last check (1 = the current window alone; more for low traffic).",
+            series_labels,
+        )
+        self.drift_last_assessed = GaugeSpec(
+            "ragmon_drift_last_assessed_timestamp_seconds",
+            "Unix time a check last assessed any feature of the group (when never, the first check that saw the "
+            "group); RagmonDriftBlind fires when it is older than ragmon_drift_blind_after_seconds.",
+            ("retriever", "variant", "stratum"),
+        )
         self.drift_gauges = GaugeSnapshot(self.drift_statistic, self.drift_p_value, self.drift_effect,
-                                          self.drift_detected, self.drift_sample_size, self.drift_feature_value)
+                                          self.drift_detected, self.drift_sample_size, self.drift_feature_value,
+                                          self.drift_cusum, self.drift_persistent, self.drift_pooled_windows,
+                                          self.drift_last_assessed)
+        self.drift_cusum_threshold = Gauge(
+            "ragmon_drift_cusum_threshold",
+            "CUSUM threshold of the last drift check, set by drift.sequential.false_alarms_per_day over the series "
+            "it assessed.", registry=r,
+        )
+        self.drift_blind_after = Gauge(
+            "ragmon_drift_blind_after_seconds",
+            "drift.blind_after_seconds: how long a group with traffic may go unassessed before RagmonDriftBlind.",
+            registry=r,
+        )
         r.register(self.drift_gauges)
         self.drift_last_check = Gauge(
             "ragmon_drift_last_check_timestamp_seconds",

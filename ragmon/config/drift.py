@@ -40,6 +40,22 @@ class DriftFeatureOverride(Section):
     windows: DriftWindowSettings | None = Field(None, description="Windows for this feature (default: drift.windows).")
 
 
+class DriftSequentialSettings(Section):
+    false_alarms_per_day: float = Field(
+        0.1, gt=0, le=24,
+        description="Budget of persistent-drift alarms a day, across every monitored series, when nothing drifts: "
+        "sets the CUSUM threshold (docs/drift.md, 'Persistence').",
+    )
+    k: float = Field(
+        1.0, gt=0, le=5,
+        description="CUSUM reference value in z units: tuned to catch a persistent shift of about 2k standard "
+        "deviations of a window's statistic fastest.",
+    )
+    lookback_windows: int = Field(
+        24, ge=1, le=720, description="Windows the CUSUM accumulates over (recomputed at every check)."
+    )
+
+
 class DriftSettings(Section):
     interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
     windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
@@ -47,10 +63,27 @@ class DriftSettings(Section):
         0.05, gt=0, lt=1, description="False-discovery rate of one check (Benjamini–Hochberg over all its tests)."
     )
     min_samples: int | None = Field(
-        None, ge=1, description="Minimum observations per window for every test (default: each test's own, 100–200)."
+        None, ge=1, description="Minimum observations per window for every test (default: each test's own, 30–200)."
     )
     features: list[str] | None = Field(None, description="Features to check (default: all; see `ragmon drift features`).")
     overrides: dict[str, DriftFeatureOverride] = Field(default_factory=dict, description="Per-feature settings.")
     max_groups: int = Field(
         200, ge=1, le=10_000, description="Upper bound on (retriever, variant, stratum) groups per check (label cardinality)."
+    )
+    sequential: DriftSequentialSettings = Field(
+        default_factory=DriftSequentialSettings, description="The persistent-drift rule (CUSUM) that pages."
+    )
+    max_pool_windows: int = Field(
+        24, ge=1, le=168,
+        description="A group whose current window holds too few traces is assessed over up to this many windows "
+        "pooled (2, 3, 4, 6, … hours).",
+    )
+    blind_after_seconds: float = Field(
+        6 * 3600.0, ge=600, le=30 * 86400,
+        description="A group with traffic that no check could assess for this long is 'blind' (RagmonDriftBlind).",
+    )
+    index_lag_seconds: float = Field(
+        3600.0, ge=0, le=30 * 86400,
+        description="newest_version_share: how long a new document version may take to reach the index before "
+        "serving the older one counts as stale.",
     )

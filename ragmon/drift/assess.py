@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ragmon.drift.comparison import Comparison
 from ragmon.drift.decide import Candidate, Decision, decide
 from ragmon.drift.registry import PRIMARY_TEST, DriftTest, NotTestable
-from ragmon.drift.sequential import Cusum, budget_arl0, cusum, threshold
+from ragmon.drift.sequential import Cusum, cusum, threshold
 from ragmon.drift.series import Series
 
 #: block sizes a low-traffic group is pooled into (divisors of a day of hours first, so slots stay aligned)
@@ -44,11 +44,13 @@ class Planned:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One (group, feature) to assess: its key, its tests and its window series (newest first)."""
+    """One (group, feature) to assess: its key, its tests, its window series (newest first), and how its windows
+    are compared (``None``: the detector ``assess`` is given)."""
 
     key: Hashable
     tests: Sequence[Planned]
     series: Series
+    detector: Detector | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +89,14 @@ class Assessed:
 ZCache = dict[tuple[Hashable, int, int], tuple[float, float]]
 
 
-def assess(entries: Sequence[Entry], detector: Detector, *, current: int = 0,
+def assess(entries: Sequence[Entry], detector: Detector | None = None, *, current: int = 0,
            cache: ZCache | None = None) -> list[Assessed]:
     """Assess every entry at window ``current`` of its series. A backtest assessing the same entries at many
     windows passes one ``cache`` so each window's primary z-score is computed once (it depends only on the
-    window and the block size, not on which check asks)."""
-    prepared = [(e, *_prepare(e, detector, current)) for e in entries]
+    window and the block size, not on which check asks). The CUSUM budget and ``k`` are ``detector``'s; each
+    entry's windows are compared by its own detector when it has one."""
+    detector = detector or Detector()
+    prepared = [(e, *_prepare(e, e.detector or detector, current)) for e in entries]
     candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples)
                   for _, _, comparisons in prepared for p, cmp in comparisons]
     decisions = iter(decide(candidates))
@@ -100,11 +104,12 @@ def assess(entries: Sequence[Entry], detector: Detector, *, current: int = 0,
     for entry, pooled, comparisons in prepared:
         for planned, comparison in comparisons:
             rows.append((entry, planned, comparison, next(decisions), pooled))
-    histories = {id(entry): _z_history(entry, pooled, comparisons, detector, current, cache)
+    histories = {id(entry): _z_history(entry, pooled, comparisons, entry.detector or detector, current, cache)
                  for entry, pooled, comparisons in prepared}
-    series_count = sum(1 for z in histories.values() if z is not None and math.isfinite(z[0][-1]))
-    h = threshold(detector.k, budget_arl0(max(series_count, 1), detector.windows_per_day,
-                                          detector.false_alarms_per_day))
+    # the budget is shared by every series assessed now, each contributing its windows per day
+    windows_per_day = sum((e.detector or detector).windows_per_day / pooled for e, pooled, _ in prepared
+                          if (z := histories[id(e)]) is not None and math.isfinite(z[0][-1]))
+    h = threshold(detector.k, max(windows_per_day, detector.windows_per_day) / detector.false_alarms_per_day)
     out = []
     for entry, planned, comparison, decision, pooled in rows:
         state = None
@@ -130,8 +135,10 @@ def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[P
     series = entry.series if pooled == 1 else _shift(entry.series, current).blocks(pooled)
     at = current if pooled == 1 else 0
     period = d.period // pooled if d.period % pooled == 0 else 1
-    comparisons = [(p, Comparison(series, at, max(1, d.reference // pooled), max(1, period),
-                                  min_window=max(1, math.ceil(p.min_samples / 2)), pooled=pooled))
+    reference = max(1, d.reference // pooled)
+    guard = max(0, min(d.lookback // pooled, reference // 2) - 1)
+    comparisons = [(p, Comparison(series, at, reference, max(1, period),
+                                  min_window=max(1, math.ceil(p.min_samples / 2)), pooled=pooled, guard=guard))
                    for p in entry.tests]
     return pooled, comparisons
 
@@ -156,7 +163,7 @@ def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Compa
             z, r = cache[key]
         else:
             z, r = _primary_z(planned, Comparison(comparison.series, at, comparison.reference, comparison.period,
-                                                  comparison.min_window, comparison.pooled))
+                                                  comparison.min_window, comparison.pooled, comparison.guard))
             if cache is not None:
                 cache[key] = (z, r)
         zs.append(z)

@@ -55,19 +55,21 @@ class Baseline:
 
 
 def compare(values: np.ndarray, variances: np.ndarray, *, current: int, reference: int,
-            period: int) -> Baseline | str:
+            period: int, guard: int = 0) -> Baseline | str:
     """Test ``values[current]`` against the ``reference`` windows after it (``current + 1`` … ``current +
-    reference``, older), with seasonal slots of ``period`` windows (1 = no seasonality).
+    reference``, older), with seasonal slots of ``period`` windows (1 = no seasonality), leaving out the
+    ``guard`` windows right after the current one: a drift that began a few windows ago must not widen the
+    spread (or move the baseline) the current window is judged against.
 
     ``values`` and ``variances`` (the sampling variance of each window's statistic) are NaN for windows that do
     not count. Returns the reason as a string when there is not enough to test.
     """
-    if period < 1 or reference < 1:
-        raise ValueError(f"need period ≥ 1 and reference ≥ 1, got {period} and {reference}")
+    if period < 1 or reference < 1 or guard < 0:
+        raise ValueError(f"need period ≥ 1, reference ≥ 1 and guard ≥ 0, got {period}, {reference}, {guard}")
     s0, v0 = float(values[current]), float(variances[current])
     if not (math.isfinite(s0) and math.isfinite(v0)):
         return "the current window has too few traces"
-    idx = np.arange(current + 1, min(current + reference + 1, values.size))
+    idx = np.arange(current + 1 + min(guard, reference - 1), min(current + reference + 1, values.size))
     s, v = values[idx], variances[idx]
     ok = np.isfinite(s) & np.isfinite(v)
     idx, s, v = idx[ok], s[ok], v[ok]

@@ -1,9 +1,12 @@
 """One drift check: every group × feature × test, decided together, stored in ``drift_checks``, exported.
 
-``DriftChecker.run_once`` aggregates both windows in ClickHouse (``query``), runs the registered tests on the
-summaries, adjusts p-values across the whole check (``decide``), writes one row per result with the
-thresholds and windows applied, and publishes the ``ragmon_drift_*`` gauges (``export``). The clock is
-injected. Label sets that disappear from one check to the next are gone from the gauges, never left stale.
+``DriftChecker.run_once`` summarises every window of the reference period and the current window in
+ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
+Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
+parameter applied, and publishes the ``ragmon_drift_*`` gauges (``export``), including when each group was last
+assessed (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
+stored nor exported (``drift check --at``); ``ragmon.drift.backtest`` replays it over a range. The clock is
+injected.
 """
 
 from __future__ import annotations
@@ -14,22 +17,23 @@ import math
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftSettings
-from ragmon.drift.decide import Candidate, Decision, decide
+from ragmon.drift.assess import Assessed, Detector, Entry, assess
 from ragmon.drift.export import export
-from ragmon.drift.features import FeaturePlan, TestPlan, plan_features
-from ragmon.drift.query import Aggregates, Group, QueryStore, aggregate
+from ragmon.drift.features import FeaturePlan, plan_features
+from ragmon.drift.query import Group, QueryStore, Windowed, aggregate, to_series
 from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
-from ragmon.drift.windows import Windows, resolve
+from ragmon.drift.windows import Window, WindowPlan, Windows, plan
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
 log = logging.getLogger("ragmon.drift")
 Clock = Callable[[], datetime]
+GroupKey = tuple[str, str, str, str]
 
 
 def utc_now() -> datetime:
@@ -46,96 +50,160 @@ class DriftChecker:
         self.plans = plan_features(settings)  # ConfigError at start-up, not mid-check
         self.clock = clock
         self.telemetry = telemetry
+        if telemetry is not None:
+            telemetry.drift_blind_after.set(settings.blind_after_seconds)
 
     def run_once(self) -> CheckResult:
         with span("ragmon.drift.check") as current:
             result = self._run_once()
             current.set_attributes({"ragmon.drift.results": len(result.results),
                                     "ragmon.drift.drifted": len(result.drifted),
+                                    "ragmon.drift.persistent": len(result.persistent),
                                     "ragmon.drift.groups_dropped": result.groups_dropped})
             return result
+
+    def evaluate(self, at: datetime) -> CheckResult:
+        """The check as it would have run at ``at``: nothing stored, nothing exported."""
+        started = time.monotonic()
+        result = self._check(at)
+        return CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
+                           result.groups_dropped, result.last_assessed)
 
     def _run_once(self) -> CheckResult:
         started = time.monotonic()
         try:
-            result = self._check()
-            duration = time.monotonic() - started
-            result = CheckResult(result.check_id, result.checked_at, result.results, duration, result.groups_dropped)
+            result = self._check(self.clock())
+            result = CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
+                                 result.groups_dropped, self._last_assessed(result))
             self._store(result)
         except Exception:
             if self.telemetry is not None:
                 self.telemetry.drift_checks.labels(outcome="error").inc()
             raise
         if self.telemetry is not None:
-            export(self.telemetry, result.results)
+            export(self.telemetry, result.results, result.last_assessed)
+            cusums = [r.cusum_threshold for r in result.results if math.isfinite(r.cusum_threshold)]
+            self.telemetry.drift_cusum_threshold.set(cusums[0] if cusums else math.nan)
             self.telemetry.drift_last_check.set(result.checked_at.timestamp())
-            self.telemetry.drift_check_duration.set(duration)
+            self.telemetry.drift_check_duration.set(result.duration_seconds)
             self.telemetry.drift_checks.labels(outcome="ok").inc()
         return result
 
-    def _check(self) -> CheckResult:
-        now = self.clock()
-        check_id = uuid.uuid4().hex
-        by_windows: dict[object, list[FeaturePlan]] = defaultdict(list)
-        for plan in self.plans:
-            by_windows[plan.windows.model_dump_json()].append(plan)
-        rows: list[tuple[Group, FeaturePlan, TestPlan, Summary, Summary, Windows]] = []
-        dropped_total = 0
-        for plans in by_windows.values():
-            windows = resolve(plans[0].windows, now)
-            aggregates = aggregate(self.store, [p.feature for p in plans], windows)
-            aggregates, dropped = self._cap_groups(aggregates)
-            dropped_total = max(dropped_total, dropped)
-            for plan in plans:
-                for (group, name), (ref, cur) in sorted(aggregates.items(), key=lambda kv: kv[0]):
-                    if name != plan.feature.name:
-                        continue
-                    rows.extend((group, plan, tp, ref, cur, windows) for tp in plan.tests)
-        decisions = decide([Candidate(tp.test, ref, cur, tp.threshold, tp.effect_threshold, tp.min_samples)
-                            for _, _, tp, ref, cur, _ in rows])
-        results = tuple(_result(check_id, now, row, d) for row, d in zip(rows, decisions, strict=True))
-        return CheckResult(check_id, now, results, 0.0, dropped_total)
+    def detector(self, wp: WindowPlan) -> Detector:
+        seq = self.settings.sequential
+        return Detector(reference=wp.reference, period=wp.period, lookback=wp.lookback, k=seq.k,
+                        false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
+                        max_pool=self.settings.max_pool_windows)
 
-    def _cap_groups(self, aggregates: Aggregates) -> tuple[Aggregates, int]:
+    def entries(self, now: datetime, *, extra_lookback: int = 0) -> tuple[list[Entry], dict[int, WindowPlan], int]:
+        """Query every window a check at ``now`` needs (and ``extra_lookback`` more, for a backtest) and build the
+        entries to assess; also each entry's window plan (by ``id``) and how many groups were dropped."""
+        by_windows: dict[str, list[FeaturePlan]] = defaultdict(list)
+        for fp in self.plans:
+            by_windows[fp.windows.model_dump_json()].append(fp)
+        entries: list[Entry] = []
+        plans: dict[int, WindowPlan] = {}
+        dropped_total = 0
+        lookback = self.settings.sequential.lookback_windows
+        for feature_plans in by_windows.values():
+            wp = plan(feature_plans[0].windows, now, lookback=lookback + extra_lookback)
+            windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
+                                 index_lag_seconds=self.settings.index_lag_seconds)
+            windowed, dropped = self._cap_groups(windowed)
+            dropped_total = max(dropped_total, dropped)
+            detector = self.detector(plan(feature_plans[0].windows, now, lookback=lookback))
+            length = wp.reference + 1 if wp.pinned else wp.history
+            by_name = {p.feature.name: p for p in feature_plans}
+            for (group, name), by_w in sorted(windowed.items(), key=lambda kv: kv[0]):
+                fp = by_name[name]
+                entry = Entry((group, name), fp.tests, to_series(by_w, fp.feature.kind, length), detector)
+                entries.append(entry)
+                plans[id(entry)] = wp
+        return entries, plans, dropped_total
+
+    def _check(self, now: datetime) -> CheckResult:
+        check_id = uuid.uuid4().hex
+        entries, plans, dropped = self.entries(now)
+        seq = self.settings.sequential
+        assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day))
+        by_key = {e.key: plans[id(e)] for e in entries}
+        results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
+        return CheckResult(check_id, now, results, 0.0, dropped)
+
+    def _cap_groups(self, windowed: Windowed) -> tuple[Windowed, int]:
         """Keep the ``max_groups`` busiest groups (bounded label cardinality); count the rest."""
-        size: dict[tuple[str, str, str, str], int] = defaultdict(int)
-        for (g, _), (ref, cur) in aggregates.items():
-            key = (g.retriever_name, g.retriever_version, g.variant, g.stratum)
-            size[key] = max(size[key], ref.n + cur.n)
+        size: dict[GroupKey, int] = defaultdict(int)
+        for (g, _), by_w in windowed.items():
+            key = _group_key(g)
+            size[key] = max(size[key], sum(s.n for s in by_w.values()))
         keep = set(sorted(size, key=lambda k: (-size[k], k))[: self.settings.max_groups])
         if len(keep) < len(size):
             log.warning("drift: %d groups over drift.max_groups=%d were not checked", len(size) - len(keep),
                         self.settings.max_groups)
-        kept = {k: v for k, v in aggregates.items()
-                if (k[0].retriever_name, k[0].retriever_version, k[0].variant, k[0].stratum) in keep}
-        return kept, len(size) - len(keep)
+        return {k: v for k, v in windowed.items() if _group_key(k[0]) in keep}, len(size) - len(keep)
+
+    def _last_assessed(self, result: CheckResult) -> dict[GroupKey, datetime]:
+        """When each group of this check was last assessed: now, or from earlier checks (``drift_checks``), or —
+        never assessed — the first check that saw it (so a new low-traffic group turns blind after
+        ``blind_after_seconds`` too)."""
+        now = result.checked_at
+        groups = {_group_key(r.group) for r in result.results}
+        assessed_now = {_group_key(r.group) for r in result.results if r.assessed}
+        out = {g: now for g in assessed_now}
+        waiting = groups - assessed_now
+        if not waiting:
+            return out
+        table = self.store.table("drift_checks")
+        since = now - timedelta(seconds=4 * self.settings.blind_after_seconds)
+        rows = self.store.query_rows(
+            f"SELECT retriever_name, retriever_version, variant, category, maxIf(checked_at, status = 'ok') AS last_ok, "
+            f"countIf(status = 'ok') AS n_ok, min(checked_at) AS first_seen FROM {table} "
+            "WHERE checked_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') "
+            "GROUP BY retriever_name, retriever_version, variant, category",
+            {"since": int(since.timestamp() * 1000)})
+        seen = {(str(r["retriever_name"]), str(r["retriever_version"]), str(r["variant"]), str(r["category"])):
+                _utc(r["last_ok"] if int(r["n_ok"]) else r["first_seen"]) for r in rows}
+        for g in waiting:
+            out[g] = seen.get(g, now)
+        return out
 
     def _store(self, result: CheckResult) -> None:
         columns = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature",
                    "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
                    "n_reference", "n_current", "reference_start", "reference_end", "current_start", "current_end",
-                   "details")
+                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
         rows = [[r.check_id, r.checked_at, r.group.retriever_name, r.group.retriever_version, r.group.variant,
                  r.group.stratum, r.feature, r.test, r.statistic, r.p_value, r.p_adjusted, r.effect, r.threshold,
                  r.effect_threshold, int(r.drifted), r.reference.n, r.current.n, r.windows.reference.start,
-                 r.windows.reference.end, r.windows.current.start, r.windows.current.end, _details(r)]
+                 r.windows.reference.end, r.windows.current.start, r.windows.current.end, details_json(r), r.status,
+                 r.pooled, r.cusum, r.cusum_threshold, int(r.persistent)]
                 for r in result.results]
         self.store.insert_rows("drift_checks", rows, columns)
 
 
-def _result(check_id: str, now: datetime, row: tuple[Group, FeaturePlan, TestPlan, Summary, Summary, Windows],
-            d: Decision) -> DriftResult:
-    group, plan, tp, ref, cur, windows = row
+def to_result(check_id: str, now: datetime, a: Assessed, wp: WindowPlan) -> DriftResult:
+    """The stored and exported record of one assessed test."""
+    group, feature = a.key  # type: ignore[misc]
+    d, planned, c = a.decision, a.planned, a.comparison
     o = d.outcome
     nan = math.nan
+    windows = wp.windows
+    if a.pooled > 1:  # the current "window" is the last `pooled` windows together
+        cur = windows.current
+        windows = Windows(windows.reference, Window(cur.end - timedelta(seconds=wp.length * a.pooled), cur.end))
+    state = a.cusum
     return DriftResult(
-        check_id, now, group, plan.feature.name, tp.test.name, d.status,
+        check_id, now, group, feature, planned.test.name, d.status,
         o.statistic if o else nan, o.p_value if o else nan, d.p_adjusted, o.effect if o else nan,
-        tp.test.effect_name, tp.threshold, tp.effect_threshold, tp.min_samples, d.drifted, d.reason, ref, cur, windows,
+        planned.test.effect_name, planned.threshold, planned.effect_threshold, planned.min_samples, d.drifted,
+        d.reason, c.reference_summary, c.current_summary, windows, a.pooled,
+        state.statistic if state else nan, state.h if state else nan, bool(state and state.alarm),
+        state.direction if state else "", dict(o.details) if o else {},
     )
 
 
-def _details(r: DriftResult) -> str:
+def details_json(r: DriftResult) -> str:
+    """The ``details`` column: what a report needs beyond the columns (sketches, windows, the test's figures)."""
     def summary(s: Summary) -> dict[str, object]:
         if isinstance(s, ContinuousSummary):
             return {"n": s.n, "mean": _num(s.mean), "std": _num(s.std), "quantiles": [_num(q) for q in s.quantiles]}
@@ -144,9 +212,31 @@ def _details(r: DriftResult) -> str:
         "status": r.status, "reason": r.reason, "effect_name": r.effect_name, "min_samples": r.min_samples,
         "judge_fingerprint": r.group.judge_fingerprint, "reference": summary(r.reference),
         "current": summary(r.current), "reference_window": r.windows.reference.describe(),
-        "current_window": r.windows.current.describe(),
+        "current_window": r.windows.current.describe(), "pooled_windows": r.pooled,
+        "cusum": _num(r.cusum), "cusum_threshold": _num(r.cusum_threshold), "persistent": r.persistent,
+        "direction": r.direction, "test": _clean(r.details),
     }, allow_nan=False)
+
+
+def _clean(details: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in details.items():
+        if isinstance(value, float):
+            out[key] = _num(value)
+        elif isinstance(value, Iterable) and not isinstance(value, str):
+            out[key] = [_num(v) if isinstance(v, float) else v for v in value]
+        else:
+            out[key] = value
+    return out
 
 
 def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+def _group_key(g: Group) -> GroupKey:
+    return (g.retriever_name, g.retriever_version, g.variant, g.stratum)
+
+
+def _utc(t: datetime) -> datetime:
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t

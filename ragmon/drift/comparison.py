@@ -6,7 +6,8 @@ every test in the registry. Window tests read the whole reference period
 summaries: ``current_summary`` and ``reference_summary`` (the same-slot reference windows pooled, i.e. the
 same hour of each previous day — what the check compared before window tests existed).
 
-``pooled`` > 1 means the series is already in blocks of that many windows (a group with too little traffic
+``guard``: the window tests leave out that many reference windows right after the current one, so a drift
+that began a few windows ago does not widen the spread it is judged against. ``pooled`` > 1 means the series is already in blocks of that many windows (a group with too little traffic
 per window is assessed over longer spans; the result says so). Pure.
 """
 
@@ -42,6 +43,7 @@ class Comparison:
     period: int = 24
     min_window: int = 1
     pooled: int = 1
+    guard: int = 0  # reference windows right after the current one that window tests leave out
 
     @property
     def kind(self) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from ragmon.drift.result import DriftResult
 from ragmon.telemetry import GaugeSpec, Telemetry
@@ -32,13 +33,17 @@ def feature_labels(results: Sequence[DriftResult]) -> dict[int, str]:
     return out
 
 
-def drift_series(telemetry: Telemetry, results: Sequence[DriftResult]) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
+def drift_series(telemetry: Telemetry, results: Sequence[DriftResult],
+                 last_assessed: Mapping[tuple[str, str, str, str], datetime] | None = None,
+                 ) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
     """The series of one check: per result its test gauges, and both windows' sample size and feature value
-    (set once per feature, whatever the number of tests). A non-finite value is exported as NaN."""
+    (set once per feature, whatever the number of tests); per feature its CUSUM, persistence and pooling; per
+    group when it was last assessed. A non-finite value is exported as NaN."""
     t = telemetry
     series: dict[GaugeSpec, dict[tuple[str, ...], float]] = {
         spec: {} for spec in (t.drift_statistic, t.drift_p_value, t.drift_effect, t.drift_detected,
-                              t.drift_sample_size, t.drift_feature_value)}
+                              t.drift_sample_size, t.drift_feature_value, t.drift_cusum, t.drift_persistent,
+                              t.drift_pooled_windows, t.drift_last_assessed)}
     labels = feature_labels(results)
 
     def put(spec: GaugeSpec, key: tuple[str, ...], value: float) -> None:
@@ -54,9 +59,16 @@ def drift_series(telemetry: Telemetry, results: Sequence[DriftResult]) -> dict[G
         for window, summary in (("reference", r.reference), ("current", r.current)):
             put(t.drift_sample_size, (*base, window), float(summary.n))
             put(t.drift_feature_value, (*base, window), summary.value)
+        put(t.drift_pooled_windows, base, float(r.pooled))
+        if math.isfinite(r.cusum_threshold):  # the feature's primary test carries its CUSUM
+            put(t.drift_cusum, base, r.cusum)
+            put(t.drift_persistent, base, 1.0 if r.persistent else 0.0)
+    for (name, version, variant, stratum), at in (last_assessed or {}).items():
+        put(t.drift_last_assessed, (f"{name}@{version}", variant, stratum), at.timestamp())
     return series
 
 
-def export(telemetry: Telemetry, results: Sequence[DriftResult]) -> None:
+def export(telemetry: Telemetry, results: Sequence[DriftResult],
+           last_assessed: Mapping[tuple[str, str, str, str], datetime] | None = None) -> None:
     """Publish one check's results as the drift gauges, replacing the previous check's."""
-    telemetry.drift_gauges.publish(drift_series(telemetry, results))
+    telemetry.drift_gauges.publish(drift_series(telemetry, results, last_assessed))

@@ -1,10 +1,17 @@
-"""The drift SQL: ClickHouse aggregates both windows of every group in one pass per source.
+"""The drift SQL: ClickHouse summarises every window of every group in one pass per source.
 
-Per (group, window) and feature it returns a count, mean, standard deviation and a t-digest quantile sketch
-at ``LEVELS`` (continuous features) or successes/trials (rates) — a few hundred numbers per group whatever
-the traffic, so a check over millions of traces moves kilobytes, and on a cluster the sketches merge across
-shards. Values always travel as ``{name:Type}`` parameters; the only text formatted into SQL is table names
-(``store.table``), feature expressions and quantile levels, all code constants.
+Per (group, window index) and feature it returns a count, mean, standard deviation and a t-digest quantile
+sketch at ``LEVELS`` (continuous features) or successes/trials (rates) — a few hundred numbers per window
+whatever the traffic, so a check over millions of traces moves kilobytes, and on a cluster the sketches merge
+across shards. The window index of a trace is ``⌊(end − 1 ms − ts) / length⌋`` (``ragmon.drift.windows``):
+0 is the current window, then the reference windows and the CUSUM's look-back, newest first. Values always
+travel as ``{name:Type}`` parameters; the only text formatted into SQL is table names (``store.table``),
+feature expressions and quantile levels, all code constants.
+
+``newest_version_share`` is measured against the corpus: a retrieved chunk is stale when a newer version of its
+document was known ``drift.index_lag_seconds`` before the chunk was served — known from the ``corpus_versions``
+feed (``ragmon corpus load``) or because some trace served it (any retriever, any variant). Routine updates
+served on time are not stale; an index that stops picking new versions up serves more stale chunks every hour.
 
 Duplicates of a re-delivered trace are not collapsed (no FINAL): they are rare and do not move a
 distribution, and FINAL would multiply the cost of a scan over days of traffic.
@@ -17,14 +24,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragmon.drift.features import Feature
+from ragmon.drift.series import Series
 from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary, Summary
-from ragmon.drift.windows import Windows
+from ragmon.drift.windows import WindowPlan
 
 _LEVELS_SQL = ",".join(f"{level:g}" for level in LEVELS)
 
 
 class QueryStore(Protocol):
-    """What the drift queries need from a store (``ClickHouseStore`` satisfies it)."""
+    """What the drift queries need from a store (``ClickHouseStore`` satisfies it). Every call blocks until
+    ClickHouse answers and raises ``StoreError`` (retryable or permanent) on failure."""
 
     def table(self, name: str) -> str: ...
     def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
@@ -46,49 +55,43 @@ class Group:
         return f"{self.retriever_name}@{self.retriever_version}"
 
 
-#: (group, feature name) → (reference summary, current summary)
-Aggregates = dict[tuple[Group, str], tuple[Summary, Summary]]
+#: (group, feature name) → the feature's summary per window index (absent: no traffic in that window)
+Windowed = dict[tuple[Group, str], dict[int, Summary]]
 
 
-def window_parameters(windows: Windows) -> dict[str, Any]:
-    ref, cur = windows.reference, windows.current
-    lo, hi = windows.span
+def plan_parameters(p: WindowPlan) -> dict[str, Any]:
+    """The query parameters of a window plan (milliseconds since the epoch)."""
     ms = lambda t: int(t.timestamp() * 1000)  # noqa: E731
-    return {
-        "lo": ms(lo), "hi": ms(hi), "cs": ms(cur.start), "ce": ms(cur.end), "rs": ms(ref.start), "re": ms(ref.end),
-        "anchor": ms(ref.slice_anchor) if ref.slice_anchor else 0,
-        "slice": (ref.slice_seconds or 0) * 1000,
-        "snapshot": ref.corpus_snapshot or "",
-    }
+    ref, cur = p.windows.reference, p.windows.current
+    end = ms(p.end)
+    lo = end - p.history * p.length * 1000 if not p.pinned else min(ms(ref.start), ms(cur.start))
+    return {"end": end, "win": p.length * 1000, "lo": lo, "hi": end, "cs": ms(cur.start), "rs": ms(ref.start),
+            "re": ms(ref.end), "snapshot": ref.corpus_snapshot or ""}
 
 
-def window_expr(traces: str, *, has_snapshot: bool, pinned_snapshot: bool = False) -> str:
-    """w = 1 current, 0 reference, 2 neither. Current wins where a pinned reference overlaps it.
-
-    ``has_snapshot``: the source table has a corpus_snapshot column (traces); ``pinned_snapshot``: the reference
-    is pinned to a corpus snapshot (otherwise no snapshot condition is generated at all).
-    """
-    snapshot = ""
-    if pinned_snapshot and has_snapshot:
-        snapshot = " AND corpus_snapshot = {snapshot:String}"
-    elif pinned_snapshot:
-        snapshot = (f" AND trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}}"
-                    " AND ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, 'UTC'))")
-    return (
-        "multiIf(ts >= fromUnixTimestamp64Milli({cs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({ce:Int64}, 'UTC'), 1,"
-        " ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, 'UTC')"
-        " AND ({slice:Int64} = 0 OR positiveModulo(toUnixTimestamp64Milli(ts) - {anchor:Int64}, 86400000) < {slice:Int64})"
-        f"{snapshot}, 0, 2)"
-    )
-
-
+_INDEX = "intDiv({end:Int64} - 1 - toUnixTimestamp64Milli(ts), {win:Int64})"
 _SPAN = "ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')"
+_CURRENT = "ts >= fromUnixTimestamp64Milli({cs:Int64}, 'UTC')"
+_PINNED_RANGE = ("ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, "
+                 "'UTC')")
 # Grouping by four LowCardinality columns took 3× longer in chDB than grouping by their String values
 # (0.9 s vs 0.3 s for 2.3 M rows), so the inner queries cast them and the outer ones rename them back.
 _INNER_GROUP = ("toString(retriever_name) AS g_rn, toString(retriever_version) AS g_rv, toString(variant) AS g_var, "
                 "toString(category) AS g_cat")
 _OUTER_GROUP = "g_rn AS retriever_name, g_rv AS retriever_version, g_var AS variant, g_cat AS category"
 _GROUP_KEYS = "g_rn, g_rv, g_var, g_cat"
+
+
+def span_condition(traces: str, p: WindowPlan, *, has_snapshot: bool) -> str:
+    """Which rows a check reads: the whole history (trailing), or the current window and the pinned range."""
+    if not p.pinned:
+        return _SPAN
+    pinned = _PINNED_RANGE
+    if p.windows.reference.corpus_snapshot:
+        pinned += (" AND corpus_snapshot = {snapshot:String}" if has_snapshot else
+                   f" AND trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}} "
+                   f"AND {_PINNED_RANGE})")
+    return f"{_SPAN} AND ({_CURRENT} OR ({pinned}))"
 
 
 def _sketch_columns(alias: str, value: str) -> list[str]:
@@ -101,9 +104,9 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
     ]
 
 
-def traces_sql(traces: str, features: Sequence[Feature], *, pinned_snapshot: bool = False) -> str:
-    """One aggregation over ``traces`` for every traces-sourced feature."""
-    inner = [_INNER_GROUP, f"{window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)} AS w"]
+def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan) -> str:
+    """One aggregation over ``traces`` for every traces-sourced feature, per group and window."""
+    inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
@@ -112,40 +115,52 @@ def traces_sql(traces: str, features: Sequence[Feature], *, pinned_snapshot: boo
         else:
             inner.append(f"toUInt8({f.expr}) AS v{i}")
             outer.append(f"sum(v{i}) AS f{i}__k")
-    return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {_SPAN}) "
-            f"WHERE w < 2 GROUP BY {_GROUP_KEYS}, w")
+    where = span_condition(traces, p, has_snapshot=True)
+    return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {where}) "
+            f"GROUP BY {_GROUP_KEYS}, w")
 
 
-def scores_sql(scores: str, traces: str, *, pinned_snapshot: bool = False) -> str:
-    """One aggregation over ``scores`` (status ok) for the listed metrics, per judge fingerprint."""
-    value = "value"
+def scores_sql(scores: str, traces: str, p: WindowPlan) -> str:
+    """One aggregation over ``scores`` (status ok) for the listed metrics, per judge fingerprint and window."""
+    where = span_condition(traces, p, has_snapshot=False)
     return (
         f"SELECT {_OUTER_GROUP}, g_fp AS judge_fingerprint, g_metric AS metric, w, count() AS n_rows, "
-        f"{', '.join(_sketch_columns('s', value))} "
+        f"{', '.join(_sketch_columns('s', 'value'))} "
         f"FROM (SELECT {_INNER_GROUP}, toString(judge_fingerprint) AS g_fp, toString(metric) AS g_metric, value, "
-        f"{window_expr(traces, has_snapshot=False, pinned_snapshot=pinned_snapshot)} AS w "
-        f"FROM {scores} WHERE {_SPAN} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
-        f"WHERE w < 2 GROUP BY {_GROUP_KEYS}, g_fp, g_metric, w"
+        f"{_INDEX} AS w FROM {scores} WHERE {where} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
+        f"GROUP BY {_GROUP_KEYS}, g_fp, g_metric, w"
     )
 
 
-def chunks_sql(traces: str, *, pinned_snapshot: bool = False) -> str:
-    """Retrieved chunks per group and window, and how many come from their document's newest version.
+def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
+    """Retrieved chunks per group and window, and how many were served at the newest version the corpus held
+    ``{lag:Int64}`` ms before.
 
-    The newest version per document (over both windows) is a scalar subquery; ``transform`` then looks each
-    chunk's document up in it as a hash table — twice as fast as joining the exploded chunks back.
+    Every (document, version) is known from the earlier of its ``corpus_versions`` publication and the first trace
+    that served it. A version is superseded from the time the next newer version became known; only documents with
+    more than one known version matter, and ``transform`` looks each chunk's (document, version) up among them as a
+    hash table — much faster than joining the exploded chunks back.
     """
-    w = window_expr(traces, has_snapshot=True, pinned_snapshot=pinned_snapshot)
-    newest = (f"SELECT (groupArray(doc), groupArray(newest)) FROM (SELECT doc, max(ver) AS newest FROM "
-              f"(SELECT {w} AS w, doc, ver FROM {traces} ARRAY JOIN retrieved_doc_ids AS doc, "
-              f"retrieved_doc_versions AS ver WHERE {_SPAN}) WHERE w < 2 GROUP BY doc)")
+    where = span_condition(traces, p, has_snapshot=True)
+    known = (f"SELECT doc, ver, min(since) AS since FROM ("
+             f"SELECT doc_id AS doc, doc_version AS ver, published_at AS since FROM {corpus} "
+             f"WHERE published_at < fromUnixTimestamp64Milli({{hi:Int64}}, 'UTC') "
+             f"UNION ALL SELECT doc, ver, ts AS since FROM {traces} ARRAY JOIN retrieved_doc_ids AS doc, "
+             f"retrieved_doc_versions AS ver WHERE {_SPAN}) GROUP BY doc, ver")
+    superseded = (
+        f"SELECT (groupArray(key), groupArray(at)) FROM ("
+        f"SELECT concat(doc, '\\0', v.1) AS key, v.2 AS at FROM ("
+        f"SELECT doc, arraySort(x -> x.1, groupArray((ver, since))) AS vs FROM ({known}) GROUP BY doc "
+        f"HAVING count() > 1) "
+        f"ARRAY JOIN arrayMap(i -> (vs[i].1, arrayMin(arrayMap(j -> toUnixTimestamp64Milli(vs[j].2), "
+        f"range(i + 1, length(vs) + 1)))), range(1, length(vs))) AS v)")
     return (
-        f"WITH ({newest}) AS newest_by_doc "
+        f"WITH ({superseded}) AS superseded "
         f"SELECT {_OUTER_GROUP}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
-        f"sum(arrayCount((d, v) -> v = transform(d, newest_by_doc.1, newest_by_doc.2, ''), "
-        f"retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
-        f"FROM (SELECT {_INNER_GROUP}, {w} AS w, retrieved_doc_ids, retrieved_doc_versions FROM {traces} "
-        f"WHERE {_SPAN}) WHERE w < 2 GROUP BY {_GROUP_KEYS}, w"
+        f"sum(arrayCount((d, v) -> t - {{lag:Int64}} < transform(concat(d, '\\0', v), superseded.1, superseded.2, "
+        f"toInt64(9223372036854775807)), retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
+        f"FROM (SELECT {_INNER_GROUP}, {_INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
+        f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY {_GROUP_KEYS}, w"
     )
 
 
@@ -157,45 +172,47 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
                              tuple(float(v) for v in row[f"{alias}__q"]))
 
 
-def _empty(kind: str) -> Summary:
-    return ContinuousSummary.empty() if kind == "continuous" else RateSummary(0, 0)
-
-
-def _pair(acc: dict[tuple[Group, str], dict[int, Summary]], kinds: dict[str, str]) -> Aggregates:
-    out: Aggregates = {}
-    for (group, name), by_w in acc.items():
-        out[(group, name)] = (by_w.get(0, _empty(kinds[name])), by_w.get(1, _empty(kinds[name])))
-    return out
-
-
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
     return Group(str(row["retriever_name"]), str(row["retriever_version"]), str(row["variant"]),
                  str(row["category"]), fingerprint)
 
 
-def aggregate(store: QueryStore, features: Sequence[Feature], windows: Windows) -> Aggregates:
-    """Run the queries these features need over ``windows``; both windows' summaries per (group, feature)."""
-    params = window_parameters(windows)
-    pinned = windows.reference.corpus_snapshot is not None
+def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
+              index_lag_seconds: float = 3600.0) -> Windowed:
+    """Run the queries these features need; every (group, feature)'s summary per window index (renumbered for
+    a pinned reference)."""
+    params = {**plan_parameters(p), "lag": int(index_lag_seconds * 1000)}
     traces = store.table("traces")
-    acc: dict[tuple[Group, str], dict[int, Summary]] = {}
-    kinds = {f.name: f.kind for f in features}
+    acc: Windowed = {}
+
+    def put(group: Group, name: str, w: int, summary: Summary) -> None:
+        if w > 0 and p.offset:
+            w -= p.offset
+        if 0 <= w < p.history or (p.pinned and 0 <= w <= p.reference):
+            acc.setdefault((group, name), {})[w] = summary
+
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
-        for row in store.query_rows(traces_sql(traces, on_traces, pinned_snapshot=pinned), params):
-            g = _group(row)
+        for row in store.query_rows(traces_sql(traces, on_traces, p), params):
+            g, w = _group(row), int(row["w"])
             for i, f in enumerate(on_traces):
-                s = (_continuous(row, f"f{i}") if f.kind == "continuous"
-                     else RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
-                acc.setdefault((g, f.name), {})[int(row["w"])] = s
-    if any(f.source == "chunks" for f in features):
-        name = next(f.name for f in features if f.source == "chunks")
-        for row in store.query_rows(chunks_sql(traces, pinned_snapshot=pinned), params):
-            acc.setdefault((_group(row), name), {})[int(row["w"])] = RateSummary(int(row["n_rows"]), int(row["f0__k"]))
+                put(g, f.name, w, _continuous(row, f"f{i}") if f.kind == "continuous"
+                    else RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
+    chunk_features = [f for f in features if f.source == "chunks"]
+    if chunk_features:
+        sql = chunks_sql(traces, store.table("corpus_versions"), p)
+        for row in store.query_rows(sql, params):
+            put(_group(row), chunk_features[0].name, int(row["w"]), RateSummary(int(row["n_rows"]), int(row["f0__k"])))
     on_scores = {f.expr: f.name for f in features if f.source == "scores"}
     if on_scores:
-        rows = store.query_rows(scores_sql(store.table("scores"), traces, pinned_snapshot=pinned), {**params, "metrics": list(on_scores)})
+        rows = store.query_rows(scores_sql(store.table("scores"), traces, p), {**params, "metrics": list(on_scores)})
         for row in rows:
-            g = _group(row, str(row["judge_fingerprint"]))
-            acc.setdefault((g, on_scores[str(row["metric"])]), {})[int(row["w"])] = _continuous(row, "s")
-    return _pair(acc, kinds)
+            put(_group(row, str(row["judge_fingerprint"])), on_scores[str(row["metric"])], int(row["w"]),
+                _continuous(row, "s"))
+    return acc
+
+
+def to_series(by_window: dict[int, Summary], kind: str, length: int) -> Series:
+    """A feature's per-window summaries as a ``Series`` of ``length`` windows (empty where absent)."""
+    empty: Summary = ContinuousSummary.empty() if kind == "continuous" else RateSummary(0, 0)
+    return Series.from_summaries([by_window.get(w, empty) for w in range(length)])

@@ -7,7 +7,8 @@ exporter: both import these records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ragmon.drift.query import Group
@@ -38,18 +39,35 @@ class DriftResult:
     reference: Summary
     current: Summary
     windows: Windows
+    pooled: int = 1                     # windows pooled into one (a low-traffic group)
+    cusum: float = math.nan             # the persistent-drift statistic (the feature's primary test only)
+    cusum_threshold: float = math.nan   # its alarm threshold, from drift.sequential.false_alarms_per_day
+    persistent: bool = False            # the CUSUM is at or over its threshold
+    direction: str = ""                 # up | down: which side the CUSUM accumulates on
+    details: dict[str, object] = field(default_factory=dict)  # the test's own figures (baseline, spread, …)
+
+    @property
+    def assessed(self) -> bool:
+        return self.status == "ok"
 
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """Every result of one check, its wall time, and how many groups over ``drift.max_groups`` were left out."""
+    """Every result of one check, its wall time, how many groups over ``drift.max_groups`` were left out, and
+    when each group was last assessed."""
 
     check_id: str
     checked_at: datetime
     results: tuple[DriftResult, ...]
     duration_seconds: float
     groups_dropped: int
+    #: (retriever name, version, variant, stratum) → when a check last assessed the group (live checks only)
+    last_assessed: dict[tuple[str, str, str, str], datetime] = field(default_factory=dict)
 
     @property
     def drifted(self) -> tuple[DriftResult, ...]:
         return tuple(r for r in self.results if r.drifted)
+
+    @property
+    def persistent(self) -> tuple[DriftResult, ...]:
+        return tuple(r for r in self.results if r.persistent)

@@ -10,15 +10,16 @@ the unit tests, ``ragmon drift simulate --shape``):
 * ``trending`` — queries repeat with Zipf popularity, and which queries are popular drifts from hour to hour
   (an AR(1) walk on log-popularity), so a window holds clusters of identical retrievals;
 * ``seasonal`` — the mix and the volume follow the hour of day, plus the ``mix`` noise;
-* ``doc_updates`` — 0.5 % of the documents get a new version each day and a healthy index serves it within
-  minutes (``Shift.stale_since`` injects an index that stops picking new versions up).
+* ``doc_updates`` — 20,000 documents with Zipf popularity, 0.5 % of them get a new version each day, and a
+  healthy index serves it within minutes (``Shift.stale_since`` injects an index that stops picking new
+  versions up).
 
-A stratum has four query types with different score levels, empty-shortlist and refusal rates. Per trace:
-a query level (type level + the query's own offset), five chunk scores (level + noise − a rank decay),
-whence ``top1_score``, ``mean_score`` (mean of the top 5), ``top2_gap``, ``n_results``; ``latency_ms``,
-``cost_usd``; empty shortlist and refusal flags; the retrieved chunks' documents and whether each was served
-at the newest version the corpus held. Drifts to inject are a ``Shift`` (added to, or multiplying, every
-score; extra empty shortlists).
+A stratum has four query types with different score levels, empty-shortlist and refusal rates. Per trace
+(``Draw``): a query level (type level + the query's own offset), five chunk scores (level + noise − a rank
+decay), whence ``top1_score``, ``mean_score`` (mean of the top 5), ``top2_gap``, ``n_results``; latency and
+cost; empty shortlist and refusal flags; the retrieved chunks' documents and versions, and whether each was
+superseded when served. Drifts to inject are a ``Shift`` (added to, or multiplying, every score; extra empty
+shortlists; a frozen index). ``ragmon drift simulate`` writes the same draws into ClickHouse.
 
 Pure: numpy only, every draw from the ``numpy.random.Generator`` passed in; no I/O, no clock.
 """
@@ -43,6 +44,7 @@ MIX_CONCENTRATION = 60  # Dirichlet concentration of an hour's type mix (smaller
 POOL_SIZE = 3000        # queries per type in the trending shape
 ZIPF_EXPONENT = 1.1
 TREND_PHI, TREND_SD = 0.9, 0.6  # hourly AR(1) walk of each query's log-popularity
+CORPUS_DOCS = 20_000
 UPDATES_PER_DAY = 0.005  # share of documents that get a new version each day
 INDEX_LAG_DAYS = 20 / 1440   # mean time a healthy index takes to serve a new version
 INDEX_GRACE_DAYS = 1 / 24    # drift.index_lag_seconds: a version this young may still be missing from the index
@@ -63,13 +65,84 @@ class Shift:
 NO_SHIFT = Shift()
 
 
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """One window of one stratum as per-trace values: ``scores`` (n × K chunk scores, best first; rows of
+    empty shortlists are NaN), flags, latency and cost, ``times`` (days since the start); for ``doc_updates``
+    each chunk's document, served version (its publication day, −1 the original) and whether it was stale
+    (a newer version published ``INDEX_GRACE_DAYS`` before it was served)."""
+
+    scores: np.ndarray
+    empty: np.ndarray
+    refused: np.ndarray
+    latency_ms: np.ndarray
+    cost_usd: np.ndarray
+    times: np.ndarray
+    docs: np.ndarray | None = None
+    versions: np.ndarray | None = None
+    stale: np.ndarray | None = None
+
+    def features(self) -> dict[str, np.ndarray]:
+        """Per-trace feature values as the drift features define them (rates as booleans; the version share
+        per retrieved chunk)."""
+        full = ~self.empty
+        chunks = self.scores[full]
+        out = {
+            "top1_score": chunks[:, 0],
+            "mean_score": chunks.mean(axis=1),
+            "top2_gap": chunks[:, 0] - chunks[:, 1],
+            "n_results": np.where(self.empty, 0, K).astype(float),
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
+            "empty_shortlist_rate": self.empty,
+            "refusal_rate": self.refused,
+        }
+        if self.stale is not None:
+            out["newest_version_share"] = ~self.stale[full].ravel()
+        return out
+
+
+_DAYS_SCALE = 1_000_000.0  # keys of different documents never overlap (simulations last under 1e6 days)
+
+
+@dataclass
+class Corpus:
+    """``CORPUS_DOCS`` documents with Zipf popularity, each updated as a Poisson process (``UPDATES_PER_DAY``)
+    over ``days``; a version is named by its publication day."""
+
+    days: float
+    rng: np.random.Generator
+    popularity: np.ndarray = field(init=False)
+    doc_of: np.ndarray = field(init=False)
+    published: np.ndarray = field(init=False)
+    _keys: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        ranks = np.arange(1, CORPUS_DOCS + 1, dtype=float)
+        self.popularity = ranks ** -0.8 / np.sum(ranks ** -0.8)
+        counts = self.rng.poisson(UPDATES_PER_DAY * self.days, size=CORPUS_DOCS)
+        doc_of = np.repeat(np.arange(CORPUS_DOCS), counts)
+        published = self.rng.uniform(0.0, self.days, size=doc_of.size)
+        order = np.lexsort((published, doc_of))
+        self.doc_of, self.published = doc_of[order], published[order]
+        self._keys = self.doc_of * _DAYS_SCALE + self.published
+
+    def newest(self, docs: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Publication day of each document's newest version at ``at`` (−1: the original version)."""
+        i = np.searchsorted(self._keys, docs * _DAYS_SCALE + np.maximum(at, -0.5), side="right") - 1
+        j = np.maximum(i, 0)
+        ok = (i >= 0) & (self.doc_of[j] == docs) if self.doc_of.size else np.zeros(docs.shape, bool)
+        return np.where(ok, self.published[j] if self.published.size else -1.0, -1.0)
+
+
 @dataclass
 class Stratum:
-    """One stratum's traffic generator. ``base`` is its score level; ``window`` advances the hour state."""
+    """One stratum's traffic generator. ``base`` is its score level; each ``draw`` advances the hour state."""
 
     shape: str
     base: float
     rng: np.random.Generator
+    corpus: Corpus | None = None
     _log_pop: np.ndarray = field(init=False)
     _zipf: np.ndarray = field(init=False)
     _query_offsets: np.ndarray = field(init=False)
@@ -99,9 +172,11 @@ class Stratum:
         return max(1, int(round(n * (1 + 0.6 * np.sin(2 * np.pi * (hour_of_day - 8) / 24)))))
 
     def window(self, n: int, hour_of_day: int, day: float, shift: Shift = NO_SHIFT) -> dict[str, np.ndarray]:
-        """Draw one window of ``n`` traces (before ``volume``): per-trace feature values (continuous features as
-        floats, rates as booleans; ``newest_version_share`` per retrieved chunk). ``day`` is the window's time in
-        days since the start (document versions)."""
+        """Per-trace feature values of one window (``draw(...).features()``)."""
+        return self.draw(n, hour_of_day, day, shift).features()
+
+    def draw(self, n: int, hour_of_day: int, day: float, shift: Shift = NO_SHIFT) -> Draw:
+        """One window of ``n`` traces (before ``volume``) starting at ``day`` (days since the start)."""
         rng = self.rng
         n = self.volume(n, hour_of_day)
         mix = self._mix(hour_of_day)
@@ -119,42 +194,35 @@ class Stratum:
             offsets = rng.normal(0.0, QUERY_SD, size=n)
         level = self.base + TYPE_OFFSET[types] + offsets
         chunks = level[:, None] + rng.normal(0.0, CHUNK_SD, size=(n, K)) - RANK_DECAY * np.arange(K)
-        chunks = -np.sort(-chunks, axis=1)
-        chunks = (chunks + shift.add) * shift.scale
+        chunks = (-np.sort(-chunks, axis=1) + shift.add) * shift.scale
         empty = rng.random(n) < np.minimum(1.0, TYPE_EMPTY[types] + shift.extra_empty)
+        chunks[empty] = np.nan
         refused = rng.random(n) < TYPE_REFUSE[types]
         latency = rng.lognormal(np.log(600) + 0.1 * types, 0.35)
         cost = 0.002 * (1 + 0.2 * types) * rng.lognormal(0.0, 0.25, size=n)
-        full = ~empty
-        out = {
-            "top1_score": chunks[full, 0],
-            "mean_score": chunks[full].mean(axis=1),
-            "top2_gap": chunks[full, 0] - chunks[full, 1],
-            "n_results": np.where(empty, 0, K).astype(float),
-            "latency_ms": latency,
-            "cost_usd": cost,
-            "empty_shortlist_rate": empty,
-            "refusal_rate": refused,
-        }
-        if self.shape == "doc_updates":
-            out["newest_version_share"] = self._served_newest(int(full.sum()) * K, day, shift)
-        return out
+        draw = Draw(chunks, empty, refused, latency, cost, day + rng.random(n) / 24)
+        return self._versions(draw, shift) if self.corpus is not None else draw
 
-    def _served_newest(self, chunks: int, day: float, shift: Shift) -> np.ndarray:
-        """Whether each retrieved chunk was served at the newest version its document had ``INDEX_GRACE_DAYS``
-        before ``day`` (what ``newest_version_share`` measures against the corpus). Document updates are a
-        Poisson process (``UPDATES_PER_DAY``); a healthy index serves a new version after an exponential lag
-        (mean ``INDEX_LAG_DAYS``), a frozen one (``stale_since``) never does."""
-        rng = self.rng
-        if shift.stale_since is None:
-            lag = rng.exponential(INDEX_LAG_DAYS, size=chunks)
-            missed = np.maximum(0.0, lag - INDEX_GRACE_DAYS)  # how long the served version may be behind
-        else:
-            missed = np.full(chunks, max(0.0, day - INDEX_GRACE_DAYS - shift.stale_since))
-        return rng.random(chunks) >= 1 - np.exp(-UPDATES_PER_DAY * missed)
+    def _versions(self, draw: Draw, shift: Shift) -> Draw:
+        """Which document and version each chunk served: a healthy index serves a new version after an
+        exponential lag (mean ``INDEX_LAG_DAYS``); a frozen one (``stale_since``) nothing newer than its freeze."""
+        corpus, rng = self.corpus, self.rng
+        assert corpus is not None
+        n = draw.times.size
+        docs = rng.choice(CORPUS_DOCS, size=(n, K), p=corpus.popularity)
+        served_at = np.repeat(draw.times[:, None], K, axis=1)
+        indexed = served_at - rng.exponential(INDEX_LAG_DAYS, size=(n, K))
+        if shift.stale_since is not None:
+            indexed = np.minimum(indexed, shift.stale_since)
+        versions = corpus.newest(docs.ravel(), indexed.ravel()).reshape(n, K)
+        known = corpus.newest(docs.ravel(), (served_at - INDEX_GRACE_DAYS).ravel()).reshape(n, K)
+        return Draw(draw.scores, draw.empty, draw.refused, draw.latency_ms, draw.cost_usd, draw.times, docs,
+                    versions, known > versions)
 
 
-def strata(shape: str, count: int, seed: int) -> list[Stratum]:
-    """``count`` strata of one shape with different score levels, seeded independently."""
-    seeds = np.random.SeedSequence(seed).spawn(count)
-    return [Stratum(shape, 0.55 + 0.05 * i, np.random.default_rng(s)) for i, s in enumerate(seeds)]
+def strata(shape: str, count: int, seed: int, *, days: float = 30.0) -> list[Stratum]:
+    """``count`` strata of one shape with different score levels, seeded independently (``doc_updates``: one
+    corpus with ``days`` of updates, shared by the strata)."""
+    seeds = np.random.SeedSequence(seed).spawn(count + 1)
+    corpus = Corpus(days, np.random.default_rng(seeds[-1])) if shape == "doc_updates" else None
+    return [Stratum(shape, 0.55 + 0.05 * i, np.random.default_rng(s), corpus) for i, s in enumerate(seeds[:-1])]

@@ -41,7 +41,7 @@ def _baseline(c: Comparison, values: np.ndarray, variances: np.ndarray) -> Basel
     counted = c.counted.copy()
     counted[c.current] = c.series.n[c.current] > 0
     values = np.where(counted, values, np.nan)
-    result = compare(values, variances, current=c.current, reference=c.reference, period=c.period)
+    result = compare(values, variances, current=c.current, reference=c.reference, period=c.period, guard=c.guard)
     if isinstance(result, str):
         raise NotTestable(result)
     return result

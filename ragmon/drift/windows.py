@@ -1,11 +1,16 @@
 """Reference and current windows of a drift check, computed from the config and an injected ``now``.
 
 * current: ``[now − current_seconds, now)``;
-* trailing reference: the ``reference_days`` before the current window; with ``same_hours`` only the same
-  hours of day as the current window (seven one-hour slices for a one-hour window), so daily seasonality
-  does not look like drift;
+* trailing reference: the ``reference_days`` before the current window, cut into windows of the current
+  window's length. Every one of them measures how much windows naturally differ; with ``same_hours`` those at
+  the same time of day as the current window (seven for a one-hour window) are its seasonal baseline, so daily
+  seasonality does not look like drift;
 * pinned reference: fixed dates ``[reference_start, reference_end)``, or every trace served from
-  ``reference_corpus_snapshot`` before the current window (within the last 90 days).
+  ``reference_corpus_snapshot`` before the current window (within the last 90 days), again cut into windows.
+
+``plan`` turns that into a ``WindowPlan``: the window index of a trace is ``⌊(end − 1 ms − ts) / length⌋``
+(0 = the current window, 1 the one before, …), which the queries compute in ClickHouse; the plan says how many
+windows the reference holds, the seasonal period in windows, and how many more windows the CUSUM looks back.
 
 Pure: no clock (``now`` is passed in), no I/O.
 """
@@ -76,3 +81,53 @@ def resolve(spec: DriftWindowSettings, now: datetime) -> Windows:
     else:
         raise ValueError("a pinned reference needs reference_start and reference_end, or reference_corpus_snapshot")
     return Windows(reference, current)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlan:
+    """How a check at ``end`` cuts time into windows of ``length`` seconds (index 0 the current window).
+
+    Trailing: windows ``0 … history − 1`` are read; ``reference`` of them follow the current one; ``lookback``
+    more feed the CUSUM. Pinned: the current window and the pinned range are read, the pinned windows renumbered
+    to follow the current one (``offset`` subtracted, a multiple of ``period`` so each keeps its time of day).
+    """
+
+    windows: Windows
+    end: datetime
+    length: int
+    reference: int
+    period: int
+    lookback: int
+    pinned: bool = False
+    offset: int = 0
+
+    @property
+    def history(self) -> int:
+        """Windows of history the query reads, the current one included (trailing)."""
+        return 1 + self.reference + self.lookback
+
+    @property
+    def windows_per_day(self) -> float:
+        return DAY.total_seconds() / self.length
+
+    def index(self, t: datetime) -> int:
+        """The window index of time ``t`` (before renumbering)."""
+        return int((self.end - _utc(t)).total_seconds() * 1000 - 1) // (self.length * 1000)
+
+
+def plan(spec: DriftWindowSettings, now: datetime, *, lookback: int = 24) -> WindowPlan:
+    """The window plan of a check run at ``now`` with ``lookback`` windows of CUSUM history."""
+    windows = resolve(spec, now)
+    length = spec.current_seconds
+    day = int(DAY.total_seconds())
+    period = day // length if spec.same_hours and length < day and day % length == 0 else 1
+    end = windows.current.end
+    if spec.reference == "trailing":
+        reference = max(1, int(spec.reference_days * day // length))
+        return WindowPlan(windows, end, length, reference, period, lookback)
+    ref = windows.reference
+    plan_ = WindowPlan(windows, end, length, 1, period, 0, pinned=True)
+    first = max(1, plan_.index(min(ref.end, windows.current.start) - timedelta(milliseconds=1)))
+    last = max(first, plan_.index(ref.start))
+    offset = period * ((first - 1) // period)
+    return WindowPlan(windows, end, length, last - offset, period, 0, pinned=True, offset=offset)
