@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import console, fail, settings_of
-from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
+from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
 from ragmon.config import Settings, override
 
 app = typer.Typer(
@@ -64,6 +64,15 @@ def drift(
         raise fail(f"the drift check did not stop within 30s: {', '.join(still_running)}", 1)
 
 
+FormatOption = Annotated[str, typer.Option("--format", help="table (default) or json.")]
+
+
+def _format(value: str) -> str:
+    if value not in ("table", "json"):
+        raise fail(f"--format {value!r} is not one of table, json")
+    return value
+
+
 @app.command("check")
 def check(
     ctx: typer.Context,
@@ -71,33 +80,56 @@ def check(
                                        "checks every drift.interval_seconds in the foreground.")] = True,
     show_all: Annotated[bool, typer.Option("--all", help="List every test, not only the drifted ones.")] = False,
     fail_on_drift: Annotated[bool, typer.Option(help="Exit with status 1 when the check finds drift.")] = False,
+    at: Annotated[str | None, typer.Option(
+        "--at", help="Run the check as it would have run at this time ('6h' = six hours ago, or ISO 8601): on the "
+        "stored history, printed only (not stored, not exported).", show_default=False)] = None,
+    output: FormatOption = "table",
 ) -> None:
-    """Run a drift check now: store every result in drift_checks and print the drifted features."""
+    """Run a drift check now: store every result in drift_checks and print the drifted features.
+
+    Each window is compared with the same time of day over drift.windows.reference_days and with how much windows
+    naturally differ; PERSISTENT marks a feature whose CUSUM crossed its threshold (what the alerts page on),
+    DRIFT a feature this check alone declared drifted. See docs/drift.md.
+    """
     from ragmon.drift.check import DriftChecker
-    from ragmon.drift.report import load_check, terminal_table
+    from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
     from ragmon.drift.schedule import DriftRole
 
+    output = _format(output)
+    if at is not None and not once:
+        raise fail("--at runs one check as of a past time; it cannot be combined with --loop")
+    when = parse_when(at, datetime.now(UTC), "--at") if at is not None else None
     settings = settings_of(ctx)
     store = _open(settings)
     checker = DriftChecker(store, settings.drift)
     found = False
 
-    def show(result: Any) -> None:
+    def show(result: Any, rows: list[dict[str, Any]]) -> None:
         nonlocal found
-        found = found or bool(result.drifted)
-        rows = load_check(store, result.check_id)
+        found = found or bool(result.drifted) or bool(result.persistent)
+        if output == "json":
+            console.print_json(json_rows(rows if show_all else [r for r in rows if r["drifted"] or r["persistent"]]))
+            return
         if rows:
             console.print(terminal_table(rows, only_drifted=not show_all))
         insufficient = sum(r.status == "insufficient_data" for r in result.results)
-        console.print(f"{len(result.results)} tests, [bold]{len(result.drifted)} drifted[/], {insufficient} with too "
-                      f"few samples, {result.duration_seconds:.2f}s; check id {result.check_id}")
+        console.print(f"{len(result.results)} tests, [bold]{len(result.drifted)} drifted[/], "
+                      f"[bold]{len(result.persistent)} persistent[/], {insufficient} with too few samples, "
+                      f"{result.duration_seconds:.2f}s; "
+                      + (f"as of {result.checked_at:%Y-%m-%d %H:%M} UTC (not stored)" if when else
+                         f"check id {result.check_id}"))
 
-    if once:
-        show(checker.run_once())
+    if when is not None:
+        result = checker.evaluate(when)
+        show(result, result_rows(result))
+    elif once:
+        result = checker.run_once()
+        show(result, load_check(store, result.check_id))
     else:
         import threading
 
-        role = DriftRole(checker, settings.drift.interval_seconds, on_result=show)
+        role = DriftRole(checker, settings.drift.interval_seconds,
+                         on_result=lambda result: show(result, load_check(store, result.check_id)))
         try:
             role.run(threading.Event())
         except KeyboardInterrupt:
@@ -115,10 +147,12 @@ def report(
     check_id: Annotated[str | None, typer.Option(help="Report this check (default: the latest).",
                                                  show_default=False)] = None,
     only_drifted: Annotated[bool, typer.Option(help="List only drifted tests in the terminal table.")] = False,
+    output: FormatOption = "table",
 ) -> None:
-    """Show a stored drift check (the latest by default) as a table, and optionally as an HTML page."""
-    from ragmon.drift.report import html_report, load_check, terminal_table
+    """Show a stored drift check (the latest by default) as a table or JSON, and optionally as an HTML page."""
+    from ragmon.drift.report import html_report, json_rows, load_check, terminal_table
 
+    output = _format(output)
     if html is not None:
         check_output_file(html, "--html")
     store = _open(settings_of(ctx))
@@ -126,7 +160,10 @@ def report(
     if not rows:
         raise fail(f"no drift check {check_id!r} is stored" if check_id else
                    "no drift check is stored yet; run `ragmon drift check` first")
-    console.print(terminal_table(rows, only_drifted=only_drifted))
+    if output == "json":
+        console.print_json(json_rows([r for r in rows if r["drifted"] or r["persistent"]] if only_drifted else rows))
+    else:
+        console.print(terminal_table(rows, only_drifted=only_drifted))
     if html is not None:
         try:
             html.write_text(html_report(rows), encoding="utf-8")
@@ -139,15 +176,15 @@ def report(
 def features() -> None:
     """List the drift features and tests (names for drift.features and drift.overrides)."""
     from ragmon.drift.features import FEATURES
-    from ragmon.drift.registry import DEFAULT_TESTS, REGISTRY
+    from ragmon.drift.registry import REGISTRY
 
     table = Table("feature", "kind", "source", "default tests", "description", title="drift features")
     for f in FEATURES.values():
-        table.add_row(f.name, f.kind, f.source, ", ".join(DEFAULT_TESTS[f.kind]), f.description)
+        table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests), f.description)
     console.print(table)
-    tests = Table("test", "kinds", "α", "effect", "effect ≥", "min n", title="drift tests (defaults)")
+    tests = Table("test", "unit", "kinds", "α", "effect", "effect ≥", "min n", title="drift tests (defaults)")
     for t in REGISTRY.values():
-        tests.add_row(t.name, ", ".join(sorted(t.kinds)), f"{t.default_threshold:g}", t.effect_name,
+        tests.add_row(t.name, t.unit, ", ".join(sorted(t.kinds)), f"{t.default_threshold:g}", t.effect_name,
                       f"{t.default_effect_threshold:g}", str(t.default_min_samples))
     console.print(tests)
     for t in REGISTRY.values():
@@ -157,15 +194,85 @@ def features() -> None:
 @app.command("simulate")
 def simulate(
     ctx: typer.Context,
+    shape: Annotated[str | None, typer.Option(
+        help="Realistic traffic, generated in Python and inserted like real traces: iid, mix (each hour's mix of "
+        "query types varies), trending (popular queries come and go), seasonal (mix and volume follow the day), "
+        "doc_updates (documents get new versions; with --stale-index the index stops picking them up). Without "
+        "it: independent draws generated inside ClickHouse (fast, for volume).", show_default=False)] = None,
+    per_hour: Annotated[int, typer.Option(min=1, max=100_000, help="--shape: traces per stratum per hour (the "
+                                          "daily mean for seasonal).")] = 500,
+    days: Annotated[int, typer.Option(min=1, max=60, help="--shape: days of history before the current hour.")] = 8,
+    drift_hours: Annotated[int, typer.Option(min=0, help="--shape: hours at the end that carry the drift "
+                                             "(--shift, --scale, --extra-empty, --stale-index).")] = 1,
+    scale: Annotated[float, typer.Option(help="--shape: multiply every retrieval score by this.")] = 1.0,
+    extra_empty: Annotated[float, typer.Option(help="--shape: add this share of empty shortlists.")] = 0.0,
+    stale_index: Annotated[bool, typer.Option(
+        "--stale-index", help="--shape doc_updates: the index stops picking up new versions when the drift "
+        "begins.")] = False,
+    seed: Annotated[int, typer.Option(help="--shape: seed of the draws (same seed, same traces).")] = 1,
     reference_per_day: Annotated[int, typer.Option(
-        help="Traces per day in the same hour as the current window, for each of the 7 previous days.")] = 300,
-    current: Annotated[int, typer.Option(help="Traces in the last hour (the current window).")] = 1000,
-    shift: Annotated[float, typer.Option(help="Added to every retrieval score of the current traces.")] = 0.0,
+        help="Without --shape: traces per day in the same hour as the current window, for each of the 7 previous "
+        "days.")] = 300,
+    current: Annotated[int, typer.Option(help="Without --shape: traces in the last hour (the current window).")] = 1000,
+    shift: Annotated[float, typer.Option(help="Added to every retrieval score of the current (or drifting) "
+                                         "traces.")] = 0.0,
     retriever: Annotated[str, typer.Option(help="Retriever as name@version.")] = "hybrid@v1",
     strata: Annotated[str, typer.Option(help="Comma-separated strata (trace categories).")] = "billing,consent,security",
-    empty_rate: Annotated[float, typer.Option(help="Share of current traces with an empty shortlist.")] = 0.01,
+    empty_rate: Annotated[float, typer.Option(help="Without --shape: share of current traces with an empty "
+                                              "shortlist.")] = 0.01,
 ) -> None:
-    """Write synthetic traffic (generated inside ClickHouse) for trying drift checks out; never on production."""
+    """Write synthetic traffic for trying drift checks out (and tuning them with `drift backtest`); never on
+    production data."""
+    from ragmon.drift.traffic import SHAPES
+
+    if not math.isfinite(shift) or abs(shift) > 1:
+        raise fail(f"--shift must be a finite number within [-1, 1] (scores are in [0, 1]), got {shift}")
+    names = tuple(s.strip() for s in strata.split(",") if s.strip())
+    if not names:
+        raise fail("--strata names no stratum; give comma-separated categories, e.g. billing,consent")
+    if shape is not None:
+        if shape not in SHAPES:
+            raise fail(f"--shape {shape!r} is not one of {', '.join(SHAPES)}")
+        if not (math.isfinite(scale) and 0 < scale <= 10) or not 0 <= extra_empty <= 1:
+            raise fail("--scale must be within (0, 10] and --extra-empty within [0, 1]")
+        if stale_index and shape != "doc_updates":
+            raise fail("--stale-index needs --shape doc_updates")
+        if drift_hours > days * 24 + 1:
+            raise fail(f"--drift-hours must be at most the {days * 24 + 1} hours simulated")
+        _simulate_shape(ctx, shape, per_hour, days, drift_hours, names, retriever, seed, shift, scale, extra_empty,
+                        stale_index)
+        return
+    _simulate_volume(ctx, reference_per_day, current, shift, retriever, names, empty_rate)
+
+
+def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, drift_hours: int,
+                    names: tuple[str, ...], retriever: str, seed: int, shift: float, scale: float,
+                    extra_empty: float, stale_index: bool) -> None:
+    from rich.progress import Progress
+
+    from ragmon.cli.common import err_console
+    from ragmon.drift.simulate import ShapedSpec, insert_shaped
+    from ragmon.drift.traffic import Shift
+
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    drift = Shift(add=shift, scale=scale, extra_empty=extra_empty, stale_since=0.0 if stale_index else None)
+    try:
+        spec = ShapedSpec(shape, per_hour, days, now, strata=names, retriever=retriever, shift=drift,
+                          drift_hours=drift_hours, seed=seed, run_id=f"{shape}{datetime.now(UTC):%H%M%S%f}")
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    store = _open(settings_of(ctx))
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task(f"simulating {spec.hours} hours of {shape} traffic", total=spec.hours)
+        total = insert_shaped(store, spec, progress=lambda done, _n: bar.update(task, completed=done))
+    console.print(f"inserted {total:,} {shape} traces: {len(names)} strata × ~{per_hour:,}/hour over {days} days "
+                  f"and the current hour, up to {now:%Y-%m-%d %H:%M} UTC; drift in the last {drift_hours} hours "
+                  f"(score +{shift:g} ×{scale:g}, empty +{extra_empty:g}{', stale index' if stale_index else ''})",
+                  highlight=False, soft_wrap=True)
+
+
+def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, shift: float, retriever: str,
+                     names: tuple[str, ...], empty_rate: float) -> None:
     from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
 
     limit = 10_000_000  # traces per window: ~7 GB of traces at most, generated inside ClickHouse
@@ -173,13 +280,8 @@ def simulate(
         raise fail(f"--reference-per-day and --current must be between 0 and {limit:,}")
     if not 0 <= empty_rate <= 1:
         raise fail("--empty-rate must be within [0, 1]")
-    if not math.isfinite(shift) or abs(shift) > 1:
-        raise fail(f"--shift must be a finite number within [-1, 1] (scores are in [0, 1]), got {shift}")
     now = datetime.now(UTC)
     start = now - timedelta(hours=1)
-    names = tuple(s.strip() for s in strata.split(",") if s.strip())
-    if not names:
-        raise fail("--strata names no stratum; give comma-separated categories, e.g. billing,consent")
     try:
         base = SyntheticSpec(0, start, now, retrievers=(retriever,), strata=names, run_id=f"sim{now:%H%M%S%f}")
     except ValueError as exc:
@@ -199,3 +301,30 @@ def _with(spec: Any, **changes: Any) -> Any:
     from dataclasses import replace
 
     return replace(spec, **changes)
+
+
+@app.command("backtest")
+def backtest_cmd(
+    ctx: typer.Context,
+    start: Annotated[str, typer.Option("--from", help="Start of the range ('7d' = seven days ago, or ISO 8601).")],
+    end: Annotated[str, typer.Option("--to", help="End of the range ('now', '1h', or ISO 8601).")] = "now",
+    output: FormatOption = "table",
+    show_all: Annotated[bool, typer.Option("--all", help="List every group and feature, not only those that "
+                                           "would have alarmed.")] = False,
+) -> None:
+    """Replay the drift detector over stored history: for every window end in the range, the check as it would
+    have run then; per group and feature, how many windows would have alarmed and when.
+
+    Tune drift.alpha, drift.sequential.* and drift.windows on your own traffic before paging on the alerts, and
+    measure the false-alarm rate you get. Reads only; nothing is stored or exported.
+    """
+    from ragmon.cli.drift_backtest import run_backtest
+
+    output = _format(output)
+    now = datetime.now(UTC)
+    lo, hi = parse_when(start, now, "--from"), parse_when(end, now, "--to")
+    if hi <= lo:
+        raise fail(f"--to ({hi.isoformat()}) must be later than --from ({lo.isoformat()})")
+    if hi - lo > timedelta(days=90):
+        raise fail("a backtest covers at most 90 days; split longer ranges")
+    run_backtest(settings_of(ctx), lo, hi, output, show_all, _open)

@@ -116,7 +116,7 @@ def assess(entries: Sequence[Entry], detector: Detector | None = None, *, curren
         history = histories[id(entry)]
         if history is not None and planned.test.name == PRIMARY_TEST[comparison.kind]:
             zs, rho = history
-            state = cusum(zs, k=detector.k, h=h, rho=rho)
+            state = cusum(zs, k=detector.k, h=h)  # the window tests' z-scores are already innovations
         out.append(Assessed(entry.key, planned, comparison, decision, pooled, state))
     return out
 

@@ -15,15 +15,19 @@ the unit of replication (a random-effects model, as in meta-analysis or Laney's 
   ``r_w = s_w − mean(others)``, ``E[r_w²] = τ²(1 + 1/m) + v_w + v̄_others/m``  ⇒
   ``τ̂² = max(0, Σ(r_w² − v_w − v̄_others/m) / Σ(1 + 1/m))``;
 * the current window is one more draw: ``t = (s_0 − μ̂) / √(τ̂²(1 + 1/D) + v_0 + v̄_slot/D)`` with D
-  reference windows at its slot. Its p-value is two-sided Student t, with the residuals' degrees of freedom
-  (reference windows minus slots) — or fewer when the standardised residuals have heavy tails: the degrees of
-  freedom ν whose kurtosis matches theirs (excess kurtosis 6/(ν − 4)), with t scaled to unit variance. Popular
-  queries that come and go make a few windows far off and most close, which a normal tail would call
-  impossible. ``z`` is the normal-equivalent of that p-value, signed: what the sequential rule accumulates.
+  reference windows at its slot. Its p-value is two-sided Student t with the degrees of freedom the spread
+  estimate is worth: the residuals' (reference windows minus slots), fewer when consecutive windows move
+  together or their residuals have heavy tails (``_effective_df``) — popular queries that trend for hours make
+  the estimate of the spread far noisier than its window count suggests. When the residuals' tails are heavy,
+  the t distribution is also the one whose kurtosis matches theirs (excess kurtosis 6/(ν − 4)), scaled to unit
+  variance. ``z`` is the normal-equivalent of the p-value, signed: what the sequential rule accumulates.
 
 With ``τ² = 0`` (independent draws) this is a z test with the sampling variance alone; with ``τ² > 0`` the
-current window has to stand out from the natural spread. ``rho`` (the lag-one correlation of consecutive
-standardised residuals) tells the sequential rule how much consecutive windows move together.
+current window has to stand out from the natural spread. When consecutive windows move together (``rho``, the
+lag-one correlation of consecutive standardised residuals, is positive — popular queries that trend for hours),
+the test is on the innovation ``(t₀ − ρ·t₁) / √(1 − ρ²)``: how far the current window is from what the previous
+window's deviation predicts. A sudden shift stands out more that way; a slow excursion of the traffic mix, which
+builds up window by window, does not page; a persistent shift is the sequential rule's to accumulate.
 
 Pure: numpy and scipy on arrays; no I/O, no clock.
 """
@@ -97,15 +101,47 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     var = tau2 + v0 + expected_var
     deviation = s0 - expected
     standardised = r / np.sqrt(a * tau2 + b)
-    nu = _tail_df(standardised, df)
+    rho = _lag_one(idx[loo], standardised)
+    nu, df_eff = _tail_df(standardised, df), _effective_df(standardised, df, rho)
+    previous = _previous(values, variances, current, idx, s, v, slot, m, tau2, period) if rho > 0 else None
     if var > 0:
-        t = abs(deviation) / math.sqrt(var)
-        p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), nu) if nu < df else _sp.t.sf(t, max(df, 1))))
+        t = deviation / math.sqrt(var)
+        if previous is not None:  # the innovation: what the previous window's deviation does not predict
+            t = (t - rho * previous) / math.sqrt(1 - rho * rho)
+        t = abs(t)
+        p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), min(nu, df_eff)) if nu < df_eff
+                       else _sp.t.sf(t, max(df_eff, 1.0))))
         z = math.copysign(float(_sp.norm.isf(p / 2)), deviation) if p > 0 else math.copysign(math.inf, deviation)
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
-    return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), nu, int(idx.size), int(d),
-                    _lag_one(idx[loo], standardised))
+    return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
+                    int(idx.size), int(d), rho)
+
+
+def _previous(values: np.ndarray, variances: np.ndarray, current: int, idx: np.ndarray, s: np.ndarray,
+              v: np.ndarray, slot: np.ndarray, m: np.ndarray, tau2: float, period: int) -> float | None:
+    """The standardised deviation of the window just before the current one from its own seasonal baseline, or
+    None when it has no traffic or no baseline."""
+    w = current + 1
+    if w >= values.size or not (math.isfinite(values[w]) and math.isfinite(variances[w])):
+        return None
+    mine = (slot == 1 % period) & (idx != w)
+    count = int(mine.sum())
+    if count == 0:
+        return None
+    var = tau2 + float(variances[w]) + (tau2 + float(v[mine].mean())) / count
+    return (float(values[w]) - float(s[mine].mean())) / math.sqrt(var) if var > 0 else None
+
+
+def _effective_df(z: np.ndarray, df: int, rho: float) -> float:
+    """Degrees of freedom the spread estimate is worth: fewer than the windows when consecutive windows move
+    together (lag-one correlation ρ: the variance of an AR(1) sample variance grows by (1 + ρ²)/(1 − ρ²)) or when
+    their residuals have heavy tails (excess kurtosis κ: by (2 + κ)/2)."""
+    z = z[np.isfinite(z)]
+    second = float(np.mean(z * z)) if z.size else 0.0
+    kurtosis = max(0.0, float(np.mean(z ** 4)) / second ** 2 - 3) if z.size >= 20 and second > 0 else 0.0
+    r2 = max(rho, 0.0) ** 2
+    return max(1.0, df * (1 - r2) / (1 + r2) * 2 / (2 + kurtosis))
 
 
 def _tail_df(z: np.ndarray, df: int) -> float:

@@ -24,7 +24,7 @@ from ragmon.drift.summary import LEVELS
 
 COLUMNS = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature", "test",
            "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted", "n_reference",
-           "n_current", "details")
+           "n_current", "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
 
 
 def load_check(store: Any, check_id: str | None = None) -> list[dict[str, Any]]:
@@ -35,9 +35,44 @@ def load_check(store: Any, check_id: str | None = None) -> list[dict[str, Any]]:
     rows = store.query_rows(f"SELECT {', '.join(COLUMNS)} FROM {table} WHERE {where}", {"id": check_id or ""})
     for row in rows:
         row["details"] = json.loads(row["details"] or "{}")
-    rows.sort(key=lambda r: (-int(r["drifted"]), r["retriever_name"], r["variant"], r["category"], r["feature"],
-                             r["test"]))
+    return sort_rows(rows)
+
+
+def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Persistent drift first, then drifted, then by group, feature and test."""
+    rows.sort(key=lambda r: (-int(r["persistent"]), -int(r["drifted"]), r["retriever_name"], r["variant"],
+                             r["category"], r["feature"], r["test"]))
     return rows
+
+
+def result_rows(result: Any) -> list[dict[str, Any]]:
+    """The rows ``load_check`` would return for a ``CheckResult`` that was not stored (``drift check --at``)."""
+    from ragmon.drift.check import details_json
+
+    rows = []
+    for r in result.results:
+        g = r.group
+        rows.append({
+            "check_id": r.check_id, "checked_at": r.checked_at, "retriever_name": g.retriever_name,
+            "retriever_version": g.retriever_version, "variant": g.variant, "category": g.stratum,
+            "feature": r.feature, "test": r.test, "statistic": r.statistic, "p_value": r.p_value,
+            "p_adjusted": r.p_adjusted, "effect": r.effect, "threshold": r.threshold,
+            "effect_threshold": r.effect_threshold, "drifted": int(r.drifted), "n_reference": r.reference.n,
+            "n_current": r.current.n, "details": json.loads(details_json(r)), "status": r.status,
+            "pooled_windows": r.pooled, "cusum": r.cusum, "cusum_threshold": r.cusum_threshold,
+            "persistent": int(r.persistent)})
+    return sort_rows(rows)
+
+
+def json_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows as JSON: times in ISO 8601, non-finite numbers as null."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if hasattr(value, "isoformat"):
+            return value.isoformat()
+        return value
+    return json.dumps([{k: clean(v) for k, v in row.items()} for row in rows], ensure_ascii=False, indent=1)
 
 
 def _fmt(x: Any, spec: str = ".3g") -> str:
@@ -63,19 +98,28 @@ def terminal_table(rows: Sequence[dict[str, Any]], *, only_drifted: bool = False
             table.add_column("verdict", no_wrap=True)
             table.add_column("feature", no_wrap=True)
             table.add_column("test", no_wrap=True)
-            for name in ("n ref/cur", "stat", "p adj", "effect/thr"):
+            for name in ("n ref/cur", "z", "p adj", "effect/thr", "cusum/h"):
                 table.add_column(name, justify="right", no_wrap=True)
         d = r["details"]
-        verdict = ("[bold red]DRIFT[/]" if r["drifted"] else
-                   "[dim]too few[/]" if d.get("status") == "insufficient_data" else "ok")
+        status = r.get("status") or d.get("status")
+        verdict = ("[bold red]PERSISTENT[/]" if r.get("persistent") else "[bold red]DRIFT[/]" if r["drifted"] else
+                   "[dim]too few[/]" if status == "insufficient_data" else "ok")
+        pooled = int(r.get("pooled_windows") or 1)
+        cusum = (f"{_fmt(r.get('cusum'), '.2g')}/{_fmt(r.get('cusum_threshold'), '.2g')}"
+                 if _finite(r.get("cusum_threshold")) else "")
         table.add_row(
-            verdict, _escape_markup(r["feature"]), _escape_markup(r["test"]), f"{r['n_reference']}/{r['n_current']}",
+            verdict, _escape_markup(r["feature"]), _escape_markup(r["test"]),
+            f"{r['n_reference']}/{r['n_current']}" + (f" ({pooled} windows)" if pooled > 1 else ""),
             _fmt(r["statistic"], ".2g"), _fmt(r["p_adjusted"], ".1g"),
-            f"{_fmt(r['effect'], '.2g')}/{_fmt(r['effect_threshold'], 'g')}",
+            f"{_fmt(r['effect'], '.2g')}/{_fmt(r['effect_threshold'], 'g')}", cusum,
         )
     if not tables:
         return Group(Text(title, style="bold"), Text("no drifted feature" if only_drifted else "no tests"))
     return Group(Text(title, style="bold"), *tables.values())
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
 
 
 def _escape_markup(text: str) -> str:
@@ -95,7 +139,7 @@ def _histogram_svg(ref: dict[str, Any], cur: dict[str, Any], bins: int = 30) -> 
     if not hi > lo:
         lo, hi = lo - 0.5, hi + 0.5
     edges = np.linspace(lo, hi, bins + 1)
-    masses = [np.diff(cdf_from_quantiles(q, LEVELS, edges)) for q in (qr, qc)]
+    masses = [_bin_masses(q, edges) for q in (qr, qc)]
     top = max(float(m.max()) for m in masses) or 1.0
     bw = (_W - 2 * _PAD) / bins
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H + 40}" role="img">']
@@ -110,6 +154,15 @@ def _histogram_svg(ref: dict[str, Any], cur: dict[str, Any], bins: int = 30) -> 
     parts.append(_legend(ref, cur))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bin_masses(q: Sequence[float], edges: np.ndarray) -> np.ndarray:
+    """Share of the distribution in each bin; everything at or below the second edge is in the first bin and
+    everything above the second-to-last in the last, so values piled at (or beyond) an end of the range — a
+    judge score collapsing from 1 to 0 — show as a bar instead of vanishing."""
+    cdf = cdf_from_quantiles(q, LEVELS, edges)
+    cdf[0], cdf[-1] = 0.0, 1.0
+    return np.clip(np.diff(cdf), 0.0, None)
 
 
 def _legend(ref: dict[str, Any], cur: dict[str, Any]) -> str:
@@ -151,8 +204,9 @@ def html_report(rows: Sequence[dict[str, Any]]) -> str:
         out.append(f"<p>checked at {e(str(head['checked_at']))} UTC · reference: {e(d.get('reference_window', ''))}"
                    f" · current: {e(d.get('current_window', ''))}</p>")
     seen: set[tuple[str, ...]] = set()
-    drifted = [r for r in rows if r["drifted"]]
-    out.append(f"<h2>{len(drifted)} drifted of {len(rows)} tests</h2>")
+    drifted = [r for r in rows if r["drifted"] or r.get("persistent")]
+    persistent = sum(1 for r in rows if r.get("persistent"))
+    out.append(f"<h2>{len(drifted)} drifted of {len(rows)} tests ({persistent} persistent)</h2>")
     for r in drifted:
         key = (_retriever(r), r["variant"], r["category"], r["feature"], r["details"].get("judge_fingerprint", ""))
         if key in seen:
@@ -164,13 +218,16 @@ def html_report(rows: Sequence[dict[str, Any]]) -> str:
         out.append(f"<section><h3>{e(r['feature'])} · {e(key[0])} · {e(r['variant'])} · stratum {e(r['category'])}"
                    f"</h3>{graph}</section>")
     out.append("<h2>All tests</h2><table><tr>" + "".join(
-        f"<th>{h}</th>" for h in ("retriever", "variant", "stratum", "feature", "test", "n ref", "n cur", "statistic",
-                                  "p adjusted", "effect", "effect threshold", "α", "verdict", "why")) + "</tr>")
+        f"<th>{h}</th>" for h in ("retriever", "variant", "stratum", "feature", "test", "n ref", "n cur",
+                                  "windows pooled", "statistic", "p adjusted", "effect", "effect threshold", "α",
+                                  "CUSUM", "CUSUM threshold", "verdict", "why")) + "</tr>")
     for r in rows:
+        verdict = "PERSISTENT" if r.get("persistent") else "DRIFT" if r["drifted"] else "ok"
         cells = (_retriever(r), r["variant"], r["category"], r["feature"], r["test"], r["n_reference"], r["n_current"],
-                 _fmt(r["statistic"]), _fmt(r["p_adjusted"]), _fmt(r["effect"]), _fmt(r["effect_threshold"], "g"),
-                 _fmt(r["threshold"], "g"), "DRIFT" if r["drifted"] else "ok", r["details"].get("reason", ""))
-        cls = ' class="drift"' if r["drifted"] else ""
+                 r.get("pooled_windows") or 1, _fmt(r["statistic"]), _fmt(r["p_adjusted"]), _fmt(r["effect"]),
+                 _fmt(r["effect_threshold"], "g"), _fmt(r["threshold"], "g"), _fmt(r.get("cusum")),
+                 _fmt(r.get("cusum_threshold")), verdict, r["details"].get("reason", ""))
+        cls = ' class="drift"' if verdict != "ok" else ""
         out.append(f"<tr{cls}>" + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
     out.append("</table></body></html>")
     return "\n".join(out)

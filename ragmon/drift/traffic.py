@@ -153,7 +153,8 @@ class Stratum:
         ranks = np.arange(1, POOL_SIZE + 1, dtype=float)
         self._zipf = np.log(ranks ** -ZIPF_EXPONENT)
         self._query_offsets = self.rng.normal(0.0, QUERY_SD, size=(len(TYPE_SHARE), POOL_SIZE))
-        self._log_pop = np.zeros((len(TYPE_SHARE), POOL_SIZE))
+        # start from the walk's stationary distribution, so the first simulated hours are like any other
+        self._log_pop = self.rng.normal(0.0, TREND_SD / np.sqrt(1 - TREND_PHI ** 2), size=(len(TYPE_SHARE), POOL_SIZE))
 
     def _mix(self, hour_of_day: int) -> np.ndarray:
         if self.shape in ("iid", "trending", "doc_updates"):

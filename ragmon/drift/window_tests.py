@@ -75,7 +75,8 @@ def window_quantiles(c: Comparison) -> TestOutcome:
             continue
         density = (LEVELS[hi] - LEVELS[lo]) / width
         variances = level * (1 - level) / (n * density * density)
-        results.append((level, _baseline(c, s.q[:, _level_index(level)], variances)))  # type: ignore[index]
+        band = s.q[:, lo:hi + 1].mean(axis=1)  # type: ignore[index]
+        results.append((level, _baseline(c, band, variances)))
     if not results:
         raise NotTestable("the reference has no density at the 10th, 50th or 90th percentile (a discrete feature)")
     level, best = min(results, key=lambda lb: lb[1].p_value)
