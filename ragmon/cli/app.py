@@ -65,6 +65,7 @@ def _register() -> None:
     from ragmon.cli import (
         calibrate_cmd,
         config_cmd,
+        corpus_cmd,
         demo_cmd,
         drift_cmd,
         gate_cmd,
@@ -86,6 +87,7 @@ def _register() -> None:
     app.add_typer(shadow_cmd.app, name="shadow")
     app.command("gate")(gate_cmd.gate)
     app.command("calibrate")(calibrate_cmd.calibrate)
+    app.add_typer(corpus_cmd.app, name="corpus")
     app.add_typer(store_cmd.app, name="store")
     app.add_typer(schema_cmd.app, name="schema")
     app.add_typer(config_cmd.app, name="config")

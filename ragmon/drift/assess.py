@@ -57,7 +57,9 @@ class Entry:
 class Detector:
     """How windows are compared: ``reference`` windows before the current one, seasonal slots of ``period``
     windows (1: none), CUSUM over ``lookback`` windows with reference value ``k`` and a threshold from
-    ``false_alarms_per_day`` across all series; pooling up to ``max_pool`` windows."""
+    ``false_alarms_per_day`` across all series — for ``arl_margin`` times the run length Siegmund's formula
+    gives, because the z-scores of heterogeneous traffic are not the independent N(0, 1) draws it assumes
+    (docs/drift.md, "Persistence") — pooling up to ``max_pool`` windows."""
 
     reference: int = 168
     period: int = 24
@@ -66,6 +68,8 @@ class Detector:
     false_alarms_per_day: float = 0.1
     windows_per_day: float = 24.0
     max_pool: int = 24
+    clip: float = math.inf
+    arl_margin: float = 4.0
 
     @property
     def history(self) -> int:
@@ -109,28 +113,32 @@ def assess(entries: Sequence[Entry], detector: Detector | None = None, *, curren
     # the budget is shared by every series assessed now, each contributing its windows per day
     windows_per_day = sum((e.detector or detector).windows_per_day / pooled for e, pooled, _ in prepared
                           if (z := histories[id(e)]) is not None and math.isfinite(z[0][-1]))
-    h = threshold(detector.k, max(windows_per_day, detector.windows_per_day) / detector.false_alarms_per_day)
+    target = max(windows_per_day, detector.windows_per_day) / detector.false_alarms_per_day
+    h = threshold(detector.k, target * detector.arl_margin)
     out = []
     for entry, planned, comparison, decision, pooled in rows:
         state = None
         history = histories[id(entry)]
         if history is not None and planned.test.name == PRIMARY_TEST[comparison.kind]:
-            zs, rho = history
-            state = cusum(zs, k=detector.k, h=h)  # the window tests' z-scores are already innovations
+            zs, persistence = history
+            # the window tests' z-scores are already innovations; persistence beyond one lag scales them down
+            state = cusum([z / math.sqrt(persistence) for z in zs], k=detector.k, h=h, clip=detector.clip)
         out.append(Assessed(entry.key, planned, comparison, decision, pooled, state))
     return out
 
 
 def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[Planned, Comparison]]]:
-    """Choose the pooling of the entry and build one comparison per planned test."""
-    need = max((p.min_samples for p in entry.tests), default=1)
+    """Choose the pooling of the entry and build one comparison per planned test: the fewest windows whose
+    traffic lets the entry's least demanding test run (tests that need more run when that suffices for them too);
+    none when even ``max_pool`` windows are not enough (the tests then say so)."""
+    need = min((p.min_samples for p in entry.tests), default=1)
     n = entry.series.n
     pooled = 1
     for size in POOL_SIZES:
         if size > d.max_pool:
             break
-        pooled = size
         if int(n[current:current + size].sum()) >= need:
+            pooled = size
             break
     series = entry.series if pooled == 1 else _shift(entry.series, current).blocks(pooled)
     at = current if pooled == 1 else 0
@@ -145,15 +153,15 @@ def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[P
 
 def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Comparison]], d: Detector,
                current: int, cache: ZCache | None) -> tuple[list[float], float] | None:
-    """The primary test's z-scores over the last ``lookback`` windows (oldest first) and the lag-one
-    correlation to whiten them with; None when the entry has no primary test."""
+    """The primary test's z-scores over the last ``lookback`` windows (oldest first) and the current window's
+    persistence (the innovations' long-run variance ratio); None when the entry has no primary test."""
     primary = next(((p, c) for p, c in comparisons if p.test.name == PRIMARY_TEST[c.kind]), None)
     if primary is None:
         return None
     planned, comparison = primary
     steps = max(1, d.lookback // pooled)
     zs: list[float] = []
-    rho = 0.0
+    persistence = 1.0
     for back in range(steps - 1, -1, -1):
         at = comparison.current + back
         if at >= len(comparison.series):
@@ -168,20 +176,20 @@ def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Compa
                 cache[key] = (z, r)
         zs.append(z)
         if back == 0:
-            rho = r
+            persistence = r
     if not zs:
         zs.append(math.nan)
-    return zs, rho
+    return zs, persistence
 
 
 def _primary_z(planned: Planned, c: Comparison) -> tuple[float, float]:
     if int(c.series.n[c.current]) < planned.min_samples:
-        return math.nan, 0.0
+        return math.nan, 1.0
     try:
         outcome = planned.test.run(c)
     except NotTestable:
-        return math.nan, 0.0
-    return outcome.statistic, float(outcome.details.get("rho", 0.0))  # type: ignore[arg-type]
+        return math.nan, 1.0
+    return outcome.statistic, float(outcome.details.get("persistence", 1.0))  # type: ignore[arg-type]
 
 
 def _shift(series: Series, start: int) -> Series:

@@ -88,14 +88,14 @@ def backtest(checker: DriftChecker, start: datetime, end: datetime,
     seq = checker.settings.sequential
     result = BacktestResult(start, end, length, skipped_features=skipped, parameters={
         "alpha": checker.settings.alpha, "false_alarms_per_day": seq.false_alarms_per_day, "k": seq.k,
-        "lookback_windows": seq.lookback_windows, "reference_days": checker.settings.windows.reference_days,
+        "lookback_windows": seq.lookback_windows, "arl_margin": seq.arl_margin, "reference_days": checker.settings.windows.reference_days,
         "same_hours": checker.settings.windows.same_hours})
     entries, _, _ = checker.entries(end, extra_lookback=checks - 1)
     entries = [e for e in entries if e.key[1] not in skipped]  # type: ignore[index]
     per: dict[tuple[Group, str], FeatureBacktest] = {}
     was_persistent: set[tuple[Group, str]] = set()
     cache: ZCache = {}
-    detector = Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day)
+    detector = Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day, arl_margin=seq.arl_margin)
     for done, current in enumerate(range(checks - 1, -1, -1), start=1):
         at = end - timedelta(seconds=length * current)
         assessed = assess(entries, detector, current=current, cache=cache)

@@ -56,6 +56,7 @@ class Baseline:
     windows: int        # reference windows that entered
     same_slot: int      # of which at the current window's slot
     rho: float          # lag-one correlation of consecutive standardised residuals (0 when unknown)
+    persistence: float = 1.0  # long-run variance of the innovations over their variance (≥ 1; see _persistence)
 
 
 def compare(values: np.ndarray, variances: np.ndarray, *, current: int, reference: int,
@@ -115,7 +116,34 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
     return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
-                    int(idx.size), int(d), rho)
+                    int(idx.size), int(d), rho, _persistence(idx[loo], standardised, max(rho, 0.0)))
+
+
+#: lags over which ``_persistence`` sums the innovations' autocorrelation
+PERSISTENCE_LAGS = 6
+
+
+def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
+    """How much sums of consecutive innovations vary beyond their count: the long-run variance over the variance
+    (Bartlett-weighted autocorrelations up to ``PERSISTENCE_LAGS``), at least 1. Trending traffic whose excursions
+    last longer than one lag-one correlation describes leaves innovations that still lean the same way for hours;
+    the sequential rule divides its increments by the square root of this so it does not add that up as drift."""
+    ok = np.isfinite(z)
+    idx, z = idx[ok], z[ok]
+    if idx.size < 4 * PERSISTENCE_LAGS:
+        return 1.0
+    full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
+    full[idx - idx.min()] = z
+    innov = (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
+    lrv = 1.0
+    for lag in range(1, PERSISTENCE_LAGS + 1):
+        a, b = innov[:-lag], innov[lag:]
+        both = np.isfinite(a) & np.isfinite(b)
+        if both.sum() < 2 * PERSISTENCE_LAGS:
+            continue
+        var = float(np.mean(innov[np.isfinite(innov)] ** 2))
+        lrv += 2 * (1 - lag / (PERSISTENCE_LAGS + 1)) * float(np.mean(a[both] * b[both])) / var
+    return float(min(max(lrv, 1.0), 10.0))
 
 
 def _previous(values: np.ndarray, variances: np.ndarray, current: int, idx: np.ndarray, s: np.ndarray,

@@ -93,7 +93,7 @@ class DriftChecker:
         seq = self.settings.sequential
         return Detector(reference=wp.reference, period=wp.period, lookback=wp.lookback, k=seq.k,
                         false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
-                        max_pool=self.settings.max_pool_windows)
+                        max_pool=self.settings.max_pool_windows, arl_margin=seq.arl_margin)
 
     def entries(self, now: datetime, *, extra_lookback: int = 0) -> tuple[list[Entry], dict[int, WindowPlan], int]:
         """Query every window a check at ``now`` needs (and ``extra_lookback`` more, for a backtest) and build the
@@ -125,7 +125,8 @@ class DriftChecker:
         check_id = uuid.uuid4().hex
         entries, plans, dropped = self.entries(now)
         seq = self.settings.sequential
-        assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day))
+        assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day,
+                                           arl_margin=seq.arl_margin))
         by_key = {e.key: plans[id(e)] for e in entries}
         results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
         return CheckResult(check_id, now, results, 0.0, dropped)

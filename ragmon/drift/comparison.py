@@ -45,6 +45,11 @@ class Comparison:
     pooled: int = 1
     guard: int = 0  # reference windows right after the current one that window tests leave out
 
+    @classmethod
+    def of_pair(cls, reference: Summary, current: Summary) -> Comparison:
+        """Two windows, the current one and one reference (a two-sample test on two summaries)."""
+        return cls(Series.from_summaries([current, reference]), 0, 1, 1)
+
     @property
     def kind(self) -> str:
         return self.series.kind

@@ -85,9 +85,10 @@ def budget_arl0(series: int, windows_per_day: float, false_alarms_per_day: float
     return series * windows_per_day / false_alarms_per_day
 
 
-def cusum(z_oldest_first: Sequence[float], *, k: float, h: float, rho: float = 0.0) -> Cusum:
+def cusum(z_oldest_first: Sequence[float], *, k: float, h: float, rho: float = 0.0,
+          clip: float = math.inf) -> Cusum:
     """Run the CUSUM over z-scores, oldest first; non-finite z-scores (windows without a test) are skipped
-    and break the whitening chain."""
+    and break the whitening chain. Each increment is clipped to ``±clip``."""
     rho = min(max(rho, 0.0), 0.95)
     scale = math.sqrt(1 - rho * rho)
     upper = lower = 0.0
@@ -101,6 +102,7 @@ def cusum(z_oldest_first: Sequence[float], *, k: float, h: float, rho: float = 0
             previous = None
             continue
         eps = z if previous is None or rho == 0 else (z - rho * previous) / scale
+        eps = min(max(eps, -clip), clip)
         previous = z
         upper = max(0.0, upper + eps - k)
         lower = max(0.0, lower - eps - k)

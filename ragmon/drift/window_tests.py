@@ -49,7 +49,8 @@ def _baseline(c: Comparison, values: np.ndarray, variances: np.ndarray) -> Basel
 
 def _details(b: Baseline, **extra: object) -> dict[str, object]:
     return {"value": b.value, "expected": b.expected, "tau": b.tau, "sampling_sd": b.sampling_sd, "df": b.df,
-            "reference_windows": b.windows, "same_slot_windows": b.same_slot, "rho": b.rho, **extra}
+            "reference_windows": b.windows, "same_slot_windows": b.same_slot, "rho": b.rho,
+            "persistence": b.persistence, **extra}
 
 
 def window_mean(c: Comparison) -> TestOutcome:

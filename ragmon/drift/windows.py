@@ -125,6 +125,8 @@ def plan(spec: DriftWindowSettings, now: datetime, *, lookback: int = 24) -> Win
     if spec.reference == "trailing":
         reference = max(1, int(spec.reference_days * day // length))
         return WindowPlan(windows, end, length, reference, period, lookback)
+    # a pinned baseline is a period of known-good behaviour as a whole, not a time of day: no seasonal slots
+    period = 1
     ref = windows.reference
     plan_ = WindowPlan(windows, end, length, 1, period, 0, pinned=True)
     first = max(1, plan_.index(min(ref.end, windows.current.start) - timedelta(milliseconds=1)))

@@ -13,8 +13,8 @@ from scipy import stats as sp
 from ragmon.config import DriftSettings, DriftWindowSettings
 from ragmon.drift.check import DriftChecker
 from ragmon.drift.features import FEATURES
-from ragmon.drift.query import aggregate
-from ragmon.drift.windows import resolve
+from ragmon.drift.query import aggregate, to_series
+from ragmon.drift.windows import plan
 from ragmon.telemetry import Telemetry
 
 NOW = datetime.now(UTC).replace(minute=30, second=0, microsecond=0) - timedelta(hours=1)
@@ -72,15 +72,18 @@ def test_shift_detected_only_where_injected(store) -> None:
     result = DriftChecker(store, _settings(), telemetry, clock=lambda: NOW).run_once()
 
     by = {(r.group.stratum, r.feature, r.test): r for r in result.results}
-    assert by["billing", "top1_score", "ks"].drifted
-    assert by["billing", "mean_score", "ks"].drifted
-    assert by["billing", "top1_score", "ks"].reference.n == 2100  # 7 × 300: the off-hours traces are excluded
+    assert by["billing", "top1_score", "window_mean"].drifted
+    assert by["billing", "mean_score", "window_mean"].drifted
+    # the baseline is the same hour of the 7 days before (7 × 300): the off-hours traces are not in it
+    assert by["billing", "top1_score", "window_mean"].reference.n == 2100
     assert not any(r.drifted for r in result.results if r.group.stratum == "consent")
-    assert not by["billing", "refusal_rate", "two_proportion"].drifted
-    ks = by["billing", "top1_score", "ks"]
-    assert (ks.threshold, ks.effect_threshold, ks.min_samples, ks.effect_name) == (0.05, 0.1, 100, "wasserstein_sigma")
+    assert not by["billing", "refusal_rate", "window_rate"].drifted
+    wm = by["billing", "top1_score", "window_mean"]
+    assert (wm.threshold, wm.effect_threshold, wm.min_samples, wm.effect_name) == (0.05, 0.1, 30, "shift_sigma")
+    assert wm.details["same_slot_windows"] == 7 and wm.pooled == 1
 
-    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score", test="ks")
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score",
+                  test="window_mean")
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", labels) == 1.0
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", {**labels, "stratum": "consent"}) == 0.0
     window = {k: v for k, v in labels.items() if k != "test"}
@@ -90,10 +93,13 @@ def test_shift_detected_only_where_injected(store) -> None:
     rows = store.query_rows(f"SELECT * FROM {store.table('drift_checks')} WHERE check_id = {{id:String}}",
                             {"id": result.check_id})
     assert len(rows) == len(result.results)
-    stored = next(r for r in rows if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "ks"))
+    stored = next(r for r in rows
+                  if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "window_mean"))
     assert stored["drifted"] == 1 and stored["threshold"] == 0.05 and stored["n_current"] == 1000
+    assert stored["status"] == "ok" and stored["pooled_windows"] == 1 and stored["cusum_threshold"] > 0
     details = json.loads(stored["details"])
     assert details["status"] == "ok" and len(details["reference"]["quantiles"]) == 101
+    assert details["test"]["expected"] == pytest.approx(wm.details["expected"])
 
 
 def test_pushed_down_aggregation_agrees_with_scipy(store) -> None:
@@ -102,13 +108,15 @@ def test_pushed_down_aggregation_agrees_with_scipy(store) -> None:
     cur = _insert_traces(store, rng, n=800, start=NOW - timedelta(hours=1), seconds=3600, shift=0.02)
     spec = DriftWindowSettings(reference="pinned", reference_start=NOW - timedelta(days=2),
                                reference_end=NOW - timedelta(days=1))
-    aggregates = aggregate(store, [FEATURES["top1_score"]], resolve(spec, NOW))
-    (r, c), = aggregates.values()
-    assert (r.n, c.n) == (5000, 800)
+    wp = plan(spec, NOW)
+    (by_window,) = aggregate(store, [FEATURES["top1_score"]], wp).values()
+    series = to_series(by_window, "continuous", wp.reference + 1)
+    r, c = series.pool(np.arange(1, wp.reference + 1)), series.summary(0)  # 24 windows pooled, the current one
+    assert (r.n, c.n) == (5000, 800) and len([w for w in by_window if w > 0]) == 24
     assert r.mean == pytest.approx(ref.mean()) and c.std == pytest.approx(cur.std())
-    from ragmon.drift.registry import get_test
+    from ragmon.drift.registry import Comparison, get_test
 
-    outcome = get_test("ks").run(r, c)
+    outcome = get_test("ks").run(Comparison.of_pair(r, c))
     expected = sp.ks_2samp(ref, cur, method="asymp")
     assert outcome.statistic == pytest.approx(expected.statistic, abs=0.01)
     assert outcome.details["wasserstein"] == pytest.approx(sp.wasserstein_distance(ref, cur), abs=0.003)
@@ -117,10 +125,15 @@ def test_pushed_down_aggregation_agrees_with_scipy(store) -> None:
 def test_small_windows_are_insufficient_not_drift(store) -> None:
     rng = np.random.default_rng(3)
     _same_hours_reference(store, rng, 10)
-    _insert_traces(store, rng, n=40, start=NOW - timedelta(hours=1), seconds=3600, shift=0.5)
-    result = DriftChecker(store, _settings(), Telemetry(), clock=lambda: NOW).run_once()
+    _insert_traces(store, rng, n=12, start=NOW - timedelta(hours=1), seconds=3600, shift=0.5)
+    telemetry = Telemetry()
+    result = DriftChecker(store, _settings(), telemetry, clock=lambda: NOW).run_once()
     assert result.results and all(r.status == "insufficient_data" and not r.drifted for r in result.results)
-    assert all("needs ≥" in r.reason for r in result.results)
+    assert all(r.reason for r in result.results)
+    # not assessed, and said so: the group's last assessment is the first check that saw it (now)
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing")
+    assert telemetry.registry.get_sample_value("ragmon_drift_last_assessed_timestamp_seconds", labels) == \
+        NOW.timestamp()
 
 
 def test_vanished_groups_leave_the_gauges(store) -> None:
@@ -135,7 +148,8 @@ def test_vanished_groups_leave_the_gauges(store) -> None:
     checker.clock = lambda: later
     result = checker.run_once()
     assert result.results == () and _detected_strata(telemetry) == set()
-    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score", test="ks")
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score",
+                  test="window_mean")
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", labels) is None
 
 
@@ -161,9 +175,10 @@ def test_judge_fingerprints_are_never_compared(store) -> None:
     telemetry = Telemetry()
     result = DriftChecker(store, DriftSettings(features=["faithfulness"]), telemetry, clock=lambda: NOW).run_once()
     by_fp = {(r.group.judge_fingerprint, r.test): r for r in result.results}
-    assert by_fp["fpB", "ks"].status == "insufficient_data" and by_fp["fpB", "ks"].reference.n == 0
-    assert by_fp["fpA", "ks"].status == "ok" and not by_fp["fpA", "ks"].drifted
-    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", test="ks")
+    assert by_fp["fpB", "window_mean"].status == "insufficient_data"
+    assert by_fp["fpB", "window_mean"].reference.n == 0
+    assert by_fp["fpA", "window_mean"].status == "ok" and not by_fp["fpA", "window_mean"].drifted
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", test="window_mean")
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", {**labels, "feature": "faithfulness[fpA]"}) == 0
 
 
@@ -193,10 +208,11 @@ def test_reference_pinned_to_a_corpus_snapshot(store) -> None:
     settings = DriftSettings(features=["top1_score", "faithfulness"], windows=windows)
     result = DriftChecker(store, settings, clock=lambda: NOW).run_once()
     by = {(r.feature, r.test): r for r in result.results}
-    top1 = by["top1_score", "ks"]
+    top1 = by["top1_score", "window_mean"]
     assert top1.reference.n == 1500 and top1.reference.mean == pytest.approx(np.mean(old))
     assert not top1.drifted  # the shifted "new" snapshot traces of the same days are not in the reference
-    assert by["faithfulness", "ks"].reference.n == 600 and not by["faithfulness", "ks"].drifted
+    faith = by["faithfulness", "window_mean"]
+    assert faith.reference.n == 600 and not faith.drifted
     assert "corpus snapshot old" in top1.windows.reference.describe()
 
 
@@ -212,7 +228,7 @@ def test_newest_version_share_counts_chunks_of_the_newest_document_version(store
         "WHERE ts >= {s:DateTime64(3, 'UTC')}", {"s": NOW - timedelta(hours=1)})[0]
     assert (r.current.k, r.current.n) == (expected["k"], expected["n"])  # every doc's newest version is v2
     assert r.reference.value == pytest.approx(0.95, abs=0.02) and r.current.value == pytest.approx(0.5, abs=0.05)
-    assert r.drifted and r.test == "two_proportion"
+    assert r.drifted and r.test == "window_rate"
 
 
 def test_max_groups_bounds_the_label_sets(store) -> None:

@@ -151,7 +151,9 @@ def test_drift_alert_goes_pending_then_firing(tmp_path: Path, processes: list[Pr
     # no drift yet: the gauges arrive through the scrape, all 0, and the alert stays inactive
     series = _until("drift gauges scraped", lambda: ragmon.alive() and query(
         'ragmon_drift_detected{job="ragmon",feature="top1_score",stratum="billing"}'), 90)
-    assert {s["metric"]["test"]: s["value"][1] for s in series} == {"ks": "0", "psi": "0"}
+    assert {s["metric"]["test"]: s["value"][1] for s in series} == {"window_mean": "0", "window_quantiles": "0"}
+    persistent = query('ragmon_drift_persistent{job="ragmon",feature="top1_score",stratum="billing"}')
+    assert [s["value"][1] for s in persistent] == ["0"]
     assert query("ragmon_build_info")
     assert alert_states() == {}
     ragmon.stop()
@@ -163,8 +165,10 @@ def test_drift_alert_goes_pending_then_firing(tmp_path: Path, processes: list[Pr
     processes.append(ragmon)
     pending = _until("the alert pending", lambda: ragmon.alive() and alert_states().get("billing") == "pending", 90)
     assert pending
-    detected = query('ragmon_drift_detected{feature="top1_score",stratum="billing",test="ks"}')
+    detected = query('ragmon_drift_detected{feature="top1_score",stratum="billing",test="window_mean"}')
     assert detected and detected[0]["value"][1] == "1"
+    persistent = query('ragmon_drift_persistent{feature="top1_score",stratum="billing"}')
+    assert persistent and persistent[0]["value"][1] == "1"
     _until("the alert firing", lambda: ragmon.alive() and alert_states().get("billing") == "firing", 60)
     alert = next(a for a in _get_json(f"{api}/api/v1/alerts")["data"]["alerts"] if a["labels"]["alertname"] == ALERT)
     assert alert["labels"]["severity"] == "warning" and alert["labels"]["retriever"] == "hybrid@v1"

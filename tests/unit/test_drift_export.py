@@ -3,7 +3,8 @@
 
 The golden files (``golden/drift_gauges_*.prom``) were produced by the hand-kept ``GaugeExporter`` that the
 collector replaced; the alert rules, promtool tests, dashboards and the Prometheus end-to-end test depend on
-every name, label, value and HELP line in them staying the same.
+every name, label and value in them staying the same (the HELP lines of the statistic and effect gauges were
+widened on purpose when the window tests came).
 """
 
 from __future__ import annotations
@@ -146,3 +147,31 @@ def test_the_snapshot_refuses_series_that_do_not_fit_and_a_second_metric_of_its_
         Gauge("ragmon_drift_detected", "A second one.", registry=telemetry.registry)
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", _labels(BILLING, "top1_score", test="ks")) \
         is None
+
+
+def test_persistence_pooling_and_last_assessed_series() -> None:
+    """The CUSUM, persistence and pooling of a feature come from its primary test's row (one series per
+    feature, whatever its number of tests); when each group was last assessed, one series per group."""
+    from dataclasses import replace
+
+    telemetry = Telemetry(CollectorRegistry())
+    rows = fixed_results()
+    rows = (replace(rows[0], cusum=5.5, cusum_threshold=4.2, persistent=True, pooled=1),
+            replace(rows[1], pooled=1),  # a second test of the same feature: no CUSUM of its own
+            replace(rows[2], cusum=0.4, cusum_threshold=4.2, persistent=False, pooled=3), *rows[3:])
+    assessed = {("hybrid", "v1", "production", "billing"): NOW, ("hybrid", "v1", "production", "consent"):
+                NOW - timedelta(hours=7)}
+    export(telemetry, rows, assessed)
+    value = telemetry.registry.get_sample_value
+    assert value("ragmon_drift_cusum", _labels(BILLING, "top1_score")) == 5.5
+    assert value("ragmon_drift_persistent", _labels(BILLING, "top1_score")) == 1.0
+    assert value("ragmon_drift_persistent", _labels(CONSENT, "top1_score")) == 0.0
+    assert value("ragmon_drift_pooled_windows", _labels(CONSENT, "top1_score")) == 3.0
+    assert value("ragmon_drift_cusum", _labels(CONSENT, "refusal_rate")) is None  # no CUSUM row for it
+    last = dict(retriever="hybrid@v1", variant="production")
+    assert value("ragmon_drift_last_assessed_timestamp_seconds", {**last, "stratum": "billing"}) == NOW.timestamp()
+    assert value("ragmon_drift_last_assessed_timestamp_seconds",
+                 {**last, "stratum": "consent"}) == (NOW - timedelta(hours=7)).timestamp()
+    export(telemetry, rows[:1])  # the next check: consent gone, no assessment times
+    assert value("ragmon_drift_persistent", _labels(CONSENT, "top1_score")) is None
+    assert value("ragmon_drift_last_assessed_timestamp_seconds", {**last, "stratum": "consent"}) is None

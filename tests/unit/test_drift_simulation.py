@@ -1,13 +1,14 @@
-"""Simulated checks: the false-alarm rate with no drift stays near the nominal level, and a documented shift
-is detected. Runs the production decision path (registry tests on quantile sketches + BH + effect gate) on
-seeded, vectorised draws; a few seconds in all."""
+"""Simulated checks of the trace tests (KS, PSI: traces counted as independent draws): on independent draws the
+false-alarm rate with no drift stays near the nominal level, and a documented shift is detected. Runs the
+production decision path (registry tests on quantile sketches + BH + effect gate) on seeded, vectorised draws;
+a few seconds in all. The window tests on realistic traffic are in test_drift_traffic.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ragmon.drift.decide import Candidate, decide
-from ragmon.drift.registry import get_test
+from ragmon.drift.registry import Comparison, get_test
 from ragmon.drift.summary import LEVELS, ContinuousSummary
 
 ALPHA = 0.05
@@ -25,7 +26,7 @@ def _check(ref: np.ndarray | list[ContinuousSummary], cur: np.ndarray | list[Con
     ks = get_test("ks")
     rs = _summaries(ref) if isinstance(ref, np.ndarray) else ref
     cs = _summaries(cur) if isinstance(cur, np.ndarray) else cur
-    cands = [Candidate(ks, r, c, ALPHA, effect, 100) for r, c in zip(rs, cs, strict=True)]
+    cands = [Candidate(ks, Comparison.of_pair(r, c), ALPHA, effect, 100) for r, c in zip(rs, cs, strict=True)]
     return [d.drifted for d in decide(cands, adjust=adjust)]
 
 
@@ -83,7 +84,7 @@ def test_small_windows_do_not_alarm_on_psi_alone() -> None:
     rng = np.random.default_rng(9)
     psi = get_test("psi")
     ref, cur = _summaries(rng.normal(size=(50, 5000))), _summaries(rng.normal(size=(50, 100)))
-    decisions = decide([Candidate(psi, r, c, ALPHA, 0.1, 200) for r, c in zip(ref, cur, strict=True)])
+    decisions = decide([Candidate(psi, Comparison.of_pair(r, c), ALPHA, 0.1, 200) for r, c in zip(ref, cur, strict=True)])
     assert all(d.status == "insufficient_data" and not d.drifted for d in decisions)
-    ungated = decide([Candidate(psi, r, c, 1.0, 0.1, 0) for r, c in zip(ref, cur, strict=True)])
+    ungated = decide([Candidate(psi, Comparison.of_pair(r, c), 1.0, 0.1, 0) for r, c in zip(ref, cur, strict=True)])
     assert sum(d.outcome is not None and d.outcome.effect > 0.1 for d in ungated) >= 10

@@ -175,36 +175,39 @@ def test_sketch_of_identical_samples_shows_no_drift(x: list[float]) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.lists(finite, min_size=2, max_size=80), st.lists(finite, min_size=2, max_size=80))
 def test_registry_outcomes_are_well_formed(a: list[float], b: list[float]) -> None:
-    from ragmon.drift.registry import get_test
+    from ragmon.drift.registry import Comparison, get_test
     from ragmon.drift.summary import ContinuousSummary
 
-    ra, rb = ContinuousSummary.from_samples(a), ContinuousSummary.from_samples(b)
+    pair = Comparison.of_pair(ContinuousSummary.from_samples(a), ContinuousSummary.from_samples(b))
     for name in ("ks", "psi"):
-        o = get_test(name).run(ra, rb)
+        o = get_test(name).run(pair)
         assert 0.0 <= o.p_value <= 1.0 and o.effect >= 0.0 and np.isfinite(o.statistic)
-    assert 0.0 <= get_test("ks").run(ra, rb).statistic <= 1.0
+    assert 0.0 <= get_test("ks").run(pair).statistic <= 1.0
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.integers(1, 10_000), st.integers(1, 10_000), st.floats(0, 1), st.floats(0, 1))
 def test_rate_tests_are_well_formed(n1: int, n2: int, f1: float, f2: float) -> None:
-    from ragmon.drift.registry import get_test
+    from ragmon.drift.registry import Comparison, get_test
     from ragmon.drift.summary import RateSummary
 
-    r, c = RateSummary(n1, int(f1 * n1)), RateSummary(n2, int(f2 * n2))
-    z = get_test("two_proportion").run(r, c)
-    chi = get_test("chi_square").run(r, c)
+    pair = Comparison.of_pair(RateSummary(n1, int(f1 * n1)), RateSummary(n2, int(f2 * n2)))
+    z = get_test("two_proportion").run(pair)
+    chi = get_test("chi_square").run(pair)
     assert 0.0 <= z.p_value <= 1.0 and z.effect >= 0.0
     assert chi.p_value == pytest.approx(z.p_value, abs=1e-9)
 
 
 def test_registry_refuses_the_wrong_kind() -> None:
-    from ragmon.drift.registry import get_test
+    from ragmon.drift.registry import Comparison, get_test
     from ragmon.drift.summary import ContinuousSummary, RateSummary
 
+    continuous = Comparison.of_pair(ContinuousSummary.from_samples([1.0, 2.0]), ContinuousSummary.from_samples([1.0]))
     with pytest.raises(ValueError, match="applies to \\['rate'\\] features, got continuous"):
-        get_test("two_proportion").run(ContinuousSummary.from_samples([1.0, 2.0]), ContinuousSummary.from_samples([1.0]))
+        get_test("two_proportion").run(continuous)
+    with pytest.raises(ValueError, match="applies to \\['rate'\\] features, got continuous"):
+        get_test("window_rate").run(continuous)
     with pytest.raises(ValueError, match="unknown drift test 'nope'; known tests: chi_square, ks"):
         get_test("nope")
     with pytest.raises(ValueError):
-        get_test("ks").run(RateSummary(10, 1), RateSummary(10, 2))
+        get_test("ks").run(Comparison.of_pair(RateSummary(10, 1), RateSummary(10, 2)))

@@ -8,8 +8,8 @@ import pytest
 
 from ragmon.config import DriftFeatureOverride, DriftSettings, DriftWindowSettings
 from ragmon.drift.features import FEATURES, plan_features
-from ragmon.drift.query import window_parameters
-from ragmon.drift.windows import resolve
+from ragmon.drift.query import plan_parameters
+from ragmon.drift.windows import plan, resolve
 from ragmon.errors import ConfigError
 
 NOW = datetime(2026, 12, 2, 14, 20, tzinfo=UTC)
@@ -21,8 +21,29 @@ def test_trailing_same_hours() -> None:
     assert w.reference.end == w.current.start
     assert w.reference.start == w.current.start - timedelta(days=7)
     assert (w.reference.slice_anchor, w.reference.slice_seconds) == (w.current.start, 3600)
-    p = window_parameters(w)
-    assert p["slice"] == 3_600_000 and p["anchor"] == p["cs"]
+    wp = plan(DriftWindowSettings(), NOW, lookback=24)
+    assert (wp.reference, wp.period, wp.lookback, wp.history) == (168, 24, 24, 193)
+    p = plan_parameters(wp)
+    assert p["win"] == 3_600_000 and p["hi"] == p["end"] == int(NOW.timestamp() * 1000)
+    assert p["lo"] == p["end"] - 193 * 3_600_000
+    # window indices: 0 the current hour, 1 the hour before, 24 the same hour yesterday
+    assert wp.index(NOW - timedelta(minutes=1)) == 0
+    assert wp.index(NOW - timedelta(hours=1)) == 0 and wp.index(NOW - timedelta(hours=1, milliseconds=1)) == 1
+    assert wp.index(NOW - timedelta(days=1, minutes=30)) == 24
+
+
+def test_window_plan_periods_and_pinned_renumbering() -> None:
+    assert plan(DriftWindowSettings(same_hours=False), NOW).period == 1
+    assert plan(DriftWindowSettings(current_seconds=86400), NOW).period == 1
+    assert plan(DriftWindowSettings(current_seconds=5000), NOW).period == 1  # does not divide a day
+    assert plan(DriftWindowSettings(current_seconds=5400), NOW).period == 16
+    assert plan(DriftWindowSettings(current_seconds=1800), NOW).reference == 7 * 48
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 8, tzinfo=UTC)
+    wp = plan(DriftWindowSettings(reference="pinned", reference_start=start, reference_end=end), NOW)
+    # a pinned baseline has no seasonal slots: its windows are renumbered to follow the current one
+    assert wp.pinned and wp.lookback == 0 and wp.period == 1
+    first, last = wp.index(end - timedelta(milliseconds=1)) - wp.offset, wp.index(start) - wp.offset
+    assert first == 1 and last == wp.reference == 7 * 24 + 1  # a range not on window bounds spans one more
 
 
 def test_trailing_without_same_hours_and_long_windows() -> None:
@@ -51,9 +72,12 @@ def test_now_in_another_timezone_is_converted() -> None:
 def test_default_plan_covers_every_feature_with_registry_defaults() -> None:
     plans = {p.feature.name: p for p in plan_features(DriftSettings())}
     assert set(plans) == set(FEATURES)
-    ks = plans["top1_score"].tests[0]
-    assert (ks.test.name, ks.threshold, ks.effect_threshold, ks.min_samples) == ("ks", 0.05, 0.1, 100)
-    assert [t.test.name for t in plans["refusal_rate"].tests] == ["two_proportion"]
+    first = plans["top1_score"].tests[0]
+    assert (first.test.name, first.threshold, first.effect_threshold, first.min_samples) == ("window_mean", 0.05,
+                                                                                            0.1, 30)
+    assert [t.test.name for t in plans["top1_score"].tests] == ["window_mean", "window_quantiles"]
+    assert [t.test.name for t in plans["latency_ms"].tests] == ["window_mean"]
+    assert [t.test.name for t in plans["refusal_rate"].tests] == ["window_rate"]
 
 
 def test_overrides_apply_per_feature() -> None:

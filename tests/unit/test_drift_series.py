@@ -1,0 +1,46 @@
+"""Window series and pooling (``ragmon.drift.series``): moments exact, mixture quantiles close to the quantiles of
+the pooled traces, blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragmon.drift.series import Series
+from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=1, max_size=6), st.integers(0, 10_000))
+def test_pooling_is_exact_for_moments_and_close_for_quantiles(sizes: list[int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    windows = [rng.normal(rng.normal(), rng.uniform(0.5, 2), n) for n in sizes]
+    series = Series.from_summaries([ContinuousSummary.from_samples(w) for w in windows])
+    pooled = series.pool(np.arange(len(sizes)))
+    everything = np.concatenate(windows)
+    assert pooled.n == everything.size
+    assert pooled.mean == pytest.approx(everything.mean()) and pooled.std == pytest.approx(everything.std())
+    exact = np.quantile(everything, LEVELS)
+    spread = everything.max() - everything.min()
+    assert np.max(np.abs(np.array(pooled.quantiles) - exact)) <= 0.05 * spread + 1e-9
+    assert pooled.quantiles[0] == everything.min() and pooled.quantiles[-1] == everything.max()
+
+
+def test_empty_windows_and_rates_pool() -> None:
+    rates = Series.from_summaries([RateSummary(10, 1), RateSummary(0, 0), RateSummary(30, 3)])
+    assert rates.pool(np.arange(3)) == RateSummary(40, 4)
+    mixed = Series.from_summaries([ContinuousSummary.empty(), ContinuousSummary.from_samples([1.0, 3.0])])
+    assert mixed.pool(np.arange(2)).n == 2 and mixed.summary(0).n == 0
+    assert mixed.pool(np.array([5, -1])).n == 0  # out of range is ignored
+    with pytest.raises(ValueError):
+        Series.from_summaries([RateSummary(1, 1), ContinuousSummary.from_samples([1.0])])
+
+
+def test_blocks_pool_consecutive_windows() -> None:
+    series = Series.from_summaries([RateSummary(10, i) for i in range(7)])
+    blocks = series.blocks(3)
+    assert len(blocks) == 2  # the incomplete last block is left out
+    assert blocks.summary(0) == RateSummary(30, 0 + 1 + 2) and blocks.summary(1) == RateSummary(30, 3 + 4 + 5)
+    assert series.blocks(1) is series
