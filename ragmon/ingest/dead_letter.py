@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragmon.config import KafkaSettings, secret_value
+from ragmon.config import KafkaSettings
 from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.kafka_options import producer_options
 
 log = logging.getLogger("ragmon.ingest.dead_letter")
 
@@ -70,17 +71,7 @@ class KafkaDeadLetterSink:
         self._timeout = timeout_seconds
         self._kafka_error = KafkaError
         try:
-            self._producer = KafkaProducer(
-                bootstrap_servers=[s.strip() for s in settings.bootstrap_servers.split(",") if s.strip()],
-                client_id="ragmon-ingest-dlq",
-                acks="all",
-                retries=5,
-                max_request_size=max(settings.max_partition_fetch_bytes, 1_048_576) + 65_536,
-                security_protocol=settings.security_protocol,
-                sasl_mechanism=settings.sasl_mechanism,
-                sasl_plain_username=settings.sasl_username,
-                sasl_plain_password=secret_value(settings.sasl_password),
-            )
+            self._producer = KafkaProducer(**producer_options(settings, client_id="ragmon-ingest-dlq"))
         except KafkaError as exc:
             raise SourceError(
                 f"cannot create the dead-letter producer for {settings.bootstrap_servers} ({exc}); check "
