@@ -35,6 +35,10 @@ class DeadLetter:
     detail: str
     headers: tuple[tuple[str, bytes], ...] = ()
 
+    def kafka_key(self) -> bytes:
+        """The source partition: the letters of one source partition stay in order on the dead-letter topic."""
+        return f"{self.topic}/{self.partition}".encode()
+
     def kafka_headers(self) -> list[tuple[str, bytes]]:
         own = [
             ("ragmon.reason", self.reason.encode()),
@@ -52,7 +56,9 @@ class DeadLetterSink(Protocol):
     """Where dead letters go.
 
     ``send`` blocks until every letter is acknowledged, or raises ``RetryableSourceError`` (nothing may be
-    assumed sent; sending again may duplicate some letters: dead letters are at-least-once). Not thread-safe.
+    assumed sent; sending again may duplicate some letters: dead letters are at-least-once, with no dedup).
+    Sending nothing is a no-op. ``close`` delivers what was sent, may be called twice, and after it ``send``
+    raises ``SourceError``. Not thread-safe.
     """
 
     def send(self, letters: Sequence[DeadLetter]) -> None: ...
@@ -70,6 +76,7 @@ class KafkaDeadLetterSink:
         self._topic = settings.dead_letter_topic
         self._timeout = timeout_seconds
         self._kafka_error = KafkaError
+        self._closed = False
         try:
             self._producer = KafkaProducer(**producer_options(settings, client_id="ragmon-ingest-dlq"))
         except KafkaError as exc:
@@ -81,10 +88,11 @@ class KafkaDeadLetterSink:
     def send(self, letters: Sequence[DeadLetter]) -> None:
         if not letters:
             return
+        if self._closed:
+            raise SourceError(f"the dead-letter producer for {self._topic} is closed")
         try:
             futures = [
-                self._producer.send(self._topic, value=d.value, key=f"{d.topic}/{d.partition}".encode(),
-                                    headers=d.kafka_headers())
+                self._producer.send(self._topic, value=d.value, key=d.kafka_key(), headers=d.kafka_headers())
                 for d in letters
             ]
             self._producer.flush(timeout=self._timeout)
@@ -96,6 +104,7 @@ class KafkaDeadLetterSink:
             ) from None
 
     def close(self) -> None:
+        self._closed = True
         try:
             self._producer.close(timeout=5)
         except Exception as exc:  # noqa: BLE001 - best effort
@@ -104,13 +113,18 @@ class KafkaDeadLetterSink:
 
 @dataclass
 class InMemoryDeadLetterSink:
-    """Test double: keeps letters in a list; ``fail_next`` makes that many ``send`` calls fail."""
+    """Test double: keeps letters in a list; ``fail_next`` makes that many ``send`` calls fail (nothing sent)."""
 
     letters: list[DeadLetter] = field(default_factory=list)
     fail_next: int = 0
     calls: int = 0
+    closed: bool = False
 
     def send(self, letters: Sequence[DeadLetter]) -> None:
+        if not letters:
+            return
+        if self.closed:
+            raise SourceError("the in-memory dead-letter sink is closed")
         self.calls += 1
         if self.fail_next > 0:
             self.fail_next -= 1
@@ -118,4 +132,4 @@ class InMemoryDeadLetterSink:
         self.letters.extend(letters)
 
     def close(self) -> None:
-        pass
+        self.closed = True
