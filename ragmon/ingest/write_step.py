@@ -101,13 +101,7 @@ class WriteStep:
         if not block and not future.done():
             return False
         self._inflight = None
-        try:
-            future.result()
-        except Exception as exc:  # noqa: BLE001 - a failing write never kills the loop (see _failed)
-            self._failed(batch, exc)
-            return False
-        self._finish(batch)
-        return True
+        return self._settle(batch, future.result)
 
     def retry_now(self) -> bool:
         """Write the waiting batch now, whatever its schedule (shutdown, rebalance). True when none is left."""
@@ -115,13 +109,7 @@ class WriteStep:
 
     def write_now(self, batch: Batch) -> bool:
         """Write ``batch`` in this thread; on failure keep it for its retry. True when it was acknowledged."""
-        try:
-            self._write(batch)
-        except Exception as exc:  # noqa: BLE001 - a failing write never kills the loop (see _failed)
-            self._failed(batch, exc)
-            return False
-        self._finish(batch)
-        return True
+        return self._settle(batch, lambda: self._write(batch))
 
     def discard(self) -> None:
         """Forget the waiting batch (its partitions were revoked; their next owner re-reads it)."""
@@ -170,6 +158,16 @@ class WriteStep:
             for reason, n in reasons.items():
                 self._t.ingest_dead_letters.labels(reason).inc(n)
                 self._stats.dead_letters[reason] += n
+
+    def _settle(self, batch: Batch, write: Callable[[], object]) -> bool:
+        """Run (or wait for) ``batch``'s write and account for it: hand it on, or keep it for its retry."""
+        try:
+            write()
+        except Exception as exc:  # noqa: BLE001 - a failing write never kills the loop (see _failed)
+            self._failed(batch, exc)
+            return False
+        self._finish(batch)
+        return True
 
     def _finish(self, batch: Batch) -> None:
         """The batch is acknowledged: export the redaction counts, reset the schedule, hand the batch on."""
