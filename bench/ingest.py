@@ -161,7 +161,7 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     """(c) ``ragmon ingest`` without the store: its Kafka source, decoding, redaction and batching, same defaults."""
     from ragmon.config import IngestSettings, KafkaSettings
     from ragmon.daemon import tune_gc
-    from ragmon.ingest.batcher import Batch, BatchLimits
+    from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep
     from ragmon.ingest.intake import Intake
     from ragmon.ingest.offsets import OffsetLedger
     from ragmon.ingest.source import KafkaTraceSource
@@ -173,21 +173,25 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     intake = Intake(settings, Telemetry(), OffsetLedger(), input_format="auto", retention_days=90,
                     clock=time.monotonic)
     limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
-    batch = Batch(limits, 0.0)
+
+    class Release:
+        """Stands in for the write step: a full batch is dropped, its obligations closed; nothing is written."""
+
+        def submit(self, batch: Batch) -> bool:
+            batch.release()
+            return True
+
+    batches = BatchStep(limits, Release(), time.monotonic)
     tune_gc()  # as the daemon does
     seen, first, first_cpu = 0, 0.0, 0.0
     while seen < n:
         msgs = source.poll(1.0, KafkaSettings().max_poll_records)
         if msgs and not seen:
             first, first_cpu = time.perf_counter(), time.process_time()
-        for msg in msgs:
-            intake.handle(msg, batch)
-            if batch.full():
-                batch.release()
-                batch = Batch(limits, 0.0)
+        batches.submit(intake.handle(msgs))
         seen += len(msgs)
     elapsed, cpu = time.perf_counter() - first, time.process_time() - first_cpu
-    stored = len(batch)
+    stored = len(batches.batch)
     source.close()
     return {"rate": n / elapsed, "cpu_per_trace": cpu / n, "last_batch": stored}
 

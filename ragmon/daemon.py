@@ -1,11 +1,13 @@
-"""Running daemon roles in one process: threads, a shared store and telemetry, one HTTP port, clean shutdown.
+"""Running daemon loops in threads, and what a role package hands the process assembler.
 
-A role is anything with a ``name`` and a blocking ``run(stop: threading.Event)`` that returns soon after
-``stop`` is set. ``PeriodicRole`` wraps a function called every ``interval_seconds`` (drift checks, shadow
-comparisons, weekly review selection). ``Daemon`` starts each role in its own thread, records a heartbeat
-per role for ``/healthz``, and on SIGTERM/SIGINT sets the stop event and joins every role within the grace
-period. A role whose loop raises is logged, counted and restarted after a pause: one failing role never
-takes the others down.
+A loop (``Role``) is anything with a ``name`` and a blocking ``run(stop: threading.Event)`` that returns soon
+after ``stop`` is set. ``PeriodicRole`` wraps a function called every ``interval_seconds`` (drift checks, shadow
+comparisons, weekly review selection). ``Daemon`` starts each loop in its own thread and on SIGTERM/SIGINT sets
+the stop event and joins every loop within the grace period. A loop that raises is logged and restarted after
+a pause: one failing loop never takes the others down. ``RoleParts`` is what each ``<role>/role.py: build``
+returns: its loops, its health checks and its routers, for ``ragmon.process`` to run.
+
+Must not open a store, bind a port or read settings: ``ragmon.process`` does that.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ragmon.server import Check
 
 log = logging.getLogger("ragmon.daemon")
 
@@ -77,6 +82,25 @@ class Role(Protocol):
     name: str
 
     def run(self, stop: threading.Event) -> None: ...
+
+
+@dataclass(frozen=True)
+class RoleParts:
+    """What a role package's ``build`` hands the process assembler (``ragmon.process``).
+
+    ``loops`` run in the daemon's threads. The assembler registers ``liveness`` (when given) with the loops'
+    threads as the ``/healthz`` check ``<role>_loop`` and ``readiness`` as the ``/readyz`` check ``<role>``,
+    mounts ``routers`` on the process's one HTTP port, and names ``on_stuck`` (what a loop still running after
+    the grace period means) in its report. ``service`` is the role's own object, for the command that started
+    it to report from afterwards (the ingest pipeline's stats, the score role's result).
+    """
+
+    loops: tuple[Role, ...]
+    service: Any = None
+    liveness: Check | None = None
+    readiness: Check | None = None
+    routers: tuple[Any, ...] = ()
+    on_stuck: str = ""
 
 
 @dataclass
@@ -148,13 +172,18 @@ class Daemon:
         return [name for name, t in self._threads.items() if t.is_alive()]
 
     def run_until_signal(self, signals: Iterable[int] = (signal.SIGTERM, signal.SIGINT)) -> list[str]:
-        """Start, block until a signal arrives, then stop. Must be called from the main thread."""
-        for sig in signals:
-            signal.signal(sig, lambda *_: self.stop_event.set())
-        tune_gc()
-        tune_malloc()
-        self.start()
-        while not self.stop_event.wait(0.5):
-            if self._threads and not any(t.is_alive() for t in self._threads.values()):
-                break
-        return self.stop()
+        """Start, block until a signal arrives (or every loop has ended), then stop. Must be called from the main
+        thread. The previous signal handlers are back once the loops are stopped (a second signal during the
+        grace period changes nothing)."""
+        previous = {sig: signal.signal(sig, lambda *_: self.stop_event.set()) for sig in signals}
+        try:
+            tune_gc()
+            tune_malloc()
+            self.start()
+            while not self.stop_event.wait(0.5):
+                if self._threads and not any(t.is_alive() for t in self._threads.values()):
+                    break
+            return self.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

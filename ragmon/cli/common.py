@@ -2,7 +2,8 @@
 error is printed.
 
 Owns ``State`` (what the root callback hands to subcommands), ``settings_of``, ``print_error``/``fail`` and the
-exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable.
+exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable;
+1 when a daemon's role did not stop within the grace period (``exit_if_stuck``).
 Must not import the root command (``ragmon.cli.app``) or any subcommand: they import this module, and the root
 command imports them, so anything here that reached back would close an import loop.
 """
@@ -10,12 +11,16 @@ command imports them, so anything here that reached back would close an import l
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from ragmon.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from ragmon.process import Process
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
@@ -55,3 +60,9 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Print ``error: message`` to stderr and return the Exit to raise."""
     print_error(message)
     return typer.Exit(code)
+
+
+def exit_if_stuck(process: Process) -> None:
+    """Exit 1 naming the roles a stopped ``ragmon.process.Process`` reports still running after the grace period."""
+    if process.still_running:
+        raise fail(process.stuck_message(), 1)

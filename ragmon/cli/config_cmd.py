@@ -33,7 +33,7 @@ def check(ctx: typer.Context) -> None:
     each role switched on in roles.* (its judge, drift features, reviewers, ingest limits). Exit 2 with one line
     per problem. A role you never run (e.g. review, when only `ragmon ingest` is used) can be switched off with
     RAGMON_ROLES__<ROLE>=false."""
-    from ragmon.assemble import enabled_roles, startup_problems
+    from ragmon.process import enabled_roles, startup_problems
 
     settings = settings_of(ctx)
     problems = startup_problems(settings)

@@ -7,14 +7,15 @@ import logging
 import secrets
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import SecretStr
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.common import console, err_console, fail, settings_of
+from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.config import override
 
 STAGES = ("generate", "ingest", "score", "drift", "review", "shadow")
 
@@ -83,28 +84,25 @@ def demo(
         _serve(settings, store, telemetry, host, port)
 
 
-def _serve(settings, store, telemetry, host: str, port: int) -> None:  # type: ignore[no-untyped-def]
+def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int) -> None:
+    """Keep the review UI (with a demo reviewer) and /metrics up until Ctrl-C, through the process assembler."""
     from ragmon.config import ReviewSettings, ReviewUser
-    from ragmon.daemon import Daemon
+    from ragmon.process import Process, serve_roles
     from ragmon.review.auth import hash_password
-    from ragmon.review.role import ReviewRole
-    from ragmon.server import Health, create_app, serve
 
     password = secrets.token_urlsafe(12)
-    review_settings = ReviewSettings(users=[ReviewUser(username="demo", password_hash=SecretStr(hash_password(password)))],
-                                     session_secret=SecretStr(secrets.token_hex(32)))
-    role = ReviewRole(review_settings, store, telemetry)
-    role.refresh_gauges()
-    health = Health()
-    health.add_readiness("store", store.readiness)
-    handle = serve(create_app(telemetry, health, [role.router], title="ragmon demo"), host, port)
-    base = f"http://{host}:{handle.port}"
-    table = Table.grid(padding=(0, 2))
-    table.add_row("review UI", f"{base}/review/  (user [bold]demo[/], password [bold]{password}[/])")
-    table.add_row("metrics", f"{base}/metrics")
-    console.print(table)
-    console.print("serving until Ctrl-C")
-    try:
-        Daemon([role.roles()[0]]).run_until_signal()
-    finally:
-        handle.stop()
+    review = ReviewSettings(users=[ReviewUser(username="demo", password_hash=SecretStr(hash_password(password)))],
+                            session_secret=SecretStr(secrets.token_hex(32)))
+    settings = override(settings.model_copy(update={"review": review}), "server", host=host, port=port)
+
+    def announce(process: Process) -> None:
+        process.service("review").refresh_gauges()  # the queue's progress on /metrics from the first scrape
+        base = f"http://{host}:{process.port}"
+        table = Table.grid(padding=(0, 2))
+        table.add_row("review UI", f"{base}/review/  (user [bold]demo[/], password [bold]{password}[/])")
+        table.add_row("metrics", f"{base}/metrics")
+        console.print(table)
+        console.print("serving until Ctrl-C")
+
+    exit_if_stuck(serve_roles(settings, only=["review"], store=store, telemetry=telemetry,
+                              options={"review": {"select": False}}, title="ragmon demo", started=announce))

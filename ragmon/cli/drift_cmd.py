@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.common import console, fail, settings_of
+from ragmon.cli.common import console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
 from ragmon.config import Settings, override
 
@@ -41,27 +41,17 @@ def drift(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from ragmon.daemon import Daemon
-    from ragmon.drift.check import DriftChecker
-    from ragmon.drift.schedule import DriftRole
-    from ragmon.server import Health, create_app, serve
-    from ragmon.telemetry import Telemetry
+    from ragmon.process import Process, serve_roles
 
     configure_logging(log_level)
     settings = override(settings_of(ctx), "server", host=host, port=port)
     settings = override(settings, "drift", interval_seconds=interval_seconds)
-    store = _open(settings)
-    telemetry, health = Telemetry(), Health()
-    role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)
-    health.add_liveness("drift", role.liveness)
-    health.add_readiness("store", store.readiness)
-    server = serve(create_app(telemetry, health, title="ragmon drift"), settings.server.host, settings.server.port)
-    console.print(f"ragmon drift: a check every {settings.drift.interval_seconds:g}s; metrics on "
-                  f"http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)
-    still_running = Daemon([role], grace_seconds=30).run_until_signal()
-    server.stop()
-    if still_running:
-        raise fail(f"the drift check did not stop within 30s: {', '.join(still_running)}", 1)
+
+    def announce(process: Process) -> None:
+        console.print(f"ragmon drift: a check every {settings.drift.interval_seconds:g}s; metrics on "
+                      f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
+
+    exit_if_stuck(serve_roles(settings, only=["drift"], title="ragmon drift", started=announce))
 
 
 FormatOption = Annotated[str, typer.Option("--format", help="table (default) or json.")]

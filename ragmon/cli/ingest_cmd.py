@@ -6,13 +6,16 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragmon.cli.common import EXIT_USAGE, err_console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
+
+if TYPE_CHECKING:
+    from ragmon.process import Process
 
 _FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
 
@@ -53,15 +56,11 @@ def ingest(
 
     Every valid trace is stored exactly once as read with FINAL (at-least-once delivery plus idempotent writes); invalid messages go to the dead-letter topic with the reason.
 
-    While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within ingest.shutdown_grace_seconds.
+    While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within process.shutdown_grace_seconds.
 
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
     """
-    from ragmon.daemon import Daemon
-    from ragmon.ingest.role import build_ingest
-    from ragmon.server import Health, create_app, serve
-    from ragmon.store import ClickHouseStore
-    from ragmon.telemetry import Telemetry
+    from ragmon.process import serve_roles
 
     configure_logging(log_level, quiet=("kafka",))
     if input_format is not None and input_format not in _FORMATS:
@@ -74,22 +73,23 @@ def ingest(
     settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
     settings = override(settings, "server", host=host, port=port)
 
-    store = ClickHouseStore.open(settings.store)          # fails fast: unreachable, locked, migration failed
-    telemetry, health = Telemetry(), Health()
-    pipeline = build_ingest(settings, store, telemetry, health)  # fails fast: bad config, broker unreachable
-    server = serve(create_app(telemetry, health, title="ragmon ingest"), settings.server.host, settings.server.port)
-    err_console.print(
-        f"ragmon ingest: {settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
-        f"format {settings.kafka.input_format}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; "
-        f"metrics on http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)
-    daemon = Daemon([pipeline], grace_seconds=settings.ingest.shutdown_grace_seconds)
     started = time.monotonic()
-    if exit_when_idle is not None:
-        threading.Thread(target=_idle_watch, args=(pipeline, daemon.stop_event, exit_when_idle),
-                         name="ragmon-idle-watch", daemon=True).start()
-    still_running = daemon.run_until_signal()
-    server.stop()
-    s = pipeline.stats
+
+    def announce(process: Process) -> None:
+        nonlocal started
+        err_console.print(
+            f"ragmon ingest: {settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group "
+            f"{settings.kafka.group_id}, format {settings.kafka.input_format}) → "
+            f"{mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
+            f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
+        started = time.monotonic()
+        if exit_when_idle is not None:
+            threading.Thread(target=_idle_watch, args=(process, exit_when_idle), name="ragmon-idle-watch",
+                             daemon=True).start()
+
+    # fails fast: store unreachable or locked, bad config, broker unreachable, port in use
+    process = serve_roles(settings, only=["ingest"], title="ragmon ingest", started=announce)
+    s = process.service("ingest").stats
     elapsed = time.monotonic() - started
     summary = {"consumed": s.consumed, "stored": s.stored, "dead_letters": dict(s.dead_letters),
                "batches": s.batches, "retries": s.retries, "commits": s.commits, "seconds": round(elapsed, 3),
@@ -102,16 +102,16 @@ def ingest(
         except OSError as exc:
             err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc}); the summary "
                               "is on the line above", highlight=False, markup=False)
-    if still_running:
-        raise fail(f"the ingest loop did not stop within {settings.ingest.shutdown_grace_seconds}s; uncommitted "
-                   "messages will be re-read on the next start (nothing is lost)", 1)
+    exit_if_stuck(process)
 
 
-def _idle_watch(pipeline: Any, stop: threading.Event, seconds: float) -> None:
+def _idle_watch(process: Process, seconds: float) -> None:
+    """Stop ``process`` once its pipeline has read nothing for ``seconds``, is idle, caught up and committed."""
+    pipeline = process.service("ingest")
     last_count, since = -1, time.monotonic()
-    while not stop.wait(0.2):
+    while not process.wait_for_stop(0.2):
         consumed = pipeline.stats.consumed
         if consumed != last_count or not pipeline.idle() or not pipeline.caught_up():
             last_count, since = consumed, time.monotonic()
         elif time.monotonic() - since >= seconds:
-            stop.set()
+            process.stop()

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragmon.cli.common import console, err_console, fail, settings_of
+from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import check_output_file
 from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest
@@ -49,33 +49,20 @@ def serve_cmd(ctx: typer.Context, host: HostOpt = None, port: PortOpt = None, no
 
 
 def _serve(ctx: typer.Context, host: str | None, port: int | None, auto_select: bool = True) -> None:
-    from ragmon.daemon import Daemon
-    from ragmon.review.role import ReviewRole
-    from ragmon.server import Health, create_app, serve
-    from ragmon.telemetry import Telemetry
+    from ragmon.process import Process, serve_roles
 
     settings = override(settings_of(ctx), "server", host=host, port=port)
-    store = ClickHouseStore.open(settings.store)
-    telemetry = Telemetry()
-    role = ReviewRole(settings.review, store, telemetry)
-    roles = role.roles()
-    daemon = Daemon(roles if auto_select else roles[:1])
-    health = Health()
-    health.add_liveness("roles", daemon.liveness_check)
-    health.add_readiness("store", store.readiness)
-    app_ = create_app(telemetry, health, routers=[role.router], title="ragmon review")
-    handle = serve(app_, settings.server.host, settings.server.port,
-                   forwarded_allow_ips=settings.server.forwarded_allow_ips)
-    if role.context.auth.ephemeral_key:
-        err_console.print("warning: review.session_secret is not set: sessions end when this process restarts and "
-                          "are not shared between replicas", highlight=False)
-    bound = settings.server.host
-    console.print(f"review UI on http://{bound}:{handle.port}/review/ "
-                  f"({len(role.context.auth.users)} reviewers; Ctrl-C stops)", highlight=False, soft_wrap=True)
-    try:
-        daemon.run_until_signal()
-    finally:
-        handle.stop()
+
+    def announce(process: Process) -> None:
+        auth = process.service("review").context.auth
+        if auth.ephemeral_key:
+            err_console.print("warning: review.session_secret is not set: sessions end when this process restarts "
+                              "and are not shared between replicas", highlight=False)
+        console.print(f"review UI on http://{settings.server.host}:{process.port}/review/ "
+                      f"({len(auth.users)} reviewers; Ctrl-C stops)", highlight=False, soft_wrap=True)
+
+    exit_if_stuck(serve_roles(settings, only=["review"], options={"review": {"select": auto_select}},
+                              title="ragmon review", started=announce))
 
 
 @app.command("select")

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.common import EXIT_USAGE, console, err_console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
 from ragmon.config import Settings, override
 from ragmon.contracts.trace import Variant
@@ -72,61 +72,58 @@ def score(
     settings = override(settings, "score", topic=topic, group_id=group_id)
     settings = override(settings, "server", host=host, port=port)
 
+    if not from_store:
+        _summary(*_consume(settings, max_traces, exit_when_idle))
+        return
+    now = datetime.now(UTC)  # bad times are exit 2 before the store is opened (or found down)
+    start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
+    if end <= start:
+        raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
     from ragmon.score.runner import BatchResult, backfill, build_scorer
     from ragmon.store import ClickHouseStore
     from ragmon.telemetry import Telemetry
 
-    if from_store:  # bad times are exit 2 before the store is opened (or found down)
-        now = datetime.now(UTC)
-        start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
-        if end <= start:
-            raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
     telemetry = Telemetry()
     store = ClickHouseStore.open(settings.store)
     started = time.monotonic()
-    if from_store:
-        scorer = build_scorer(settings, store, telemetry)
-        scorer.announce()
-        from ragmon.score.sources import StoreScoreSource
+    scorer = build_scorer(settings, store, telemetry)
+    scorer.announce()
+    from ragmon.score.sources import StoreScoreSource
 
-        total = StoreScoreSource(store, start, end).count()
-        if total == 0:
-            err_console.print(f"no stored traces between {start.isoformat()} and {end.isoformat()}: widen --since/"
-                              "--until, or ingest traces first (ragmon ingest)", highlight=False, soft_wrap=True)
-        from rich.progress import Progress
+    total = StoreScoreSource(store, start, end).count()
+    if total == 0:
+        err_console.print(f"no stored traces between {start.isoformat()} and {end.isoformat()}: widen --since/"
+                          "--until, or ingest traces first (ragmon ingest)", highlight=False, soft_wrap=True)
+    from rich.progress import Progress
 
-        with Progress(console=err_console, transient=True) as bar:
-            task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
-            result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
-                                           progress=lambda n, _r: bar.update(task, completed=n))
-        judge_obj = scorer.judge
-    else:
-        result, judge_obj = _consume(settings, store, telemetry, max_traces, exit_when_idle)
-    _summary(result, judge_obj, time.monotonic() - started)
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
+        result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
+                                       progress=lambda n, _r: bar.update(task, completed=n))
+    _summary(result, scorer.judge, time.monotonic() - started)
 
 
-def _consume(settings: Settings, store: Any, telemetry: Any, max_traces: int | None,
-             idle: float | None) -> tuple[Any, Any]:
+def _consume(settings: Settings, max_traces: int | None, idle: float | None) -> tuple[Any, Any, float]:
+    """Kafka mode: the score role through the process assembler, until SIGTERM (or --max-traces, --exit-when-idle)."""
     from ragmon.config import mask_dsn, secret_value
-    from ragmon.daemon import Daemon
-    from ragmon.score.runner import ScoreRole
-    from ragmon.server import Health, create_app, heartbeat_check, serve
+    from ragmon.process import Process, serve_roles
 
-    role = ScoreRole(settings, store, telemetry, max_traces=max_traces, idle_exit_seconds=idle)
-    health = Health()
-    health.add_liveness("score", heartbeat_check(lambda: role.last_poll, 120, "score consume loop"))
-    server = serve(create_app(telemetry, health, title="ragmon score"), settings.server.host, settings.server.port)
-    topic = settings.score.topic or settings.kafka.topic
-    err_console.print(
-        f"ragmon score: {topic} @ {settings.kafka.bootstrap_servers} (group {settings.score.group_id}), judge "
-        f"{role.scorer.judge.name} {role.scorer.judge.fingerprint} → {mask_dsn(secret_value(settings.store.dsn) or '')}"
-        f"; metrics on http://{settings.server.host}:{server.port}/metrics", highlight=False, soft_wrap=True)
-    daemon = Daemon([role], grace_seconds=settings.ingest.shutdown_grace_seconds)
-    still = daemon.run_until_signal()
-    server.stop()
-    if still:
-        raise fail("the score loop did not stop in time; uncommitted traces are re-scored on the next start", 1)
-    return role.result, role.scorer.judge
+    started = time.monotonic()
+
+    def announce(process: Process) -> None:
+        judge = process.service("score").scorer.judge
+        err_console.print(
+            f"ragmon score: {settings.score.topic or settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group "
+            f"{settings.score.group_id}), judge {judge.name} {judge.fingerprint} → "
+            f"{mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
+            f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
+
+    process = serve_roles(settings, only=["score"], options={"score": {"max_traces": max_traces,
+                                                                        "idle_exit_seconds": idle}},
+                          title="ragmon score", started=announce)
+    exit_if_stuck(process)
+    role = process.service("score")
+    return role.result, role.scorer.judge, time.monotonic() - started
 
 
 def _summary(result: Any, judge: Any, seconds: float) -> None:

@@ -1,17 +1,28 @@
 """The ingest role: Kafka → ClickHouse, every valid trace stored exactly once (as read with FINAL).
 
-    source.py         TraceSource: KafkaTraceSource (kafka-python consumer group), InMemoryTraceSource
+The loop, one step each knowing only the next (``pipeline.py`` composes them)::
+
+    source.poll ──► Intake.handle ──► BatchStep ──► WriteStep ──► CommitStep
+
+    pipeline.py       the loop: poll, pause while a write fails (backpressure), rebalance, shutdown
     intake.py         per message: decode (native / OTLP), validate, redact, assemble, track obligations
-    otlp.py           OTLP protobuf/JSON → spans; OpenInference spans → a trace.v1 document
-    otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory)
+    batcher.py        one insert's worth of rows (JSON lines, see store/trace_json.py) and dead letters, its
+                      dedup token; BatchStep fills it and hands it on when full or due
+    write_step.py     WriteStep: one write in flight (writer thread), retry of a failed batch, dead letters after the insert
+    commit_step.py    CommitStep: an acknowledged batch closes its obligations; commit what became safe
+    backoff.py        Backoff: bounded exponential retry delays with jitter
+    lag.py            LagReporter: consumer-lag gauges, caught_up
+    stats.py          IngestStats: what the loop did
     offsets.py        the commit rule: which offsets are safe to commit
-    batcher.py        one insert's worth of rows (JSON lines, see store/trace_json.py) and dead letters, and its dedup token
+    source.py         TraceSource: KafkaTraceSource (kafka-python consumer group), InMemoryTraceSource
     writer.py         TraceWriter: the store seam (ClickHouse, in-memory)
     dead_letter.py    DeadLetterSink: Kafka producer with reason headers, in-memory
+    otlp.py           OTLP protobuf/JSON → spans; OpenInference spans → a trace.v1 document
+    otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory)
     redact.py         named patterns over configured fields, counted
-    pipeline.py       the loop: write, retry with backoff, pause (backpressure), commit, rebalance, shutdown
     role.py           wiring from settings, health checks (for `ragmon ingest` and `ragmon run`)
     faults.py         test-only fault points for kill -9 tests
 
-See docs/ingest.md and docs/otlp.md.
+Kafka client options come from ``ragmon/kafka_options.py`` (shared with the score role). See docs/ingest.md and
+docs/otlp.md.
 """

@@ -1,17 +1,22 @@
-"""One insert's worth of traces: columnar rows, the dead letters beside them, and the dedup token.
+"""One insert's worth of traces, and the batching step of the ingest loop that fills it.
 
 Owns: accumulating decoded traces into a ``TraceRows`` batch (JSON lines) up to ``max_batch_rows`` / ``max_batch_bytes``
 / ``flush_interval_seconds``, the ledger entries the batch releases once acknowledged, and the insert
 deduplication token. The token is derived from the source ranges (topic/partition/first–last offset) and
 the trace ids in the batch, so a retried insert of the same batch is a no-op in ClickHouse while two
-different batches can never share a token (a token reused for different rows would drop them). No I/O.
+different batches can never share a token (a token reused for different rows would drop them).
+
+``BatchStep`` adds what intake produced to the open batch and hands the batch to the next step (the writer)
+when it is full or due; it knows nothing else of the loop. No I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ragmon.contracts.decode import FastTrace
 from ragmon.ingest.dead_letter import DeadLetter
@@ -19,6 +24,13 @@ from ragmon.ingest.offsets import Entry, release_trace
 from ragmon.ingest.source import Partition
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
+
+#: What intake produces, one per trace or dead letter, in message order; plain tuples, since one is built per
+#: message: ``(trace, where it was read, its size in bytes, its ledger entries)`` for a trace to store, or
+#: ``(dead letter, its ledger entries)``.
+TraceItem = tuple[FastTrace, SourcePosition, int, list[Entry]]
+LetterItem = tuple[DeadLetter, list[Entry]]
+Produced = TraceItem | LetterItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +107,65 @@ class Batch:
         for group in self.entries:
             release_trace(group)
         self.entries = []
+
+
+class BatchSink(Protocol):
+    """The step after batching: takes a batch to write, or refuses it (``False``) while a failed write waits."""
+
+    def submit(self, batch: Batch) -> bool: ...
+
+
+class BatchStep:
+    """The open batch: filled with what intake produced, handed on when full or due. Not thread-safe.
+
+    While the next step refuses a full batch (a failed write waits for its retry), the batch keeps what it is
+    given: the loop pauses the source meanwhile, so it grows by the rest of one poll at most.
+    """
+
+    def __init__(self, limits: BatchLimits, next_step: BatchSink, clock: Callable[[], float]):
+        self.limits = limits
+        self._next = next_step
+        self._clock = clock
+        self.batch = Batch(limits, clock())
+
+    def submit(self, produced: Iterable[Produced]) -> None:
+        """Add every item in order; hand the batch on each time it is full (mid-poll: the write then overlaps
+        the decoding of the rest). ``produced`` may be lazy: each item is consumed as soon as it is made."""
+        batch = self.batch
+        for item in produced:
+            if len(item) == 4:
+                batch.add_trace(*item)
+            else:
+                batch.add_dead_letter(*item)
+            if batch.full() and self.hand_on():
+                batch = self.batch
+
+    @property
+    def empty(self) -> bool:
+        return self.batch.empty
+
+    def due(self, now: float) -> bool:
+        return self.batch.due(now)
+
+    def wait_seconds(self, now: float) -> float:
+        """Seconds until the open batch is due; ``inf`` while it is empty (nothing to flush)."""
+        batch = self.batch
+        if batch.empty:
+            return float("inf")
+        return max(0.0, self.limits.max_wait_seconds - (now - batch.opened_at))
+
+    def hand_on(self) -> bool:
+        """Give the open batch to the next step and open a new one; False (batch kept) if it was refused."""
+        if not self._next.submit(self.batch):
+            return False
+        self.batch = Batch(self.limits, self._clock())
+        return True
+
+    def seal(self) -> Batch:
+        """Take the open batch out (to write it now, outside the usual hand-on) and open a new one."""
+        batch, self.batch = self.batch, Batch(self.limits, self._clock())
+        return batch
+
+    def discard(self) -> None:
+        """Drop what is buffered (its partitions were revoked; their next owner re-reads it)."""
+        self.seal()

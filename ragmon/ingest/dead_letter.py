@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragmon.config import KafkaSettings, secret_value
+from ragmon.config import KafkaSettings
 from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.kafka_options import producer_options
 
 log = logging.getLogger("ragmon.ingest.dead_letter")
 
@@ -34,6 +35,10 @@ class DeadLetter:
     detail: str
     headers: tuple[tuple[str, bytes], ...] = ()
 
+    def kafka_key(self) -> bytes:
+        """The source partition: the letters of one source partition stay in order on the dead-letter topic."""
+        return f"{self.topic}/{self.partition}".encode()
+
     def kafka_headers(self) -> list[tuple[str, bytes]]:
         own = [
             ("ragmon.reason", self.reason.encode()),
@@ -51,7 +56,9 @@ class DeadLetterSink(Protocol):
     """Where dead letters go.
 
     ``send`` blocks until every letter is acknowledged, or raises ``RetryableSourceError`` (nothing may be
-    assumed sent; sending again may duplicate some letters: dead letters are at-least-once). Not thread-safe.
+    assumed sent; sending again may duplicate some letters: dead letters are at-least-once, with no dedup).
+    Sending nothing is a no-op. ``close`` delivers what was sent, may be called twice, and after it ``send``
+    raises ``SourceError``. Not thread-safe.
     """
 
     def send(self, letters: Sequence[DeadLetter]) -> None: ...
@@ -69,18 +76,9 @@ class KafkaDeadLetterSink:
         self._topic = settings.dead_letter_topic
         self._timeout = timeout_seconds
         self._kafka_error = KafkaError
+        self._closed = False
         try:
-            self._producer = KafkaProducer(
-                bootstrap_servers=[s.strip() for s in settings.bootstrap_servers.split(",") if s.strip()],
-                client_id="ragmon-ingest-dlq",
-                acks="all",
-                retries=5,
-                max_request_size=max(settings.max_partition_fetch_bytes, 1_048_576) + 65_536,
-                security_protocol=settings.security_protocol,
-                sasl_mechanism=settings.sasl_mechanism,
-                sasl_plain_username=settings.sasl_username,
-                sasl_plain_password=secret_value(settings.sasl_password),
-            )
+            self._producer = KafkaProducer(**producer_options(settings, client_id="ragmon-ingest-dlq"))
         except KafkaError as exc:
             raise SourceError(
                 f"cannot create the dead-letter producer for {settings.bootstrap_servers} ({exc}); check "
@@ -90,10 +88,11 @@ class KafkaDeadLetterSink:
     def send(self, letters: Sequence[DeadLetter]) -> None:
         if not letters:
             return
+        if self._closed:
+            raise SourceError(f"the dead-letter producer for {self._topic} is closed")
         try:
             futures = [
-                self._producer.send(self._topic, value=d.value, key=f"{d.topic}/{d.partition}".encode(),
-                                    headers=d.kafka_headers())
+                self._producer.send(self._topic, value=d.value, key=d.kafka_key(), headers=d.kafka_headers())
                 for d in letters
             ]
             self._producer.flush(timeout=self._timeout)
@@ -105,6 +104,7 @@ class KafkaDeadLetterSink:
             ) from None
 
     def close(self) -> None:
+        self._closed = True
         try:
             self._producer.close(timeout=5)
         except Exception as exc:  # noqa: BLE001 - best effort
@@ -113,13 +113,18 @@ class KafkaDeadLetterSink:
 
 @dataclass
 class InMemoryDeadLetterSink:
-    """Test double: keeps letters in a list; ``fail_next`` makes that many ``send`` calls fail."""
+    """Test double: keeps letters in a list; ``fail_next`` makes that many ``send`` calls fail (nothing sent)."""
 
     letters: list[DeadLetter] = field(default_factory=list)
     fail_next: int = 0
     calls: int = 0
+    closed: bool = False
 
     def send(self, letters: Sequence[DeadLetter]) -> None:
+        if not letters:
+            return
+        if self.closed:
+            raise SourceError("the in-memory dead-letter sink is closed")
         self.calls += 1
         if self.fail_next > 0:
             self.fail_next -= 1
@@ -127,4 +132,4 @@ class InMemoryDeadLetterSink:
         self.letters.extend(letters)
 
     def close(self) -> None:
-        pass
+        self.closed = True

@@ -1,8 +1,9 @@
-"""Wiring the ingest role from settings: Kafka source, dead-letter producer, store writer, health checks.
+"""The ingest role as a process starts it: Kafka source, dead-letter producer, store writer, health checks.
 
-Owns start-up for ``ragmon ingest`` and ``ragmon run``: everything that can be checked before the loop starts
-is checked here (config, broker reachable, store reachable), so a bad setup fails fast with a message that
-says what to do, and never later inside the loop.
+``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape every role package's
+``role.py`` has; ``ragmon.process`` calls them for ``ragmon ingest`` and ``ragmon run``. Everything that can be
+checked before the loop starts is checked here (config, broker reachable), so a bad setup fails fast with a
+message that says what to do, never later inside the loop. Must not open the store or bind a port.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 from typing import Any
 
 from ragmon.config import Settings
+from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
 from ragmon.ingest.dead_letter import KafkaDeadLetterSink
 from ragmon.ingest.faults import FaultPoints
@@ -18,14 +20,14 @@ from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.redact import Redactor
 from ragmon.ingest.source import KafkaTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
-from ragmon.server import Health, heartbeat_check
+from ragmon.server import heartbeat_check
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest")
 
 
-def check_settings(settings: Settings) -> list[str]:
-    """Problems the pydantic models cannot see on their own (one line each)."""
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` with the problems the pydantic models cannot see on their own (one line each)."""
     problems = []
     try:
         Redactor(settings.ingest.redact_patterns, settings.ingest.redact_fields)
@@ -40,14 +42,14 @@ def check_settings(settings: Settings) -> list[str]:
     if settings.ingest.max_message_bytes > settings.kafka.max_partition_fetch_bytes:
         problems.append(f"ingest.max_message_bytes ({settings.ingest.max_message_bytes}) exceeds "
                         f"kafka.max_partition_fetch_bytes ({settings.kafka.max_partition_fetch_bytes}); raise the latter")
-    return problems
-
-
-def build_ingest(settings: Settings, store: Any, telemetry: Telemetry, health: Health) -> IngestPipeline:
-    """Create the pipeline and register its /healthz and /readyz checks. Raises ``RagmonError`` on bad setup."""
-    problems = check_settings(settings)
     if problems:
         raise ConfigError(problems)
+
+
+def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
+    """The pipeline with its liveness (the consume loop polled recently) and readiness (writes succeed).
+    Raises ``RagmonError`` on bad setup."""
+    check(settings)
     source = KafkaTraceSource(settings.kafka)
     try:
         dead_letters = KafkaDeadLetterSink(settings.kafka)
@@ -59,13 +61,14 @@ def build_ingest(settings: Settings, store: Any, telemetry: Telemetry, health: H
         input_format=settings.kafka.input_format, retention_days=settings.store.traces_ttl_days,
         faults=FaultPoints.from_env(),
     )
-    max_age = max(60.0, 2 * settings.store.query_timeout_seconds)
-    health.add_liveness("ingest_loop", heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll"))
+    max_age = settings.process.ingest_liveness_limit(settings.store.query_timeout_seconds)
 
-    def store_ready() -> tuple[bool, str]:
+    def writing() -> tuple[bool, str]:
         if pipeline.paused:
             return False, f"writes failing, consumption paused: {pipeline.last_error}"
-        return store.readiness()
+        return True, "writes succeed"
 
-    health.add_readiness("store", store_ready)
-    return pipeline
+    return RoleParts(
+        loops=(pipeline,), service=pipeline, readiness=writing,
+        liveness=heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll"),
+        on_stuck="uncommitted messages will be re-read on the next start (nothing is lost)")

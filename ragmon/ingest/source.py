@@ -19,17 +19,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from ragmon.config import KafkaSettings, secret_value
+from ragmon.config import KafkaSettings
 from ragmon.errors import ConfigError, RetryableSourceError, SourceError
+from ragmon.kafka_options import consumer_options
 
 log = logging.getLogger("ragmon.ingest.source")
 
 #: a partition: (topic, partition number)
 Partition = tuple[str, int]
 
-
-#: cap of kafka-python's exponential reconnect backoff (its default, 30 s, delays recovery after a broker restart)
-RECONNECT_BACKOFF_MAX_MS = 1_000
 #: how long one offset commit may block the consume loop
 COMMIT_TIMEOUT_MS = 5_000
 
@@ -115,24 +113,8 @@ class KafkaTraceSource:
                     source._handler({(tp.topic, tp.partition) for tp in lost})
 
         try:
-            self._consumer = KafkaConsumer(
-                bootstrap_servers=[s.strip() for s in settings.bootstrap_servers.split(",") if s.strip()],
-                group_id=settings.group_id,
-                client_id=client_id,
-                enable_auto_commit=False,          # commits only after the store acknowledged
-                auto_offset_reset="earliest",      # a new group reads the whole topic, never skips
-                max_poll_records=settings.max_poll_records,
-                fetch_max_bytes=settings.fetch_max_bytes,
-                max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
-                session_timeout_ms=settings.session_timeout_ms,
-                # kafka-python backs reconnects off up to 30 s; after a broker restart that left ingest idle
-                # for up to ~20 s once the broker was back (measured by the broker-restart test)
-                reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
-                security_protocol=settings.security_protocol,
-                sasl_mechanism=settings.sasl_mechanism,
-                sasl_plain_username=settings.sasl_username,
-                sasl_plain_password=secret_value(settings.sasl_password),
-            )
+            self._consumer = KafkaConsumer(**consumer_options(settings, group_id=settings.group_id,
+                                                              client_id=client_id))
             self._consumer.subscribe([settings.topic], listener=_Listener())
             warn_if_topic_missing(self._consumer, settings.topic, settings.bootstrap_servers)
         except KafkaError as exc:

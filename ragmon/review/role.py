@@ -7,6 +7,10 @@ under ``/review/api/v1``); ``roles()`` are the daemon loops: the gauges ``ragmon
 selection of the last complete week once it has traffic (idempotent: a selected week is never changed). The
 automatic seed is derived from ``session_secret`` and the week when a secret is set, so every replica picks the
 same sample; otherwise it is random. Either way it is recorded with the selection.
+
+``check(settings)`` and ``build(settings, store, telemetry, ...) -> RoleParts`` have the shape every role
+package's ``role.py`` has; ``ragmon.process`` calls them for ``ragmon review``, ``ragmon demo --keep-serving`` and
+``ragmon run``. Must not open the store or bind a port.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter
 
-from ragmon.config import ReviewSettings, secret_value
-from ragmon.daemon import PeriodicRole
+from ragmon.config import ReviewSettings, Settings, secret_value
+from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.review.api import api_router
 from ragmon.review.auth import Authenticator
 from ragmon.review.context import ReviewContext
@@ -61,3 +65,15 @@ class ReviewRole:
         """The review role's loops for ``Daemon``: gauges, and the weekly selection."""
         return [PeriodicRole("review-gauges", self.context.settings.refresh_interval_seconds, self.refresh_gauges),
                 PeriodicRole("review-select", select_interval_seconds, self.auto_select)]
+
+
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` when the review UI could not sign anyone in (no reviewers, a bad secret or hash)."""
+    Authenticator(settings.review, time.time)
+
+
+def build(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, *, select: bool = True) -> RoleParts:
+    """The pages and API to mount, the gauges loop, and (unless ``select`` is False) the weekly selection."""
+    role = ReviewRole(settings.review, store, telemetry)
+    gauges, selection = role.roles()
+    return RoleParts(loops=(gauges, selection) if select else (gauges,), service=role, routers=(role.router,))

@@ -20,6 +20,7 @@ from typing import Any
 
 from ragmon.contracts.decode import DecodedTrace, decode_trace
 from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.kafka_options import consumer_options
 from ragmon.store import SELECT_TRACE_COLUMNS, row_to_trace
 
 log = logging.getLogger(__name__)
@@ -69,16 +70,8 @@ class KafkaScoreSource:
         self.poll_timeout_ms = int(poll_timeout_seconds * 1000)
         self.skipped = 0
         k = settings
-        options: dict[str, Any] = {
-            "bootstrap_servers": k.bootstrap_servers.split(","), "group_id": group_id,
-            "enable_auto_commit": False, "auto_offset_reset": "earliest",
-            "security_protocol": k.security_protocol, "session_timeout_ms": k.session_timeout_ms,
-            "max_partition_fetch_bytes": k.max_partition_fetch_bytes, "fetch_max_bytes": k.fetch_max_bytes,
-            "client_id": "ragmon-score",
-        }
-        if k.sasl_mechanism:
-            options.update(sasl_mechanism=k.sasl_mechanism, sasl_plain_username=k.sasl_username,
-                           sasl_plain_password=k.sasl_password.get_secret_value() if k.sasl_password else None)
+        # the same client options as the ingest consumer (security, SASL, fetch sizes, reconnect backoff)
+        options = consumer_options(k, group_id=group_id, client_id="ragmon-score")
         try:
             self._consumer = KafkaConsumer(topic, **options)
         except KafkaError as exc:

@@ -14,9 +14,12 @@ from ragmon.config import IngestSettings
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
-from ragmon.ingest.writer import InMemoryTraceWriter
+from ragmon.ingest.writer import InMemoryTraceWriter, TraceWriter
 from ragmon.telemetry import Telemetry
 from tests.conftest import make_trace
+
+#: the seed of the pipeline's random source (its backoff jitter)
+SEED = 0
 
 
 class FakeClock:
@@ -63,15 +66,19 @@ class Rig:
 
 @pytest.fixture
 def rig() -> Callable[..., Rig]:
-    def make(**settings: Any) -> Rig:
+    def make(*, source: InMemoryTraceSource | None = None, writer: InMemoryTraceWriter | None = None,
+             write: TraceWriter | None = None, **settings: Any) -> Rig:
+        """A pipeline over fresh doubles, or over ``source`` / ``writer`` given (a restarted process); ``write``
+        stands in for the writer the pipeline calls (``writer`` stays the store the rig reads)."""
         input_format = settings.pop("input_format", "auto")
         concurrent = settings.pop("concurrent_writes", False)  # inline writes keep most tests deterministic
         base: dict[str, Any] = {"max_batch_rows": 50, "flush_interval_seconds": 1.0, "store_retry_max_seconds": 2.0}
         base.update(settings)
-        source, writer, dlq, clock, tel = (InMemoryTraceSource(), InMemoryTraceWriter(), InMemoryDeadLetterSink(),
-                                           FakeClock(), Telemetry())
-        pipeline = IngestPipeline(source, writer, dlq, IngestSettings(**base), tel, input_format=input_format,
-                                  concurrent_writes=concurrent, clock=clock, rng=random.Random(0))
+        source = source if source is not None else InMemoryTraceSource()
+        writer = writer if writer is not None else InMemoryTraceWriter()
+        dlq, clock, tel = InMemoryDeadLetterSink(), FakeClock(), Telemetry()
+        pipeline = IngestPipeline(source, write or writer, dlq, IngestSettings(**base), tel, input_format=input_format,
+                                  concurrent_writes=concurrent, clock=clock, rng=random.Random(SEED))
         return Rig(pipeline, source, writer, dlq, clock, tel)
 
     return make

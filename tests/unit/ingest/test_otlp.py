@@ -104,7 +104,7 @@ def test_memory_bound_evicts_the_oldest_pending_trace(rig):
     r = rig(max_batch_rows=100, otlp_max_pending_traces=1, otlp_assembly_wait_seconds=60)
     r.source.append(T, 0, [msgs[0], msgs[3], msgs[6]])  # three traces' retriever spans only
     r.drive(3)
-    assert r.pipeline.assembler.pending() == 1
+    assert r.pipeline.intake.pending() == 1
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "evicted_no_root"}) == 2
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -10,8 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.source import InMemoryTraceSource
-from tests.unit.ingest.conftest import trace_bytes
+from ragmon.ingest.writer import InMemoryTraceWriter
+from tests.unit.ingest.conftest import SEED, trace_bytes
 
 T = "rag.traces"
 
@@ -52,16 +55,24 @@ def test_store_down_pauses_consumption_commits_nothing_then_recovers(rig):
     assert r.metric("ragmon_ingest_flush_failures_total", {"stage": "store", "kind": "retryable"}) == 4
 
 
-def test_retry_backoff_grows_and_is_capped(rig):
+def test_a_failed_batch_is_retried_on_the_backoff_schedule_not_before(rig):
     r = rig(max_batch_rows=5, store_retry_max_seconds=1.0)
     r.writer.fail_next = 30
     r.source.append(T, 0, [trace_bytes() for _ in range(5)])
+    # the same rule, clock and seed as the pipeline's own: it predicts when each retry is due
+    schedule = Backoff(1.0, clock=r.clock, rng=random.Random(SEED))
     r.pipeline.step()
     delays = []
-    for _ in range(8):
-        delays.append(r.pipeline._retry_at - r.clock.now)  # noqa: SLF001 - the schedule is the behaviour here
-        r.clock.advance(delays[-1])
+    for attempt in range(1, 9):
+        assert r.writer.attempts == attempt
+        delays.append(schedule.failed(retryable=True))
+        r.clock.now = schedule.retry_at - 0.001
         r.pipeline.step()
+        assert r.writer.attempts == attempt, "retried before the delay ran out"
+        assert r.source.paused
+        r.clock.now = schedule.retry_at
+        r.pipeline.step()
+    assert r.writer.attempts == 9
     assert delays[0] < delays[3] and max(delays) <= 1.0
     assert r.source.committed == {}
 
@@ -83,10 +94,7 @@ def test_crash_after_insert_before_commit_replays_without_loss(rig):
     assert r.source.committed == {} and len(r.writer.rows) == 10
     r.source.crash()
     r.source.fail_commits = 0
-    fresh = rig(max_batch_rows=10)  # a restarted process: same source, same store
-    fresh.pipeline.source = r.source
-    r.source.set_revoke_handler(fresh.pipeline._on_revoke)  # noqa: SLF001
-    fresh.pipeline.writer = r.writer
+    fresh = rig(max_batch_rows=10, source=r.source, writer=r.writer)  # a restarted process: same source, same store
     fresh.drive(5)
     assert sorted(set(r.writer.trace_ids())) == sorted(f"t{i}" for i in range(10))
     assert r.source.committed == {(T, 0): 10}
@@ -272,6 +280,8 @@ def test_concurrent_writes_overlap_and_keep_every_guarantee(rig):
 
 
 def test_an_unexpected_writer_exception_is_retried_not_fatal(rig):
+    store = InMemoryTraceWriter()
+
     class Buggy:
         calls = 0
 
@@ -279,10 +289,9 @@ def test_an_unexpected_writer_exception_is_retried_not_fatal(rig):
             Buggy.calls += 1
             if Buggy.calls == 1:
                 raise TypeError("a bug in a writer")
-            return r.writer.write(columns, dedup_token)
+            return store.write(columns, dedup_token)
 
-    r = rig(max_batch_rows=5)
-    r.pipeline.writer = Buggy()
+    r = rig(max_batch_rows=5, writer=store, write=Buggy())
     r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}") for i in range(5)])
     r.pipeline.step()
     assert r.source.paused and r.source.committed == {}
@@ -302,9 +311,8 @@ class _TimeoutRecorder(InMemoryTraceSource):
 
 
 def test_an_idle_loop_blocks_in_poll_and_a_buffered_batch_bounds_the_wait(rig):
-    r = rig(max_batch_rows=1000, flush_interval_seconds=1.0)
     source = _TimeoutRecorder()
-    r.pipeline.source = source
+    r = rig(max_batch_rows=1000, flush_interval_seconds=1.0, source=source)
     r.clock.advance(30)  # long idle: the open, empty batch is far older than the flush interval
     r.pipeline.step()
     assert source.timeouts[-1] == 0.25  # nothing buffered: block (before the fix this was 0, a busy loop)

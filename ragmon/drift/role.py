@@ -1,0 +1,28 @@
+"""The drift role as a process starts it: checks on a schedule, and the liveness of that schedule.
+
+``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape every role package's
+``role.py`` has; ``ragmon.process`` calls them for ``ragmon drift`` and ``ragmon run``. The schedule itself is
+``schedule.DriftRole``, the check ``check.DriftChecker``. Must not open the store or bind a port.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmon.config import Settings
+from ragmon.daemon import RoleParts
+from ragmon.drift.check import DriftChecker
+from ragmon.drift.features import plan_features
+from ragmon.drift.schedule import DriftRole
+from ragmon.telemetry import Telemetry
+
+
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` when ``drift.features`` or ``drift.overrides`` name what does not exist."""
+    plan_features(settings.drift)
+
+
+def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
+    """A check every ``drift.interval_seconds``; alive while the last attempt is recent (``DriftRole.liveness``)."""
+    role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)
+    return RoleParts(loops=(role,), service=role, liveness=role.liveness)

@@ -1,0 +1,34 @@
+"""The score role as a process starts it: the Kafka consume loop with the pinned judge, and its liveness.
+
+``check(settings)`` and ``build(settings, store, telemetry, ...) -> RoleParts`` have the shape every role
+package's ``role.py`` has; ``ragmon.process`` calls them for ``ragmon score`` (Kafka mode) and ``ragmon run``.
+The loop itself is ``runner.ScoreRole``. Must not open the store or bind a port; the backfill
+(``ragmon score --from-store``) is not a daemon and does not start here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmon.config import Settings
+from ragmon.daemon import RoleParts
+from ragmon.judge import make_judge
+from ragmon.score.runner import ScoreRole
+from ragmon.server import heartbeat_check
+from ragmon.telemetry import Telemetry
+
+
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` when the pinned judge cannot be made from the settings (no connection is made)."""
+    make_judge(settings.judge)
+
+
+def build(settings: Settings, store: Any, telemetry: Telemetry, *, max_traces: int | None = None,
+          idle_exit_seconds: float | None = None) -> RoleParts:
+    """The consume loop (its consumer created now, so an unreachable broker fails at start-up) and its liveness:
+    the loop polled within ``process.score_liveness_seconds``. ``max_traces`` and ``idle_exit_seconds`` end the
+    loop early (batch jobs, tests)."""
+    role = ScoreRole(settings, store, telemetry, max_traces=max_traces, idle_exit_seconds=idle_exit_seconds)
+    liveness = heartbeat_check(lambda: role.last_poll, settings.process.score_liveness_seconds, "last score poll")
+    return RoleParts(loops=(role,), service=role, liveness=liveness,
+                     on_stuck="uncommitted traces are re-scored on the next start")
