@@ -10,6 +10,7 @@ command imports them, so anything here that reached back would close an import l
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,10 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
+#: width of output that is not a terminal (a file, a pipe): wide enough that no table column is ever cut
+UNCUT_WIDTH = 1000
 err_console = Console(stderr=True)
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else UNCUT_WIDTH)
 
 
 class State:

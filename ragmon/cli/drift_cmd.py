@@ -244,7 +244,7 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
     from ragmon.drift.simulate import ShapedSpec, insert_shaped
     from ragmon.drift.traffic import Shift
 
-    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)  # the hours end now, so a check right after sees a full window
     drift = Shift(add=shift, scale=scale, extra_empty=extra_empty, stale_since=0.0 if stale_index else None)
     try:
         spec = ShapedSpec(shape, per_hour, days, now, strata=names, retriever=retriever, shift=drift,
@@ -256,7 +256,7 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
         task = bar.add_task(f"simulating {spec.hours} hours of {shape} traffic", total=spec.hours)
         total = insert_shaped(store, spec, progress=lambda done, _n: bar.update(task, completed=done))
     console.print(f"inserted {total:,} {shape} traces: {len(names)} strata × ~{per_hour:,}/hour over {days} days "
-                  f"and the current hour, up to {now:%Y-%m-%d %H:%M} UTC; drift in the last {drift_hours} hours "
+                  f"and the last hour, up to {now:%Y-%m-%d %H:%M} UTC; drift in the last {drift_hours} hours "
                   f"(score +{shift:g} ×{scale:g}, empty +{extra_empty:g}{', stale index' if stale_index else ''})",
                   highlight=False, soft_wrap=True)
 

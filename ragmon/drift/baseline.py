@@ -135,13 +135,16 @@ def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
     innov = (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
+    finite = innov[np.isfinite(innov)]
+    var = float(np.mean(finite ** 2)) if finite.size else 0.0
+    if var <= 0:
+        return 1.0
     lrv = 1.0
     for lag in range(1, PERSISTENCE_LAGS + 1):
         a, b = innov[:-lag], innov[lag:]
         both = np.isfinite(a) & np.isfinite(b)
         if both.sum() < 2 * PERSISTENCE_LAGS:
             continue
-        var = float(np.mean(innov[np.isfinite(innov)] ** 2))
         lrv += 2 * (1 - lag / (PERSISTENCE_LAGS + 1)) * float(np.mean(a[both] * b[both])) / var
     return float(min(max(lrv, 1.0), 10.0))
 

@@ -34,7 +34,8 @@ class ColumnStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class ShapedSpec:
     """What to write: ``per_hour`` traces per stratum per hour (the daily mean for ``seasonal``) over ``days``
-    days before ``now`` and the hour up to it; ``shift`` in the last ``drift_hours`` hours."""
+    days before ``now`` and the hour up to it; ``shift`` in the last ``drift_hours`` hours of ``drift_strata``
+    (default: all)."""
 
     shape: str
     per_hour: int
@@ -45,6 +46,7 @@ class ShapedSpec:
     variant: str = "production"
     shift: Shift = NO_SHIFT
     drift_hours: int = 1
+    drift_strata: tuple[str, ...] | None = None  # None: every stratum drifts
     seed: int = 1
     run_id: str = "shape"
 
@@ -72,7 +74,8 @@ def insert_shaped(store: ColumnStore, spec: ShapedSpec,
         if shift.stale_since is not None:  # the index froze when the drift began
             shift = Shift(shift.add, shift.scale, shift.extra_empty, (hours - spec.drift_hours) / 24)
         for s, (name, gen) in enumerate(zip(spec.strata, gens, strict=True)):
-            draw = gen.draw(spec.per_hour, window_start.hour, i / 24, shift)
+            mine = shift if spec.drift_strata is None or name in spec.drift_strata else NO_SHIFT
+            draw = gen.draw(spec.per_hour, window_start.hour, i / 24, mine)
             total += store.insert_columns("traces", _columns(spec, draw, name, start, (i, s)))
         if progress is not None:
             progress(i + 1, hours)
