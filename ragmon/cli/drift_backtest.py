@@ -41,7 +41,7 @@ def run_backtest(settings: Settings, start: datetime, end: datetime, output: str
         f"{end:%Y-%m-%d %H:%M} UTC: [bold]{result.checks_with_drift}[/] declared drift "
         f"({result.checks_with_drift / result.checks:.1%} of checks); persistent drift began "
         f"[bold]{sum(f.persistent_onsets for f in result.features)}[/] times "
-        f"({per_day:.2f} a day; budget drift.sequential.false_alarms_per_day = "
+        f"({per_day:.2f} a day, true drift included; the budget for false alarms, drift.sequential.false_alarms_per_day, is "
         f"{settings.drift.sequential.false_alarms_per_day:g})" if isinstance(per_day, float) and math.isfinite(per_day)
         else f"{result.checks} checks", highlight=False, soft_wrap=True)
     if result.skipped_features:

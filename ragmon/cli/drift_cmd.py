@@ -194,6 +194,8 @@ def simulate(
     days: Annotated[int, typer.Option(min=1, max=60, help="--shape: days of history before the current hour.")] = 8,
     drift_hours: Annotated[int, typer.Option(min=0, help="--shape: hours at the end that carry the drift "
                                              "(--shift, --scale, --extra-empty, --stale-index).")] = 1,
+    drift_strata: Annotated[str | None, typer.Option(
+        help="--shape: comma-separated strata that drift (default: every stratum).", show_default=False)] = None,
     scale: Annotated[float, typer.Option(help="--shape: multiply every retrieval score by this.")] = 1.0,
     extra_empty: Annotated[float, typer.Option(help="--shape: add this share of empty shortlists.")] = 0.0,
     stale_index: Annotated[bool, typer.Option(
@@ -229,15 +231,18 @@ def simulate(
             raise fail("--stale-index needs --shape doc_updates")
         if drift_hours > days * 24 + 1:
             raise fail(f"--drift-hours must be at most the {days * 24 + 1} hours simulated")
+        drifting = tuple(x.strip() for x in drift_strata.split(",") if x.strip()) if drift_strata else None
+        if drifting is not None and not set(drifting) <= set(names):
+            raise fail(f"--drift-strata {', '.join(sorted(set(drifting) - set(names)))} not among --strata")
         _simulate_shape(ctx, shape, per_hour, days, drift_hours, names, retriever, seed, shift, scale, extra_empty,
-                        stale_index)
+                        stale_index, drifting)
         return
     _simulate_volume(ctx, reference_per_day, current, shift, retriever, names, empty_rate)
 
 
 def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, drift_hours: int,
                     names: tuple[str, ...], retriever: str, seed: int, shift: float, scale: float,
-                    extra_empty: float, stale_index: bool) -> None:
+                    extra_empty: float, stale_index: bool, drifting: tuple[str, ...] | None) -> None:
     from rich.progress import Progress
 
     from ragmon.cli.common import err_console
@@ -248,7 +253,8 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
     drift = Shift(add=shift, scale=scale, extra_empty=extra_empty, stale_since=0.0 if stale_index else None)
     try:
         spec = ShapedSpec(shape, per_hour, days, now, strata=names, retriever=retriever, shift=drift,
-                          drift_hours=drift_hours, seed=seed, run_id=f"{shape}{datetime.now(UTC):%H%M%S%f}")
+                          drift_hours=drift_hours, drift_strata=drifting, seed=seed,
+                          run_id=f"{shape}{datetime.now(UTC):%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
     store = _open(settings_of(ctx))
@@ -257,7 +263,8 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
         total = insert_shaped(store, spec, progress=lambda done, _n: bar.update(task, completed=done))
     console.print(f"inserted {total:,} {shape} traces: {len(names)} strata × ~{per_hour:,}/hour over {days} days "
                   f"and the last hour, up to {now:%Y-%m-%d %H:%M} UTC; drift in the last {drift_hours} hours "
-                  f"(score +{shift:g} ×{scale:g}, empty +{extra_empty:g}{', stale index' if stale_index else ''})",
+                  f"of {', '.join(drifting) if drifting else 'every stratum'} (score +{shift:g} ×{scale:g}, empty "
+                  f"+{extra_empty:g}{', stale index' if stale_index else ''})",
                   highlight=False, soft_wrap=True)
 
 

@@ -45,14 +45,17 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
                   highlight=False)
 
     drift = Table(title=f"Drift detected (check {r.drift.check_id[:12]}, {len(r.drift.results)} tests, "
-                        "Benjamini–Hochberg across the check)", title_justify="left")
-    for col in ("retriever", "variant", "stratum", "feature", "test", "statistic", "p (adj.)", "effect", "n ref/cur"):
+                        "Benjamini–Hochberg across the check; PERSISTENT is what pages)", title_justify="left")
+    for col in ("retriever", "variant", "stratum", "feature", "test", "verdict", "z", "p (adj.)", "effect",
+                "n ref/cur"):
         drift.add_column(col)
-    for d in sorted(r.drift.drifted, key=lambda d: (d.group.stratum, d.feature, d.test)):
-        drift.add_row(d.group.retriever, d.group.variant, d.group.stratum, d.feature, d.test, _fmt(d.statistic), _fmt(d.p_adjusted),
+    shown = [d for d in r.drift.results if d.drifted or d.persistent]
+    for d in sorted(shown, key=lambda d: (d.group.stratum, d.feature, d.test)):
+        drift.add_row(d.group.retriever, d.group.variant, d.group.stratum, d.feature, d.test,
+                      "PERSISTENT" if d.persistent else "drift", _fmt(d.statistic), _fmt(d.p_adjusted),
                       f"{_fmt(d.effect)} ({d.effect_name})", f"{d.reference.n}/{d.current.n}")
-    if not r.drift.drifted:
-        drift.add_row(*(["none"] + [""] * 8))
+    if not shown:
+        drift.add_row(*(["none"] + [""] * 9))
     console.print(drift)
 
     rv = r.review
