@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from ragmon.review.labels import labels_for
 from ragmon.review.selection import select_week
 from tests.integration.review.support import (
     PASSWORDS,
@@ -24,7 +23,7 @@ HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2
 
 
 @pytest.fixture
-def queue(store):
+def queue(store, review):
     week, traces = week_traces(12, ["billing", "consent"], seed=7)
     evil = traces[0]
     evil["question"] = f"What does {HOSTILE} mean?"
@@ -32,7 +31,7 @@ def queue(store):
     evil["retrieved"][0]["text"] = f"Consent can be withdrawn at any time. {HOSTILE}"
     evil["retrieved"][1]["chunk_id"] = 'x"><script>alert(1)</script>'
     insert_traces(store, traces)
-    result = select_week(store, week, 12, seed="s", now=datetime.now(UTC))
+    result = select_week(review, week, 12, seed="s", now=datetime.now(UTC))
     insert_score(store, evil, "faithfulness_hidden_metric", 0.25)
     return week, traces, result
 
@@ -64,7 +63,7 @@ def label_form(csrf: str, **overrides) -> dict:
     return form
 
 
-def test_no_anonymous_access(store, queue):
+def test_no_anonymous_access(store, queue, review):
     app, _ = review_app(store)
     client = TestClient(app, follow_redirects=False)
     week, traces, _ = queue
@@ -72,7 +71,7 @@ def test_no_anonymous_access(store, queue):
         r = client.get(url)
         assert r.status_code == 303 and r.headers["location"].startswith("/review/login?next="), url
     r = client.post(f"/review/weeks/{week}/label/{traces[0]['trace_id']}", data=label_form("x"))
-    assert r.status_code == 303 and not labels_for(store, traces[0]["trace_id"])
+    assert r.status_code == 303 and not review.labels_for(traces[0]["trace_id"])
     assert client.get("/review/api/v1/weeks").status_code == 401
     forged = TestClient(app, follow_redirects=False, cookies={"ragmon_review_session": "eyJ1IjoiYWxpY2UifQ.forged"})
     assert forged.get("/review/").status_code == 303
@@ -148,7 +147,7 @@ def test_hostile_text_is_escaped(store, queue):
     assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/review/static/review.js" defer>']
 
 
-def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
+def test_verdicts_hidden_until_labelled_then_label_stored(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[0]["trace_id"]
     app, telemetry = review_app(store)
@@ -158,10 +157,10 @@ def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
     csrf = csrf_of(before.text)
     # without the CSRF token: rejected, nothing stored
     r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form("wrong"))
-    assert r.status_code == 403 and not labels_for(store, trace_id)
+    assert r.status_code == 403 and not review.labels_for(trace_id)
     r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, note="looks <b>fine</b>"))
     assert r.status_code == 303, r.text
-    [label] = labels_for(store, trace_id)
+    [label] = review.labels_for(trace_id)
     assert (label.reviewer, label.answer_correct, label.note, label.relevant_chunk_ids) == (
         "alice", True, "looks <b>fine</b>", ("policy@c41",))
     after = client.get(item_url(week, trace_id))
@@ -172,7 +171,7 @@ def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
     assert sum(float(v) for v in re.findall(r"ragmon_review_items_due\{[^}]*\} (\S+)", metrics)) == 12
 
 
-def test_bad_label_values_are_rejected(store, queue):
+def test_bad_label_values_are_rejected(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[1]["trace_id"]
     app, _ = review_app(store)
@@ -182,7 +181,7 @@ def test_bad_label_values_are_rejected(store, queue):
                 {"note": "x" * 10_001}):
         r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, **bad))
         assert r.status_code == 400, bad
-    assert not labels_for(store, trace_id)
+    assert not review.labels_for(trace_id)
     r = client.post(f"/review/weeks/{week}/label/not-in-queue", data=label_form(csrf))
     assert r.status_code == 404
     form = label_form(csrf)
@@ -198,7 +197,7 @@ def test_a_week_at_the_end_of_the_calendar_is_a_404_not_a_crash(store, queue):
         assert client.get(url).status_code == 404, url
 
 
-def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
+def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[2]["trace_id"]
     app, _ = review_app(store)
@@ -207,7 +206,7 @@ def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
         csrf = csrf_of(client.get(item_url(week, trace_id)).text)
         r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, answer_correct=correct))
         assert r.status_code == 303
-    labels = {lab.reviewer: lab.answer_correct for lab in labels_for(store, trace_id)}
+    labels = {lab.reviewer: lab.answer_correct for lab in review.labels_for(trace_id)}
     assert labels == {"alice": True, "bob": False}
     page = alice.get(item_url(week, trace_id)).text
     assert 'id="disagreement"' in page and "answer_correct" in page
