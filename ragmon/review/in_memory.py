@@ -3,7 +3,8 @@ UI without a database.
 
 It keeps what the ClickHouse tables keep and replaces rows by the same keys with the same "latest wins" rule
 (ReplacingMergeTree read with FINAL), and it is held to the same contract suite as ``ClickHouseReviewQueries``
-(``tests/contract/test_review_store.py``). One documented difference: the sample's random order comes from
+(``tests/contract/test_review_store.py``). Times are kept as the tables keep them: to the millisecond, and
+read back in UTC without tzinfo, as ClickHouse's driver returns them. One documented difference: the sample's random order comes from
 BLAKE2b, not ClickHouse's ``cityHash64``, so a seed picks a different (equally uniform) sample here.
 ``add_traces`` and ``add_score`` stand in for ingest and score, which write that traffic in production.
 Must not: be used by a daemon (nothing here survives the process).
@@ -15,6 +16,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +49,7 @@ class InMemoryReviewStore:
             batch = TraceColumns()
             batch.add(decoded.trace)
             row = {name: values[0] for name, values in batch.columns.items()}
+            row["ts"] = _stored(row["ts"])
             key = (row["retriever_name"], row["variant"], row["category"], row["ts"].date(), row["trace_id"])
             with self._lock:
                 self._traces[key] = row
@@ -55,11 +58,11 @@ class InMemoryReviewStore:
                   judge_name: str = "heuristic", fingerprint: str = "fp-heuristic-1", details: str = "",
                   scored_at: datetime | None = None) -> None:
         """Store a score of ``trace`` (a trace.v1 document) as the score role would."""
-        ts = datetime.fromisoformat(trace["timestamp"])
+        ts = _stored(datetime.fromisoformat(trace["timestamp"]))
         key = (fingerprint, metric, trace["trace_id"], ts.date())
         verdict = Verdict(metric, float(value), status, error, judge_name, fingerprint, parse_details(details))
         with self._lock:
-            self._scores[key] = _latest(self._scores.get(key), (scored_at or datetime.now(UTC), ts, verdict))
+            self._scores[key] = _latest(self._scores.get(key), (_stored(scored_at or datetime.now(UTC)), ts, verdict))
 
     # -- ReviewStore -------------------------------------------------------------------------------------------
     def population(self, week: str) -> dict[str, int]:
@@ -79,13 +82,13 @@ class InMemoryReviewStore:
         return [SampledTrace(r["trace_id"], r["query_id"], r["category"], i) for i, r in enumerate(chosen)]
 
     def trace(self, week: str, trace_id: str) -> dict[str, Any] | None:
-        start, end = parse_week(week)
+        start, end = _week(week)
         with self._lock:
             found = [r for r in self._traces.values() if r["trace_id"] == trace_id and start <= r["ts"] < end]
         return row_to_trace(found[0]) if found else None
 
     def verdicts(self, week: str, trace_id: str) -> list[Verdict]:
-        start, end = parse_week(week)
+        start, end = _week(week)
         with self._lock:
             found = [v for key, (_, ts, v) in self._scores.items() if key[2] == trace_id and start <= ts < end]
         return sorted(found, key=lambda v: (v.judge_fingerprint, v.metric))
@@ -115,15 +118,17 @@ class InMemoryReviewStore:
         with self._lock:
             for item in items:
                 key = (week, item.trace_id)
-                self._queue[key] = _latest(self._queue.get(key), (selected_at, item, seed))
+                self._queue[key] = _latest(self._queue.get(key), (_stored(selected_at), item, seed))
 
     def record_selection(self, record: SelectionRecord) -> None:
+        record = replace(record, selected_at=_stored(record.selected_at))
         with self._lock:
             old = self._selections.get(record.week)
             if old is None or record.selected_at >= old.selected_at:
                 self._selections[record.week] = record
 
     def save_label(self, label: Label) -> None:
+        label = replace(label, labelled_at=_stored(label.labelled_at))
         with self._lock:
             old = self._labels.get((label.trace_id, label.reviewer))
             if old is None or label.labelled_at >= old.labelled_at:
@@ -156,9 +161,21 @@ class InMemoryReviewStore:
             return digest in self._signed_out
 
     def _production(self, week: str) -> list[dict[str, Any]]:
-        start, end = parse_week(week)
+        start, end = _week(week)
         with self._lock:
             return [r for r in self._traces.values() if r["variant"] == "production" and start <= r["ts"] < end]
+
+
+def _stored(moment: datetime) -> datetime:
+    """``moment`` as a ``DateTime64(3, 'UTC')`` column gives it back: milliseconds, UTC, no tzinfo."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _week(week: str) -> tuple[datetime, datetime]:
+    start, end = parse_week(week)
+    return _stored(start), _stored(end)
 
 
 def _hash(seed: str, trace_id: str) -> int:

@@ -33,7 +33,8 @@ class ReviewStore(Protocol):
     Every method blocks until the store answered and raises ``StoreError`` when it cannot (``retryable`` for an
     outage); the pages and the API turn that into a 503. Thread-safe: the web handlers call it from worker
     threads. Writes are idempotent by key: writing a row again replaces it (queue: week and trace; label:
-    trace and reviewer; selection: week; signed-out session: digest), and reads see the latest.
+    trace and reviewer; selection: week; signed-out session: digest), and reads see the latest. Times come back
+    to the millisecond, in UTC without tzinfo (how the ClickHouse driver returns a ``DateTime64(3, 'UTC')``).
     """
 
     # -- the week's traffic (written by ingest and score) ----------------------------------------------------

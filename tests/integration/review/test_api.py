@@ -15,8 +15,15 @@ from schemathesis import GenerationMode, checks
 
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import select_week
-from tests.integration.review.support import TOKENS, insert_score, insert_traces, review_app, week_traces
-from tests.integration.review.test_web import HOSTILE, signed_in
+from tests.integration.review.support import (
+    TOKENS,
+    insert_score,
+    insert_traces,
+    review_app,
+    signed_in,
+    week_traces,
+)
+from tests.integration.review.test_web import HOSTILE
 
 #: for a request re-aimed at a real item, schemathesis' own idea of whether it is valid no longer holds
 REAIMED_CHECKS = [checks.not_a_server_error, checks.response_schema_conformance, checks.status_code_conformance,

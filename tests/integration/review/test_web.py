@@ -1,5 +1,5 @@
-"""The review pages through FastAPI's TestClient against chDB: sign-in, expiry, CSRF, escaping, hidden verdicts,
-labels and disagreement, gauges."""
+"""The review pages through FastAPI's TestClient against chDB: access, CSRF, escaping, hidden verdicts, labels
+and disagreement, signing out, gauges. Signing in itself: ``tests/unit/review/test_sign_in.py``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from fastapi.testclient import TestClient
 from ragmon.review.selection import select_week
 from tests.integration.review.support import (
     PASSWORDS,
-    Clock,
+    csrf_of,
     insert_score,
     insert_traces,
     review_app,
+    signed_in,
     week_traces,
 )
 
@@ -34,20 +35,6 @@ def queue(store, review):
     result = select_week(review, week, 12, seed="s", now=datetime.now(UTC))
     insert_score(store, evil, "faithfulness_hidden_metric", 0.25)
     return week, traces, result
-
-
-def signed_in(app, user: str = "alice") -> TestClient:
-    client = TestClient(app, follow_redirects=False)
-    page = client.get("/review/login")
-    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-    r = client.post("/review/login", data={"username": user, "password": PASSWORDS[user], "csrf_token": token,
-                                           "next": "/review/"})
-    assert r.status_code == 303, r.text
-    return client
-
-
-def csrf_of(html: str) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
 
 
 def item_url(week: str, trace_id: str) -> str:
@@ -75,49 +62,6 @@ def test_no_anonymous_access(store, queue, review):
     assert client.get("/review/api/v1/weeks").status_code == 401
     forged = TestClient(app, follow_redirects=False, cookies={"ragmon_review_session": "eyJ1IjoiYWxpY2UifQ.forged"})
     assert forged.get("/review/").status_code == 303
-
-
-def test_sign_in_checks_password_csrf_and_rate_limits(store, queue):
-    app, _ = review_app(store, login_max_failures=3)
-    client = TestClient(app, follow_redirects=False)
-    token = csrf_of(client.get("/review/login").text)
-    no_csrf = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"]})
-    assert no_csrf.status_code == 403
-    token = csrf_of(client.get("/review/login").text)
-    wrong = client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
-    assert wrong.status_code == 401 and "Wrong user name or password" in wrong.text
-    assert "ragmon_review_session" not in client.cookies
-    for _ in range(3):
-        token = csrf_of(client.get("/review/login").text)
-        client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
-    token = csrf_of(client.get("/review/login").text)
-    locked = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"],
-                                                "csrf_token": token})
-    assert locked.status_code == 429
-    # another user is not locked out
-    bob = signed_in(app, "bob")
-    assert bob.get("/review/").status_code == 200
-
-
-def test_no_open_redirect_after_sign_in(store, queue):
-    app, _ = review_app(store)
-    client = TestClient(app, follow_redirects=False)
-    token = csrf_of(client.get("/review/login").text)
-    r = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"], "csrf_token": token,
-                                           "next": "//evil.example/x"})
-    assert r.headers["location"] == "/review/"
-
-
-def test_sessions_expire(store, queue):
-    clock = Clock()
-    app, _ = review_app(store, clock=clock, session_max_age_seconds=600)
-    client = signed_in(app)
-    assert client.get("/review/").status_code == 200
-    clock.now += 599
-    assert client.get("/review/").status_code == 200
-    clock.now += 2
-    r = client.get("/review/")
-    assert r.status_code == 303 and "/review/login" in r.headers["location"]
 
 
 def test_queue_page_shows_progress_per_stratum(store, queue):
@@ -242,22 +186,6 @@ def test_sign_out_needs_csrf_and_ends_the_session_even_for_a_copied_cookie(store
     assert TestClient(app2, follow_redirects=False, cookies={"ragmon_review_session": copied}).get(
         "/review/").status_code == 303
     assert other.get("/review/").status_code == 200
-
-
-def test_a_changed_password_ends_the_sessions_begun_with_the_old_one(store, queue):
-    from pydantic import SecretStr
-
-    from ragmon.config import ReviewUser
-    from ragmon.review.auth import hash_password
-    from tests.integration.review.support import review_settings
-
-    app, _ = review_app(store)
-    cookie = signed_in(app).cookies["ragmon_review_session"]
-    users = [u if u.username != "alice" else ReviewUser(username="alice", password_hash=SecretStr(hash_password("new")))
-             for u in review_settings().users]
-    restarted, _ = review_app(store, users=users)  # the config now holds alice's new hash
-    r = TestClient(restarted, follow_redirects=False, cookies={"ragmon_review_session": cookie}).get("/review/")
-    assert r.status_code == 303
 
 
 def test_sign_in_throttles_per_address_and_refuses_huge_credentials_without_hashing(store, queue, monkeypatch):
