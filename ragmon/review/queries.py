@@ -31,49 +31,42 @@ class ReviewStore(Protocol):
     (traces, scores) it reads, and nothing else writes the review tables.
 
     Every method blocks until the store answered and raises ``StoreError`` when it cannot (``retryable`` for an
-    outage); the pages and the API turn that into a 503. Thread-safe: the web handlers call it from worker
-    threads. Writes are idempotent by key: writing a row again replaces it (queue: week and trace; label:
-    trace and reviewer; selection: week; signed-out session: digest), and reads see the latest. Times come back
-    to the millisecond, in UTC without tzinfo (how the ClickHouse driver returns a ``DateTime64(3, 'UTC')``).
+    outage; the pages and the API turn that into a 503); a read of the traffic raises ``InputError`` for a week
+    that is not an ISO week. Thread-safe: the web handlers call it from worker threads. Writes are idempotent
+    by key: writing a row again replaces it (queue: week and trace; label: trace and reviewer; selection:
+    week; signed-out session: digest), and reads see the latest. Times come back to the millisecond, in UTC
+    without tzinfo (how the ClickHouse driver returns a ``DateTime64(3, 'UTC')``).
     """
 
     # -- the week's traffic (written by ingest and score) ----------------------------------------------------
     def population(self, week: str) -> dict[str, int]:
         """Production traces of the week per category (``''`` for none), each trace counted once."""
-        ...
 
     def sample(self, week: str, seed: str, size: int, min_per_stratum: int = 0) -> list[SampledTrace]:
         """The first ``size`` production traces of the week in a pseudo-random order keyed by ``seed`` (the same
         order on every call), positions 0…; with ``min_per_stratum`` the first that many of each category come
         first. Reads neither feedback nor scores."""
-        ...
 
     def trace(self, week: str, trace_id: str) -> dict[str, Any] | None:
         """The stored trace of the week's traffic as a trace.v1 document, or None (never stored, or TTL-deleted)."""
-        ...
 
     def verdicts(self, week: str, trace_id: str) -> list[Verdict]:
         """The latest score per judge fingerprint and metric of the trace, by fingerprint then metric."""
-        ...
 
     # -- selections and the queue ----------------------------------------------------------------------------
     def weeks(self) -> list[str]:
         """Weeks with a recorded selection, newest first."""
-        ...
 
     def selection(self, week: str) -> SelectionRecord | None:
         """The week's recorded selection, or None."""
-        ...
 
     def queue(self, week: str) -> list[SampledTrace]:
         """The week's queue in position order (empty when none)."""
-        ...
 
     def in_queue(self, week: str, trace_id: str) -> bool: ...
 
     def leftover_seed(self, week: str) -> str | None:
         """The seed of queue rows written without a selection record (a selection that died half-way), or None."""
-        ...
 
     def add_to_queue(self, week: str, items: Sequence[SampledTrace], seed: str, selected_at: datetime) -> None: ...
 
@@ -82,20 +75,16 @@ class ReviewStore(Protocol):
     # -- labels ----------------------------------------------------------------------------------------------
     def save_label(self, label: Label) -> None:
         """Store ``label``, replacing its reviewer's earlier label of the trace (no validation here)."""
-        ...
 
     def labels_for(self, trace_id: str) -> list[Label]:
         """Every reviewer's latest label of the trace, by time labelled then reviewer."""
-        ...
 
     def labels_of_week(self, week: str) -> dict[str, list[Label]]:
         """trace id → labels (as ``labels_for``) of the items in the week's queue that have any."""
-        ...
 
     def golden_marked(self, week: str | None = None) -> list[tuple[str, str]]:
         """(week, trace id) of every item a reviewer's latest label marks "add to golden set", sorted; one week
         or all."""
-        ...
 
     # -- signed-out sessions ---------------------------------------------------------------------------------
     def sign_out(self, digest: str, username: str, signed_out_at: datetime, expires_at: datetime) -> None: ...
@@ -112,7 +101,7 @@ class RowStore(Protocol):
                     *, dedup_token: str | None = None) -> int: ...
 
 
-LABEL_COLUMNS = ("week", "trace_id", "reviewer", "labelled_at", "answer_correct", "grounded", "citations_supported",
+_LABEL_COLUMNS = ("week", "trace_id", "reviewer", "labelled_at", "answer_correct", "grounded", "citations_supported",
                  "refusal_appropriate", "expected_behaviour", "add_to_golden", "note", "relevant_chunk_ids",
                  "reference_answer")
 _QUEUE_COLUMNS = ("week", "trace_id", "query_id", "category", "position", "seed", "selected_at")
@@ -208,16 +197,16 @@ class ClickHouseReviewQueries:
                _bit(label.grounded), _bit(label.citations_supported), _bit(label.refusal_appropriate),
                label.expected_behaviour, int(label.add_to_golden), label.note, list(label.relevant_chunk_ids),
                label.reference_answer]
-        self.store.insert_rows("review_labels", [row], LABEL_COLUMNS)
+        self.store.insert_rows("review_labels", [row], _LABEL_COLUMNS)
 
     def labels_for(self, trace_id: str) -> list[Label]:
-        rows = self._rows(f"SELECT {', '.join(LABEL_COLUMNS)} FROM {self._t('review_labels')} FINAL "
+        rows = self._rows(f"SELECT {', '.join(_LABEL_COLUMNS)} FROM {self._t('review_labels')} FINAL "
                           "WHERE trace_id = {t:String} ORDER BY labelled_at, reviewer", {"t": trace_id})
         return [_label(r) for r in rows]
 
     def labels_of_week(self, week: str) -> dict[str, list[Label]]:
         rows = self._rows(
-            f"SELECT {', '.join('l.' + c for c in LABEL_COLUMNS)} FROM {self._t('review_labels')} AS l FINAL "
+            f"SELECT {', '.join('l.' + c for c in _LABEL_COLUMNS)} FROM {self._t('review_labels')} AS l FINAL "
             f"WHERE l.week = {{week:String}} AND l.trace_id IN "
             f"(SELECT trace_id FROM {self._t('review_queue')} WHERE week = {{week:String}}) "
             "ORDER BY l.labelled_at, l.reviewer", {"week": week})
