@@ -30,6 +30,7 @@ from rich.table import Table  # noqa: E402
 from bench.timing import best_of  # noqa: E402
 from ragmon.config import ReviewSettings, ReviewUser, StoreSettings  # noqa: E402
 from ragmon.review.auth import hash_password, token_digest  # noqa: E402
+from ragmon.review.queries import ClickHouseReviewQueries  # noqa: E402
 from ragmon.review.role import ReviewRole  # noqa: E402
 from ragmon.review.selection import parse_week, previous_week, sample_week, select_week  # noqa: E402
 from ragmon.server import Health, create_app  # noqa: E402
@@ -62,10 +63,11 @@ def main() -> None:
         {"start": start, "n": args.traces})
     load_s = time.perf_counter() - t0
 
-    plain = best_of(args.rounds, lambda: sample_week(store, week, args.size, "bench-seed"))
+    review = ClickHouseReviewQueries(store)
+    plain = best_of(args.rounds, lambda: sample_week(review, week, args.size, "bench-seed"))
     strat = best_of(args.rounds,
-                    lambda: sample_week(store, week, args.size, "bench-seed", stratify=True, min_per_stratum=5))
-    select_week(store, week, args.size, seed="bench-seed", now=datetime.now(UTC))
+                    lambda: sample_week(review, week, args.size, "bench-seed", stratify=True, min_per_stratum=5))
+    select_week(review, week, args.size, seed="bench-seed", now=datetime.now(UTC))
 
     settings = ReviewSettings(users=[ReviewUser(username="b", password_hash=SecretStr(hash_password("benchpass")),
                                                 token_sha256=SecretStr(token_digest("tok")))],

@@ -31,7 +31,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from ragmon.config import StoreSettings  # noqa: E402
-from ragmon.shadow import pairs, quality  # noqa: E402
+from ragmon.shadow import pairs, quality, queries  # noqa: E402
 from ragmon.shadow.compare import CompareOptions, compare  # noqa: E402
 from ragmon.shadow.pairs import RetrieverRef  # noqa: E402
 from ragmon.store import ClickHouseStore  # noqa: E402
@@ -105,11 +105,9 @@ def main() -> None:
     base, cand = RetrieverRef("hybrid", "v1", "production"), RetrieverRef("dense", "v2", "shadow")
     opts = CompareOptions(base, cand, now - timedelta(days=2), now + timedelta(minutes=1), k=10, n_resamples=1000)
     params = pairs.parameters(base, cand, opts.since, opts.until, k=10)
-    traces = store.table("traces")
     stages = {
-        "pair + agree + aggregate (summary SQL)": lambda: store.query_rows(pairs.summary_sql(traces), params),
-        "judged pairs (SQL + Python pairing)": lambda: quality.pair_scores(
-            store.query_columns(quality.judged_sql(traces, store.table("scores")), params)),
+        "pair + agree + aggregate (summary SQL)": lambda: queries.summary(store, params, seed=0, lowest=5),
+        "judged pairs (SQL + Python pairing)": lambda: quality.pair_scores(queries.judged_scores(store, params)),
         "full compare() (all stages + bootstrap)": lambda: compare(store, opts),
     }
     timings: dict[str, tuple[float, float]] = {}

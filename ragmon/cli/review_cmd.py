@@ -16,7 +16,8 @@ from ragmon.cli.common import console, err_console, exit_if_stuck, fail, setting
 from ragmon.cli.options import check_output_file
 from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest
-from ragmon.review.queue import NO_STRATUM, load_week, weeks
+from ragmon.review.queries import ClickHouseReviewQueries
+from ragmon.review.queue import NO_STRATUM, load_week
 from ragmon.review.selection import parse_week, previous_week, select_week
 from ragmon.store import ClickHouseStore
 
@@ -101,7 +102,7 @@ def select(
     if week_end > now and not partial and not dry_run:
         raise fail(f"{week} has not ended yet (it ends {week_end:%Y-%m-%d %H:%M} UTC); a selection is final, so "
                    "select it after it ends, or pass --partial to sample only the traffic so far")
-    store = ClickHouseStore.open(settings.store)
+    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
     result = select_week(store, week, size, seed=seed, stratify=stratify, min_per_stratum=min_per,
                          now=now, dry_run=dry_run)
     if result.already_selected:
@@ -130,10 +131,10 @@ def status(ctx: typer.Context,
     if week is not None:
         parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
-    store = ClickHouseStore.open(settings.store)
+    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
     from ragmon.review.labels import disagreements
 
-    names = weeks(store)
+    names = store.weeks()
     week = week or (names[0] if names else None)
     data = load_week(store, week) if week else None
     if data is None:
@@ -163,7 +164,7 @@ def export(
     if week is not None:
         parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
-    store = ClickHouseStore.open(settings.store)
+    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
     result = export_golden(store, golden, week=week)
     console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present",
                   highlight=False, soft_wrap=True)

@@ -26,6 +26,7 @@ from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import SelectionResult, iso_week, select_week
 from ragmon.score.pipeline import BatchResult
 from ragmon.score.runner import backfill, build_scorer
@@ -108,8 +109,8 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     progress("drift", 1, 1)
 
     t0 = time.perf_counter()
-    review = select_week(store, iso_week(now), 50, seed=f"demo-{scenario.seed}", stratify=True,
-                         min_per_stratum=5, now=now, selected_by="demo")
+    review = select_week(ClickHouseReviewQueries(store), iso_week(now), 50, seed=f"demo-{scenario.seed}",
+                         stratify=True, min_per_stratum=5, now=now, selected_by="demo")
     timings["review"] = time.perf_counter() - t0
     progress("review", 1, 1)
 

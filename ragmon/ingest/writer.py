@@ -23,10 +23,17 @@ class TraceWriter(Protocol):
     def write(self, rows: TraceRows, dedup_token: str) -> int: ...
 
 
-class StoreTraceWriter:
-    """``TraceWriter`` over ``ClickHouseStore``: one insert into ``traces`` with the token."""
+class TraceInserter(Protocol):
+    """What ``StoreTraceWriter`` needs of a store (``ClickHouseStore`` has it): one blocking insert of a batch
+    into ``traces``, deduplicated by the token; raises ``StoreError``."""
 
-    def __init__(self, store: Any):
+    def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int: ...
+
+
+class StoreTraceWriter:
+    """``TraceWriter`` over a store: one insert into ``traces`` with the token."""
+
+    def __init__(self, store: TraceInserter):
         self._store = store
 
     def write(self, rows: TraceRows, dedup_token: str) -> int:

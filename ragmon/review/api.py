@@ -19,7 +19,7 @@ from ragmon.errors import InputError
 from ragmon.review.auth import SESSION_COOKIE, csrf_ok
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
-from ragmon.review.labels import disagreements, labels_for, save_label
+from ragmon.review.labels import disagreements, save_label
 from ragmon.review.models import (
     ErrorOut,
     ItemOut,
@@ -30,7 +30,7 @@ from ragmon.review.models import (
     WeekOut,
     WeeksOut,
 )
-from ragmon.review.queue import Week, in_queue, load_trace, load_verdicts, load_week, weeks
+from ragmon.review.queue import Week, load_week
 from ragmon.review.selection import parse_week
 
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"
@@ -77,16 +77,16 @@ def api_router(ctx: ReviewContext) -> APIRouter:
     def queued_trace(week: str, trace_id: str) -> dict[str, Any]:
         """The stored trace of an item in ``week``'s queue: 404 if it is not queued, 410 once TTL deleted it."""
         week_or_404(week)
-        if not in_queue(ctx.store, week, trace_id):
+        if not ctx.store.in_queue(week, trace_id):
             raise HTTPException(404, "this item is not in that week's review queue")
-        trace = load_trace(ctx.store, week, trace_id)
+        trace = ctx.store.trace(week, trace_id)
         if trace is None:
             raise HTTPException(410, "the trace is no longer stored (deleted by the retention TTL)")
         return trace
 
     @router.get("/weeks", response_model=WeeksOut, summary="Selected weeks with progress per stratum")
     def list_weeks(who: Who) -> WeeksOut:
-        loaded = [w for w in (load_week(ctx.store, name) for name in weeks(ctx.store)) if w is not None]
+        loaded = [w for w in (load_week(ctx.store, name) for name in ctx.store.weeks()) if w is not None]
         return WeeksOut(weeks=[WeekOut.of(w, who.username) for w in loaded])
 
     @router.get("/weeks/{week}/queue", response_model=QueueOut, summary="A week's queue and its progress")
@@ -100,10 +100,10 @@ def api_router(ctx: ReviewContext) -> APIRouter:
                 summary="One item; verdicts and others' labels once the caller labelled it")
     def item(week: WeekParam, trace_id: TraceParam, who: Who) -> ItemOut:
         trace = queued_trace(week, trace_id)
-        labels = labels_for(ctx.store, trace_id)
+        labels = ctx.store.labels_for(trace_id)
         revealed = any(lab.reviewer == who.username for lab in labels)
         return ItemOut.of(week, build_item_view(trace), labels, disagreements(labels),
-                          load_verdicts(ctx.store, week, trace_id) if revealed else [], who.username)
+                          ctx.store.verdicts(week, trace_id) if revealed else [], who.username)
 
     @router.put("/weeks/{week}/items/{trace_id:path}/label", response_model=LabelOut,
                 responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},

@@ -1,7 +1,7 @@
 """What the review pages and the review API share: the request context and the route class they mount on.
 
-Owns ``ReviewContext`` (the store, the authenticator, the review settings, the gauges and the clock that every
-handler reads), ``StoreAwareRoute`` (bounded request bodies, a store outage as 503, the response headers) and
+Owns ``ReviewContext`` (the review store, the authenticator, the review settings, the gauges and the clock that
+every handler reads), ``StoreAwareRoute`` (bounded request bodies, a store outage as 503, the response headers) and
 the limits they apply. Must not import the routers (``api``, ``web``) or the role that assembles them: they
 import this module.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from fastapi import Request, Response
@@ -20,9 +20,9 @@ from fastapi.routing import APIRoute
 from ragmon.config import ReviewSettings
 from ragmon.errors import StoreError
 from ragmon.review.auth import Authenticator, Session
-from ragmon.review.queue import load_week, weeks
+from ragmon.review.queries import ReviewStore, RowStore, review_store
+from ragmon.review.queue import load_week
 from ragmon.review.sessions import SignedOut
-from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.review")
@@ -30,16 +30,22 @@ log = logging.getLogger("ragmon.review")
 
 @dataclass
 class ReviewContext:
-    """What the request handlers share. ``clock`` returns Unix seconds (injected in tests)."""
+    """What the request handlers share. ``clock`` returns Unix seconds (injected in tests).
 
-    store: ClickHouseStore
+    The first argument is a ``ReviewStore``, or the process's ``ClickHouseStore`` (what the role builder
+    holds), which becomes ``store`` wrapped in ``ClickHouseReviewQueries``.
+    """
+
+    source: InitVar[ReviewStore | RowStore]
     auth: Authenticator
     settings: ReviewSettings
     telemetry: Telemetry | None
     clock: Callable[[], float]
+    store: ReviewStore = field(init=False)
     signed_out: SignedOut = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, source: ReviewStore | RowStore) -> None:
+        self.store = review_store(source)
         self.signed_out = SignedOut(self.store, self.clock)
 
     def session(self, cookie: str | None) -> Session | None:
@@ -52,7 +58,7 @@ class ReviewContext:
     def refresh_gauges(self) -> None:
         if self.telemetry is None:
             return
-        selected = weeks(self.store)
+        selected = self.store.weeks()
         week = load_week(self.store, selected[0]) if selected else None
         due, reviewed = self.telemetry.review_items_due, self.telemetry.review_items_reviewed
         due.clear()

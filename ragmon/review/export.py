@@ -20,9 +20,8 @@ from pydantic import ValidationError
 
 from ragmon.contracts.golden import Adjudication, GoldenCase, GoldenSet, ReferencePassage
 from ragmon.errors import InputError
-from ragmon.review.labels import Label, disagreements, labels_for
-from ragmon.review.queue import load_trace
-from ragmon.store import ClickHouseStore
+from ragmon.review.labels import Label, disagreements
+from ragmon.review.queries import ReviewStore
 
 UNCATEGORIZED = "uncategorized"
 
@@ -79,26 +78,22 @@ def golden_case(trace: dict[str, Any], labels: list[Label]) -> GoldenCase:
     )
 
 
-def export_golden(store: ClickHouseStore, path: Path, *, week: str | None = None) -> ExportResult:
+def export_golden(store: ReviewStore, path: Path, *, week: str | None = None) -> ExportResult:
     """Append the marked items not yet in ``path`` (a JSON array of golden cases; created if missing)."""
     existing = _read_existing(path)
     known = {c.id for c in existing}
-    where = "AND week = {week:String}" if week else ""
-    marked = store.query_rows(
-        f"SELECT DISTINCT week, trace_id FROM {store.table('review_labels')} FINAL "
-        f"WHERE add_to_golden = 1 {where} ORDER BY week, trace_id", {"week": week} if week else None)
     added, present, skipped, new_cases = [], [], {}, []
-    for row in marked:
-        cid = case_id(str(row["week"]), str(row["trace_id"]))
+    for item_week, trace_id in store.golden_marked(week or None):
+        cid = case_id(item_week, trace_id)
         if cid in known:
             present.append(cid)
             continue
-        trace = load_trace(store, str(row["week"]), str(row["trace_id"]))
+        trace = store.trace(item_week, trace_id)
         if trace is None:
             skipped[cid] = "the trace is no longer stored (retention TTL)"
             continue
         try:
-            case = golden_case(trace, labels_for(store, str(row["trace_id"])))
+            case = golden_case(trace, store.labels_for(trace_id))
         except (ValueError, ValidationError) as exc:
             skipped[cid] = _reason(exc)
             continue

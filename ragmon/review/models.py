@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmon.contracts.trace import Behaviour
 from ragmon.review.item_view import ItemView
-from ragmon.review.labels import Disagreement, Label
-from ragmon.review.queue import QueueItem, StratumProgress, Verdict, Week
+from ragmon.review.labels import Disagreement
+from ragmon.review.queue import QueueItem, StratumProgress, Week
+from ragmon.review.records import Label, Verdict
 
 MAX_NOTE_CHARS = 10_000
 MAX_REFERENCE_ANSWER_CHARS = 20_000

@@ -1,19 +1,19 @@
-"""Reading the review queue: weeks, items with their labels, progress per stratum, one item with its trace.
+"""A week's review queue as the pages, the API, the gauges and the CLI show it: the items with their labels,
+and progress per stratum.
 
-Shared by the web pages, the JSON API, the gauges and the export. The judge's verdicts are read here from the
-``scores`` table, but handing them to a reviewer who has not labelled the item yet is the callers' decision
-(they must not: no anchoring). Must not: write anything.
+``load_week`` assembles a ``Week`` from the store's recorded selection, queue and labels. The judge's verdicts
+(``ReviewStore.verdicts``) are never part of it: handing them to a reviewer who has not labelled the item yet
+is the callers' decision (they must not: no anchoring). Must not: write anything.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from ragmon.review.labels import Label, labels_of_week
-from ragmon.review.selection import parse_week
-from ragmon.store import SELECT_TRACE_COLUMNS, ClickHouseStore, row_to_trace
+from ragmon.review.queries import ReviewStore
+from ragmon.review.records import Label, Verdict
+
+__all__ = ["NO_STRATUM", "QueueItem", "StratumProgress", "Verdict", "Week", "load_week"]
 
 NO_STRATUM = "(none)"
 
@@ -65,78 +65,12 @@ class Week:
         return [by[k] for k in sorted(by)]
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One ``scores`` row: a metric a judge (or the metrics library) gave the trace."""
-
-    metric: str
-    value: float
-    status: str
-    error: str
-    judge_name: str
-    judge_fingerprint: str
-    details: Any = field(default=None)
-
-
-def weeks(store: ClickHouseStore) -> list[str]:
-    """Selected weeks, newest first."""
-    rows = store.query_rows(f"SELECT week FROM {store.table('review_selections')} FINAL ORDER BY week DESC")
-    return [str(r["week"]) for r in rows]
-
-
-def load_week(store: ClickHouseStore, week: str) -> Week | None:
+def load_week(store: ReviewStore, week: str) -> Week | None:
     """The week's queue with every item's labels, or None if the week was never selected."""
-    sel = store.query_rows(
-        f"SELECT seed, size, population FROM {store.table('review_selections')} FINAL WHERE week = {{w:String}}",
-        {"w": week})
-    if not sel:
+    selection = store.selection(week)
+    if selection is None:
         return None
-    rows = store.query_rows(
-        f"SELECT trace_id, category, position FROM {store.table('review_queue')} FINAL "
-        "WHERE week = {w:String} ORDER BY position", {"w": week})
-    labels = labels_of_week(store, week)
-    items = tuple(QueueItem(week, str(r["trace_id"]), str(r["category"]), int(r["position"]),
-                            tuple(labels.get(str(r["trace_id"]), ()))) for r in rows)
-    s = sel[0]
-    return Week(week, str(s["seed"]), int(s["size"]), int(s["population"]), items)
-
-
-def in_queue(store: ClickHouseStore, week: str, trace_id: str) -> bool:
-    return bool(store.query_rows(
-        f"SELECT 1 FROM {store.table('review_queue')} WHERE week = {{w:String}} AND trace_id = {{t:String}} LIMIT 1",
-        {"w": week, "t": trace_id}))
-
-
-def _week_bounds(week: str) -> dict[str, Any]:
-    start, end = parse_week(week)
-    return {"start": start, "end": end}
-
-
-_IN_WEEK = "ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)}"  # prunes partitions: traces are not keyed by id
-
-
-def load_trace(store: ClickHouseStore, week: str, trace_id: str) -> dict[str, Any] | None:
-    """The stored trace (of that week's traffic) as a trace.v1 document, or None (e.g. deleted by the TTL)."""
-    rows = store.query_rows(
-        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL "
-        f"WHERE {_IN_WEEK} AND trace_id = {{t:String}} LIMIT 1", {"t": trace_id, **_week_bounds(week)})
-    return row_to_trace(rows[0]) if rows else None
-
-
-def load_verdicts(store: ClickHouseStore, week: str, trace_id: str) -> list[Verdict]:
-    """Every judge's current scores of the trace, grouped by judge fingerprint, then metric."""
-    rows = store.query_rows(
-        "SELECT metric, value, status, error, judge_name, judge_fingerprint, details "
-        f"FROM {store.table('scores')} FINAL WHERE {_IN_WEEK} AND trace_id = {{t:String}} "
-        "ORDER BY judge_fingerprint, metric", {"t": trace_id, **_week_bounds(week)})
-    return [Verdict(str(r["metric"]), float(r["value"]), str(r["status"]), str(r["error"]), str(r["judge_name"]),
-                    str(r["judge_fingerprint"]), _details(str(r["details"]))) for r in rows]
-
-
-def _details(text: str) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    labels = store.labels_of_week(week)
+    items = tuple(QueueItem(week, t.trace_id, t.category, t.position, tuple(labels.get(t.trace_id, ())))
+                  for t in store.queue(week))
+    return Week(week, selection.seed, selection.size, selection.population, items)

@@ -2,8 +2,8 @@
 
 A session is a signed cookie (``auth.py``); deleting it from the browser does not stop a copy of it from
 working. ``SignedOut.end(session)`` records the session's digest (SHA-256 of its CSRF token, a random secret of
-that session; the token itself is never stored) in ``review_signed_out``, and ``ReviewContext.session`` refuses
-any cookie whose session is recorded there. Rows expire a day after the session would have (TTL).
+that session; the token itself is never stored) through ``ReviewStore.sign_out``, and ``ReviewContext.session``
+refuses any cookie whose session is recorded there. Rows expire a day after the session would have (TTL).
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from ragmon.review.auth import Session
-from ragmon.store import ClickHouseStore
-
-_COLUMNS = ("session_sha256", "username", "signed_out_at", "expires_at")
+from ragmon.review.queries import ReviewStore
 
 
 def session_digest(session: Session) -> str:
@@ -26,7 +24,7 @@ def session_digest(session: Session) -> str:
 class SignedOut:
     """The signed-out sessions: written on sign-out, read on every request made with a session cookie."""
 
-    def __init__(self, store: ClickHouseStore, clock: Callable[[], float]):
+    def __init__(self, store: ReviewStore, clock: Callable[[], float]):
         self.store = store
         self.clock = clock
         self._seen: set[str] = set()  # signed out here or found in the store: never valid again
@@ -35,9 +33,8 @@ class SignedOut:
     def end(self, session: Session) -> None:
         """Record ``session`` as signed out (blocks until the store acknowledged)."""
         digest = session_digest(session)
-        row = [digest, session.username, datetime.fromtimestamp(self.clock(), UTC),
-               datetime.fromtimestamp(session.expires_at, UTC)]
-        self.store.insert_rows("review_signed_out", [row], _COLUMNS)
+        self.store.sign_out(digest, session.username, datetime.fromtimestamp(self.clock(), UTC),
+                            datetime.fromtimestamp(session.expires_at, UTC))
         with self._lock:
             self._seen.add(digest)
 
@@ -46,9 +43,7 @@ class SignedOut:
         with self._lock:
             if digest in self._seen:
                 return True
-        found = bool(self.store.query_rows(
-            f"SELECT 1 AS found FROM {self.store.table('review_signed_out')} "
-            "WHERE session_sha256 = {d:String} LIMIT 1", {"d": digest}))
+        found = self.store.is_signed_out(digest)
         if found:
             with self._lock:
                 self._seen.add(digest)

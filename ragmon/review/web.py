@@ -24,9 +24,9 @@ from ragmon.errors import InputError
 from ragmon.review.auth import LOGIN_COOKIE, SESSION_COOKIE, Session, csrf_ok
 from ragmon.review.context import RESPONSE_HEADERS, ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
-from ragmon.review.labels import disagreements, labels_for, save_label
+from ragmon.review.labels import disagreements, save_label
 from ragmon.review.models import LabelIn
-from ragmon.review.queue import in_queue, load_trace, load_verdicts, load_week, weeks
+from ragmon.review.queue import load_week
 from ragmon.review.selection import parse_week
 
 SECURITY_HEADERS = {
@@ -127,7 +127,7 @@ def web_router(ctx: ReviewContext) -> APIRouter:
         session = session_of(request)
         if not session:
             return to_login(request)
-        loaded = [w for w in (load_week(ctx.store, name) for name in weeks(ctx.store)) if w is not None]
+        loaded = [w for w in (load_week(ctx.store, name) for name in ctx.store.weeks()) if w is not None]
         return page("weeks.html", session=session, weeks=loaded, me=session.username)
 
     @router.get("/weeks/{week}")
@@ -163,9 +163,9 @@ def web_router(ctx: ReviewContext) -> APIRouter:
     def label_from_form(session: Session, week: str, trace_id: str, form: Any) -> Response:
         if not csrf_ok(session.csrf, str(form.get("csrf_token", ""))):
             return error(session, 403, "Missing or wrong CSRF token: reload the page and label again.")
-        if _week_or_none(ctx, week) is None or not in_queue(ctx.store, week, trace_id):
+        if _week_or_none(ctx, week) is None or not ctx.store.in_queue(week, trace_id):
             return error(session, 404, "This item is not in that week's review queue.")
-        trace = load_trace(ctx.store, week, trace_id)
+        trace = ctx.store.trace(week, trace_id)
         if trace is None:
             return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
         unanswered = [title for name, title in _TRI_FIELDS.items() if str(form.get(name)) not in _TRI]
@@ -217,10 +217,10 @@ def _item_page(page: Any, error: Any, ctx: ReviewContext, session: Session, week
     data = _week_or_none(ctx, week)
     if data is None or not any(i.trace_id == trace_id for i in data.items):
         return error(session, 404, "This item is not in that week's review queue.")
-    trace = load_trace(ctx.store, week, trace_id)
+    trace = ctx.store.trace(week, trace_id)
     if trace is None:
         return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
-    labels = labels_for(ctx.store, trace_id)
+    labels = ctx.store.labels_for(trace_id)
     mine = next((lab for lab in labels if lab.reviewer == session.username), None)
     revealed = mine is not None
     position = next(i for i, it in enumerate(data.items) if it.trace_id == trace_id)
@@ -230,6 +230,6 @@ def _item_page(page: Any, error: Any, ctx: ReviewContext, session: Session, week
         "item.html", session=session, week=data, item=build_item_view(trace), trace=trace, mine=mine,
         revealed=revealed, labels=labels if revealed else [], me=session.username,
         disagreements=disagreements(labels) if revealed else [],
-        verdicts=load_verdicts(ctx.store, week, trace_id) if revealed else [],
+        verdicts=ctx.store.verdicts(week, trace_id) if revealed else [],
         position=position + 1, next_item=next_item,
     )

@@ -1,10 +1,10 @@
 """Canary queries: live pairs whose question matches a golden case get recall@k, reciprocal rank and nDCG@k
 on both sides, with the same metric functions the offline gate uses (``ragmon.metrics.retrieval``).
 
-Matching is by question text, normalized the same way in SQL and here (runs of ASCII whitespace → one space,
-trimmed, lower-cased): the golden set records the user's phrasing verbatim from the log, so a canary query
+Matching is by question text, normalized the same way here and in SQL (``queries.NORMALIZED_QUESTION_SQL``:
+runs of ASCII whitespace → one space, trimmed, lower-cased): the golden set records the user's phrasing verbatim from the log, so a canary query
 replays it. Only golden cases with reference passages take part (cases that must be refused have nothing to
-retrieve).
+retrieve). The query that finds them is ``queries.canary_sql``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from pydantic import ValidationError
 from ragmon.contracts.golden import GoldenCase, GoldenSet
 from ragmon.errors import InputError
 from ragmon.metrics.summary import score_ranking
-from ragmon.shadow.pairs import pairs_sql
 
 CANARY_METRICS = ("recall_at_k", "mrr", "ndcg_at_k")
 _WS = re.compile(r"[ \t\n\r\f]+")
-NORMALIZED_QUESTION_SQL = "lowerUTF8(trimBoth(replaceRegexpAll(b_question, '[ \\t\\n\\r\\f]+', ' ')))"
 
 
 def normalize_question(text: str) -> str:
@@ -64,18 +62,6 @@ def canary_index(cases: Sequence[GoldenCase]) -> tuple[dict[str, GoldenCase], li
     return index, notes
 
 
-def canary_sql(traces_table: str) -> str:
-    """Pairs whose baseline question, normalized, is in ``{questions:Array(String)}``, with both full lists.
-
-    The query_ids are found first with a plain scan of the baseline side, so only canary queries are paired.
-    """
-    matching = (f"SELECT query_id FROM {traces_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
-                "AND ts < {until:DateTime64(3, 'UTC')} AND retriever_name = {b_name:String} "
-                f"AND {NORMALIZED_QUESTION_SQL.replace('b_question', 'question')} IN {{questions:Array(String)}}")
-    return f"""
-    SELECT query_id, stratum, b_question AS question, {NORMALIZED_QUESTION_SQL} AS key, b_ids, c_ids
-    FROM ({pairs_sql(traces_table, where=f"AND query_id IN ({matching})",
-                     having=f"AND {NORMALIZED_QUESTION_SQL} IN {{questions:Array(String)}}", features=False)})"""
 
 
 def score_canaries(rows: list[dict[str, Any]], index: dict[str, GoldenCase], k: int) -> dict[str, dict[str, Any]]:

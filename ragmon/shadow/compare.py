@@ -1,6 +1,6 @@
 """``compare``: one shadow comparison of a candidate retriever with the baseline over a time window.
 
-Runs the pairing/agreement/operational aggregation in ClickHouse (``pairs``), the judge-score pairing
+Runs the pairing/agreement/operational aggregation in ClickHouse (``queries``), the judge-score pairing
 (``quality``) and canary queries (``canary``), then the paired statistics (``stats``) and the verdicts
 (``verdict``), and assembles a frozen ``ComparisonResult``. Every edge case ends in a notice that says what
 happened and what to do, never in an exception: no pairs, different k, missing or mixed judge scores.
@@ -17,8 +17,9 @@ from typing import Any
 
 from ragmon.contracts.golden import GoldenCase
 from ragmon.errors import InputError
-from ragmon.shadow import canary, pairs, quality
+from ragmon.shadow import canary, pairs, quality, queries
 from ragmon.shadow.examples import pick_examples
+from ragmon.shadow.queries import ShadowStore
 from ragmon.shadow.result import (
     QUANTILES,
     Agreement,
@@ -69,29 +70,28 @@ class CompareOptions:
             raise InputError("--latency-stage must name a latency_ms key (e.g. retrieve) or 'total'")
 
 
-def compare(store: Any, opts: CompareOptions) -> ComparisonResult:
+def compare(store: ShadowStore, opts: CompareOptions) -> ComparisonResult:
     opts.check()
-    traces = store.table("traces")
     notices: list[str] = []
     params = pairs.parameters(opts.baseline, opts.candidate, opts.since, opts.until, k=opts.k or DEFAULT_K,
                               p=opts.rbo_p, seed=opts.seed, stage=opts.latency_stage)
-    counts = store.query_rows(pairs.sides_sql(traces), params)[0]
+    counts = queries.side_counts(store, params)
     k = _choose_k(counts, opts, notices)
     params["k"] = k
-    rows = store.query_rows(pairs.summary_sql(traces, seed=opts.seed, lowest=max(1, opts.top)), params)
+    rows = queries.summary(store, params, seed=opts.seed, lowest=max(1, opts.top))
     by_stratum = {r["stratum"]: r for r in rows if r["stratum"] != ""}
     total = next((r for r in rows if r["stratum"] == ""), None)
     if total is None or total["pairs"] == 0:
-        notices.append(_why_no_pairs(store, traces, params, opts, int(counts["baseline"]), int(counts["candidate"])))
+        notices.append(_why_no_pairs(store, params, opts, int(counts["baseline"]), int(counts["candidate"])))
 
-    judged = quality.pair_scores(store.query_columns(quality.judged_sql(traces, store.table("scores")), params))
+    judged = quality.pair_scores(queries.judged_scores(store, params))
     notices.extend(judged.notices())
     canaries: dict[str, dict[str, Any]] = {}
     if opts.golden:
         index, notes = canary.canary_index(opts.golden)
         notices.extend(notes)
         if index:
-            found = store.query_rows(canary.canary_sql(traces), {**params, "questions": sorted(index)})
+            found = queries.canary_pairs(store, params, sorted(index))
             canaries = canary.score_canaries(found, index, k)
         notices.append(f"canary queries: {len(canaries)} paired queries match one of {len(index)} golden cases")
     if total is not None and total["pairs"] and not judged.metrics() and not canaries:
@@ -113,7 +113,7 @@ def compare(store: Any, opts: CompareOptions) -> ComparisonResult:
     empty = _empty_row()
     overall = _stratum(ALL, total or empty, deltas.get(ALL, ()), k, opts, verdict=overall_verdict)
     lowest = [(float(rbo), q) for rbo, q in (total or {}).get("lowest_rbo", [])]
-    examples = pick_examples(store, traces, params, judged, canaries, lowest, opts, k, notices)
+    examples = pick_examples(store, params, judged, canaries, lowest, opts, k, notices)
     return ComparisonResult(
         baseline=opts.baseline, candidate=opts.candidate, since=opts.since, until=opts.until, k=k,
         thresholds=opts.thresholds, confidence=opts.confidence, n_resamples=opts.n_resamples, seed=opts.seed,
@@ -145,15 +145,12 @@ def _choose_k(row: dict[str, Any], opts: CompareOptions, notices: list[str]) -> 
     return int(k)
 
 
-def _why_no_pairs(store: Any, traces: str, params: dict[str, Any], opts: CompareOptions, nb: int, nc: int) -> str:
+def _why_no_pairs(store: ShadowStore, params: dict[str, Any], opts: CompareOptions, nb: int, nc: int) -> str:
     window = f"between {opts.since.isoformat()} and {opts.until.isoformat()}"
     if nb and nc:
         return (f"no pairs: {nb} baseline and {nc} candidate traces {window}, but no query_id is shared — shadow "
                 "traces must carry the query_id of the production trace they mirror")
-    seen = store.query_rows(
-        f"SELECT retriever_name AS n, retriever_version AS v, variant, count() AS c FROM {traces} FINAL "
-        "WHERE ts >= {since:DateTime64(3, 'UTC')} AND ts < {until:DateTime64(3, 'UTC')} "
-        "GROUP BY n, v, variant ORDER BY c DESC LIMIT 10", params)
+    seen = queries.retrievers_seen(store, params)
     listed = ", ".join(f"{r['n']}@{r['v']} ({r['variant']}) {r['c']}" for r in seen) or "none at all"
     missing = " and ".join(x for x, n in (("baseline " + str(opts.baseline), nb),
                                           ("candidate " + str(opts.candidate), nc)) if not n)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmon.shadow import pairs, quality
+from ragmon.shadow import quality
+from ragmon.shadow.queries import ShadowStore, pair_lists
 from ragmon.shadow.result import Example, Examples
 
 
@@ -35,7 +36,7 @@ def _candidates(judged: quality.JudgedPairs, canaries: dict[str, dict[str, Any]]
     return out
 
 
-def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quality.JudgedPairs,
+def pick_examples(store: ShadowStore, params: dict[str, Any], judged: quality.JudgedPairs,
                   canaries: dict[str, dict[str, Any]], lowest_rbo: list[tuple[float, str]], opts: Any, k: int,
                   notices: list[str]) -> Examples:
     """``lowest_rbo``: (rbo, query_id) of the least-agreeing pairs, from the summary aggregation."""
@@ -50,13 +51,13 @@ def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quali
     if metric is None and options:
         metric = "ndcg_at_k" if "ndcg_at_k" in options else max(options, key=lambda m: (len(options[m]), m))
     if metric is None:
-        return _disagreements(store, traces, params, lowest_rbo[:top], k)
+        return _disagreements(store, params, lowest_rbo[:top], k)
     values = options[metric]
     ranked = sorted(values.items(), key=lambda kv: (kv[1][2] - kv[1][1], kv[0]))
     losses = [kv for kv in ranked[:top] if kv[1][2] - kv[1][1] < 0]
     gains = [kv for kv in reversed(ranked[-top:]) if kv[1][2] - kv[1][1] > 0]
     ids = [q for q, _ in losses + gains]
-    details = _details(store, traces, params, ids, k)
+    details = pair_lists(store, params, ids, k)
 
     def build(items: list[tuple[str, tuple[str, float, float]]]) -> tuple[Example, ...]:
         out = []
@@ -71,20 +72,8 @@ def pick_examples(store: Any, traces: str, params: dict[str, Any], judged: quali
     return Examples("quality", metric, gains=build(gains), losses=build(losses))
 
 
-def _details(store: Any, traces: str, params: dict[str, Any], ids: list[str], k: int) -> dict[str, dict[str, Any]]:
-    if not ids:
-        return {}
-    sql = f"""SELECT query_id, stratum, b_question AS question, arraySlice(arrayDistinct(b_ids), 1, {{k:UInt32}}) AS b,
-                     arraySlice(arrayDistinct(c_ids), 1, {{k:UInt32}}) AS c
-              FROM ({pairs.pairs_sql(traces, where="AND query_id IN {ids:Array(String)}", features=False)})"""
-    rows = store.query_rows(sql, {**params, "ids": ids, "k": k})
-    return {r["query_id"]: {"stratum": r["stratum"], "question": r["question"], "b": tuple(r["b"]),
-                            "c": tuple(r["c"])} for r in rows}
-
-
-def _disagreements(store: Any, traces: str, params: dict[str, Any], lowest: list[tuple[float, str]],
-                   k: int) -> Examples:
-    details = _details(store, traces, params, [q for _, q in lowest], k)
+def _disagreements(store: ShadowStore, params: dict[str, Any], lowest: list[tuple[float, str]], k: int) -> Examples:
+    details = pair_lists(store, params, [q for _, q in lowest], k)
     shown = tuple(Example(q, details[q]["stratum"], details[q]["question"], "rbo", 1.0, rbo, details[q]["b"],
                           details[q]["c"]) for rbo, q in lowest if q in details)
     return Examples("disagreement", "rbo", losses=shown) if shown else Examples("none", "")

@@ -21,6 +21,7 @@ from ragmon.config import Settings, ShadowComparisonSettings
 from ragmon.errors import RagmonError
 from ragmon.shadow.compare import CompareOptions, compare
 from ragmon.shadow.pairs import RetrieverRef
+from ragmon.shadow.queries import ShadowStore
 from ragmon.shadow.result import QUANTILES, ComparisonResult, StratumComparison
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def options_for(c: ShadowComparisonSettings, now: datetime) -> CompareOptions:
 
 
 def run_configured_comparisons(
-    store: Any, settings: Settings, telemetry: Any, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    store: ShadowStore, settings: Settings, telemetry: Any, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> list[ComparisonResult]:
     """Run every configured comparison once and update the gauges; return the results that succeeded."""
     results = []

@@ -2,8 +2,8 @@
 both were judged with the SAME judge fingerprint, and explain what is missing or mixed.
 
 Live scoring samples by query_id, so a production trace and its shadow twin are judged together; this
-module reads their ``scores`` rows (status ok, finite value, the latest per trace/metric/fingerprint) in one
-join against the pairs and never averages across fingerprints.
+module pairs their ``scores`` rows (status ok, finite value, the latest per trace/metric/fingerprint; read in
+one join against the pairs by ``queries.judged_sql``) and never averages across fingerprints.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-
-from ragmon.shadow.pairs import pairs_sql
 
 
 @dataclass
@@ -47,32 +45,10 @@ class JudgedPairs:
         return out
 
 
-def judged_sql(traces_table: str, scores_table: str) -> str:
-    """Every ok score of a paired trace: (query_id, stratum, side, metric, fingerprint, value).
-
-    Only queries with at least one score in the window are paired (live scoring samples a fraction of the
-    traffic), and both twins of such a query are kept, so one-sided judging is seen and reported.
-    """
-    judged_queries = (f"SELECT query_id FROM {scores_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
-                      "AND ts < {until:DateTime64(3, 'UTC')} AND status = 'ok'")
-    return f"""
-    SELECT p.query_id AS query_id, p.stratum AS stratum, p.side AS side, s.metric AS metric,
-           s.judge_fingerprint AS fingerprint, s.latest AS value
-    FROM (
-        SELECT query_id, stratum, arrayJoin([(b_trace, 'b'), (c_trace, 'c')]) AS t, t.1 AS trace_id, t.2 AS side
-        FROM ({pairs_sql(traces_table, where=f"AND query_id IN ({judged_queries})", features=False)})
-    ) AS p
-    INNER JOIN (
-        SELECT trace_id, metric, judge_fingerprint, argMax(value, scored_at) AS latest
-        FROM {scores_table} FINAL
-        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
-          AND status = 'ok' AND isFinite(value)
-        GROUP BY trace_id, metric, judge_fingerprint
-    ) AS s ON s.trace_id = p.trace_id"""
 
 
 def pair_scores(columns: dict[str, Any]) -> JudgedPairs:
-    """Group the rows of ``judged_sql`` into comparable pairs (same metric, same fingerprint on both sides)."""
+    """Group the rows of ``queries.judged_sql`` into comparable pairs (same metric, same fingerprint on both sides)."""
     per: dict[tuple[str, str, str], dict[str, dict[str, float]]] = defaultdict(lambda: {"b": {}, "c": {}})
     if not columns.get("query_id"):  # an empty result may come back without column names
         return JudgedPairs()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmon.review.labels import labels_for
+from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.role import ReviewRole
 from ragmon.review.selection import select_week
 from ragmon.server import Health, create_app, serve
@@ -33,13 +33,18 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture
+def review(store) -> ClickHouseReviewQueries:
+    return ClickHouseReviewQueries(store)
+
+
+@pytest.fixture
 def chromium_path() -> str:
     if not shutil.which(CHROMIUM):
         missing(f"{CHROMIUM} is missing: scripts/setup-system installs Debian's chromium")
     return CHROMIUM
 
 
-def test_sign_in_label_with_keyboard_and_see_verdicts(store, chromium_path):
+def test_sign_in_label_with_keyboard_and_see_verdicts(store, chromium_path, review):
     from playwright.sync_api import expect, sync_playwright
 
     week, traces = week_traces(5, ["billing", "consent"], seed=31)
@@ -47,7 +52,7 @@ def test_sign_in_label_with_keyboard_and_see_verdicts(store, chromium_path):
         t["retrieved"][2]["text"] = f"Office hours. {HOSTILE}"
         t["question"] = f"Can I withdraw consent? {HOSTILE}"
     insert_traces(store, traces)
-    result = select_week(store, week, 5, seed="browser", now=datetime.now(UTC))
+    result = select_week(review, week, 5, seed="browser", now=datetime.now(UTC))
     first = next(t for t in traces if t["trace_id"] == result.items[0].trace_id)
     insert_score(store, first, "answer_relevance", 0.83)
     insert_score(store, first, "faithfulness", 0.5)
@@ -103,7 +108,7 @@ def test_sign_in_label_with_keyboard_and_see_verdicts(store, chromium_path):
             browser.close()
     finally:
         handle.stop()
-    [label] = labels_for(store, first["trace_id"])
+    [label] = review.labels_for(first["trace_id"])
     assert (label.reviewer, label.answer_correct, label.grounded, label.citations_supported, label.add_to_golden) == (
         "alice", False, True, True, True)
     assert label.relevant_chunk_ids == ("policy@c41",)  # the cited chunk, ticked by default

@@ -1,18 +1,21 @@
-"""Helpers for the review tests: store traces and judge scores in chDB, build the review app."""
+"""Helpers for the review tests: store traces and judge scores in chDB, build the review app, sign in."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from ragmon.config import ReviewSettings, ReviewUser
 from ragmon.contracts.decode import DecodedTrace, decode_trace
 from ragmon.review.auth import hash_password, token_digest
+from ragmon.review.queries import ReviewStore
 from ragmon.review.role import ReviewRole
 from ragmon.review.selection import parse_week, previous_week
 from ragmon.server import Health, create_app
@@ -81,7 +84,22 @@ class Clock:
         return self.now
 
 
-def review_app(store: ClickHouseStore, clock: Clock | None = None, **overrides: Any) -> tuple[FastAPI, Telemetry]:
+def review_app(store: ClickHouseStore | ReviewStore, clock: Clock | None = None,
+               **overrides: Any) -> tuple[FastAPI, Telemetry]:
     telemetry = Telemetry()
     role = ReviewRole(review_settings(**overrides), store, telemetry, clock=clock or Clock())
     return create_app(telemetry, Health(), routers=[role.router]), telemetry
+
+
+def signed_in(app: FastAPI, user: str = "alice") -> TestClient:
+    client = TestClient(app, follow_redirects=False)
+    page = client.get("/review/login")
+    token = csrf_of(page.text)
+    r = client.post("/review/login", data={"username": user, "password": PASSWORDS[user], "csrf_token": token,
+                                           "next": "/review/"})
+    assert r.status_code == 303, r.text
+    return client
+
+
+def csrf_of(html: str) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)  # type: ignore[union-attr]

@@ -13,9 +13,17 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode, checks
 
+from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import select_week
-from tests.integration.review.support import TOKENS, insert_score, insert_traces, review_app, week_traces
-from tests.integration.review.test_web import HOSTILE, signed_in
+from tests.integration.review.support import (
+    TOKENS,
+    insert_score,
+    insert_traces,
+    review_app,
+    signed_in,
+    week_traces,
+)
+from tests.integration.review.test_web import HOSTILE
 
 #: for a request re-aimed at a real item, schemathesis' own idea of whether it is valid no longer holds
 REAIMED_CHECKS = [checks.not_a_server_error, checks.response_schema_conformance, checks.status_code_conformance,
@@ -29,7 +37,7 @@ def seeded_app(store):
     week, traces = week_traces(6, ["billing", "consent"], seed=21)
     traces[0]["retrieved"][0]["text"] = HOSTILE
     insert_traces(store, traces)
-    select_week(store, week, 6, seed="api", now=datetime.now(UTC))
+    select_week(ClickHouseReviewQueries(store), week, 6, seed="api", now=datetime.now(UTC))
     insert_score(store, traces[0], "faithfulness", float("nan"), status="failed")
     insert_score(store, traces[0], "answer_relevance", 0.75)
     app, _ = review_app(store)
@@ -70,11 +78,11 @@ def test_label_errors(store):
     assert client.get("/review/api/v1/weeks/2026-W01/queue", headers=BEARER).status_code == 404
 
 
-def test_items_with_a_slash_in_their_trace_id_are_reachable_and_weeks_past_the_calendar_are_404(store):
+def test_items_with_a_slash_in_their_trace_id_are_reachable_and_weeks_past_the_calendar_are_404(store, review):
     week, traces = week_traces(3, ["billing"], seed=23)
     traces[0]["trace_id"] = "tenant-a/2026/req-1"  # the contract allows '/' in trace ids
     insert_traces(store, traces)
-    select_week(store, week, 3, seed="api", now=datetime.now(UTC))
+    select_week(review, week, 3, seed="api", now=datetime.now(UTC))
     client = TestClient(review_app(store)[0])
     url = f"/review/api/v1/weeks/{week}/items/{quote(traces[0]['trace_id'], safe='')}"
     item = client.get(url, headers=BEARER)

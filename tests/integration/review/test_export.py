@@ -31,27 +31,27 @@ def label(week, trace_id, reviewer, **kw) -> Label:
 
 
 @pytest.fixture
-def labelled(store):
+def labelled(store, review):
     week, traces = week_traces(6, ["consent"], seed=41)
     traces[1]["category"] = ""
     insert_traces(store, traces)
-    select_week(store, week, 6, seed="exp", now=T0)
+    select_week(review, week, 6, seed="exp", now=T0)
     t = [x["trace_id"] for x in traces]
-    save_label(store, label(week, t[0], "alice", note="policy §4"))
-    save_label(store, label(week, t[0], "bob", answer_correct=False, add_to_golden=False, note="too vague"))
-    save_label(store, label(week, t[1], "alice", expected_behaviour="refuse", relevant_chunk_ids=(),
+    save_label(review, label(week, t[0], "alice", note="policy §4"))
+    save_label(review, label(week, t[0], "bob", answer_correct=False, add_to_golden=False, note="too vague"))
+    save_label(review, label(week, t[1], "alice", expected_behaviour="refuse", relevant_chunk_ids=(),
                             reference_answer="I can't help with that."))
-    save_label(store, label(week, t[2], "alice", relevant_chunk_ids=()))  # answer without passages
-    save_label(store, label(week, t[3], "alice"))
-    save_label(store, label(week, t[3], "bob", expected_behaviour="refuse"))  # both want it, disagree
-    save_label(store, label(week, t[4], "alice", add_to_golden=False))
+    save_label(review, label(week, t[2], "alice", relevant_chunk_ids=()))  # answer without passages
+    save_label(review, label(week, t[3], "alice"))
+    save_label(review, label(week, t[3], "bob", expected_behaviour="refuse"))  # both want it, disagree
+    save_label(review, label(week, t[4], "alice", add_to_golden=False))
     return week, traces
 
 
-def test_export_writes_valid_cases_with_adjudication(store, labelled, tmp_path):
+def test_export_writes_valid_cases_with_adjudication(store, labelled, tmp_path, review):
     week, traces = labelled
     out = tmp_path / "golden.json"
-    result = export_golden(store, out)
+    result = export_golden(review, out)
     ids = [case_id(week, t["trace_id"]) for t in traces]
     assert sorted(result.added) == sorted([ids[0], ids[1]])
     assert set(result.skipped) == {ids[2], ids[3]}
@@ -72,18 +72,18 @@ def test_export_writes_valid_cases_with_adjudication(store, labelled, tmp_path):
     assert refusal.adjudication.agreed is True and refusal.reference_answer == "I can't help with that."
 
 
-def test_export_keeps_existing_cases_and_is_idempotent(store, labelled, tmp_path):
+def test_export_keeps_existing_cases_and_is_idempotent(store, labelled, tmp_path, review):
     out = tmp_path / "golden.json"
-    export_golden(store, out)
+    export_golden(review, out)
     edited = json.loads(out.read_text())
     edited[0]["reference_answer"] = "edited by hand"
     out.write_text(json.dumps(edited))
-    again = export_golden(store, out)
+    again = export_golden(review, out)
     assert again.added == () and len(again.already_present) == 2
     assert json.loads(out.read_text())[0]["reference_answer"] == "edited by hand"
     out.write_text('[{"id": "x"}]')
     with pytest.raises(InputError, match="not a valid golden set"):
-        export_golden(store, out)
+        export_golden(review, out)
 
 
 def test_cli_select_status_export(store, store_settings, tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""The review pages through FastAPI's TestClient against chDB: sign-in, expiry, CSRF, escaping, hidden verdicts,
-labels and disagreement, gauges."""
+"""The review pages through FastAPI's TestClient against chDB: access, CSRF, escaping, hidden verdicts, labels
+and disagreement, signing out, gauges. Signing in itself: ``tests/unit/review/test_sign_in.py``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from ragmon.review.labels import labels_for
 from ragmon.review.selection import select_week
 from tests.integration.review.support import (
     PASSWORDS,
-    Clock,
+    csrf_of,
     insert_score,
     insert_traces,
     review_app,
+    signed_in,
     week_traces,
 )
 
@@ -24,7 +24,7 @@ HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2
 
 
 @pytest.fixture
-def queue(store):
+def queue(store, review):
     week, traces = week_traces(12, ["billing", "consent"], seed=7)
     evil = traces[0]
     evil["question"] = f"What does {HOSTILE} mean?"
@@ -32,23 +32,9 @@ def queue(store):
     evil["retrieved"][0]["text"] = f"Consent can be withdrawn at any time. {HOSTILE}"
     evil["retrieved"][1]["chunk_id"] = 'x"><script>alert(1)</script>'
     insert_traces(store, traces)
-    result = select_week(store, week, 12, seed="s", now=datetime.now(UTC))
+    result = select_week(review, week, 12, seed="s", now=datetime.now(UTC))
     insert_score(store, evil, "faithfulness_hidden_metric", 0.25)
     return week, traces, result
-
-
-def signed_in(app, user: str = "alice") -> TestClient:
-    client = TestClient(app, follow_redirects=False)
-    page = client.get("/review/login")
-    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-    r = client.post("/review/login", data={"username": user, "password": PASSWORDS[user], "csrf_token": token,
-                                           "next": "/review/"})
-    assert r.status_code == 303, r.text
-    return client
-
-
-def csrf_of(html: str) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
 
 
 def item_url(week: str, trace_id: str) -> str:
@@ -64,7 +50,7 @@ def label_form(csrf: str, **overrides) -> dict:
     return form
 
 
-def test_no_anonymous_access(store, queue):
+def test_no_anonymous_access(store, queue, review):
     app, _ = review_app(store)
     client = TestClient(app, follow_redirects=False)
     week, traces, _ = queue
@@ -72,53 +58,10 @@ def test_no_anonymous_access(store, queue):
         r = client.get(url)
         assert r.status_code == 303 and r.headers["location"].startswith("/review/login?next="), url
     r = client.post(f"/review/weeks/{week}/label/{traces[0]['trace_id']}", data=label_form("x"))
-    assert r.status_code == 303 and not labels_for(store, traces[0]["trace_id"])
+    assert r.status_code == 303 and not review.labels_for(traces[0]["trace_id"])
     assert client.get("/review/api/v1/weeks").status_code == 401
     forged = TestClient(app, follow_redirects=False, cookies={"ragmon_review_session": "eyJ1IjoiYWxpY2UifQ.forged"})
     assert forged.get("/review/").status_code == 303
-
-
-def test_sign_in_checks_password_csrf_and_rate_limits(store, queue):
-    app, _ = review_app(store, login_max_failures=3)
-    client = TestClient(app, follow_redirects=False)
-    token = csrf_of(client.get("/review/login").text)
-    no_csrf = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"]})
-    assert no_csrf.status_code == 403
-    token = csrf_of(client.get("/review/login").text)
-    wrong = client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
-    assert wrong.status_code == 401 and "Wrong user name or password" in wrong.text
-    assert "ragmon_review_session" not in client.cookies
-    for _ in range(3):
-        token = csrf_of(client.get("/review/login").text)
-        client.post("/review/login", data={"username": "alice", "password": "nope", "csrf_token": token})
-    token = csrf_of(client.get("/review/login").text)
-    locked = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"],
-                                                "csrf_token": token})
-    assert locked.status_code == 429
-    # another user is not locked out
-    bob = signed_in(app, "bob")
-    assert bob.get("/review/").status_code == 200
-
-
-def test_no_open_redirect_after_sign_in(store, queue):
-    app, _ = review_app(store)
-    client = TestClient(app, follow_redirects=False)
-    token = csrf_of(client.get("/review/login").text)
-    r = client.post("/review/login", data={"username": "alice", "password": PASSWORDS["alice"], "csrf_token": token,
-                                           "next": "//evil.example/x"})
-    assert r.headers["location"] == "/review/"
-
-
-def test_sessions_expire(store, queue):
-    clock = Clock()
-    app, _ = review_app(store, clock=clock, session_max_age_seconds=600)
-    client = signed_in(app)
-    assert client.get("/review/").status_code == 200
-    clock.now += 599
-    assert client.get("/review/").status_code == 200
-    clock.now += 2
-    r = client.get("/review/")
-    assert r.status_code == 303 and "/review/login" in r.headers["location"]
 
 
 def test_queue_page_shows_progress_per_stratum(store, queue):
@@ -148,7 +91,7 @@ def test_hostile_text_is_escaped(store, queue):
     assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/review/static/review.js" defer>']
 
 
-def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
+def test_verdicts_hidden_until_labelled_then_label_stored(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[0]["trace_id"]
     app, telemetry = review_app(store)
@@ -158,10 +101,10 @@ def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
     csrf = csrf_of(before.text)
     # without the CSRF token: rejected, nothing stored
     r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form("wrong"))
-    assert r.status_code == 403 and not labels_for(store, trace_id)
+    assert r.status_code == 403 and not review.labels_for(trace_id)
     r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, note="looks <b>fine</b>"))
     assert r.status_code == 303, r.text
-    [label] = labels_for(store, trace_id)
+    [label] = review.labels_for(trace_id)
     assert (label.reviewer, label.answer_correct, label.note, label.relevant_chunk_ids) == (
         "alice", True, "looks <b>fine</b>", ("policy@c41",))
     after = client.get(item_url(week, trace_id))
@@ -172,7 +115,7 @@ def test_verdicts_hidden_until_labelled_then_label_stored(store, queue):
     assert sum(float(v) for v in re.findall(r"ragmon_review_items_due\{[^}]*\} (\S+)", metrics)) == 12
 
 
-def test_bad_label_values_are_rejected(store, queue):
+def test_bad_label_values_are_rejected(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[1]["trace_id"]
     app, _ = review_app(store)
@@ -182,7 +125,7 @@ def test_bad_label_values_are_rejected(store, queue):
                 {"note": "x" * 10_001}):
         r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, **bad))
         assert r.status_code == 400, bad
-    assert not labels_for(store, trace_id)
+    assert not review.labels_for(trace_id)
     r = client.post(f"/review/weeks/{week}/label/not-in-queue", data=label_form(csrf))
     assert r.status_code == 404
     form = label_form(csrf)
@@ -198,7 +141,7 @@ def test_a_week_at_the_end_of_the_calendar_is_a_404_not_a_crash(store, queue):
         assert client.get(url).status_code == 404, url
 
 
-def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
+def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue, review):
     week, traces, _ = queue
     trace_id = traces[2]["trace_id"]
     app, _ = review_app(store)
@@ -207,7 +150,7 @@ def test_two_reviewers_disagreement_is_shown_not_resolved(store, queue):
         csrf = csrf_of(client.get(item_url(week, trace_id)).text)
         r = client.post(f"/review/weeks/{week}/label/{trace_id}", data=label_form(csrf, answer_correct=correct))
         assert r.status_code == 303
-    labels = {lab.reviewer: lab.answer_correct for lab in labels_for(store, trace_id)}
+    labels = {lab.reviewer: lab.answer_correct for lab in review.labels_for(trace_id)}
     assert labels == {"alice": True, "bob": False}
     page = alice.get(item_url(week, trace_id)).text
     assert 'id="disagreement"' in page and "answer_correct" in page
@@ -243,22 +186,6 @@ def test_sign_out_needs_csrf_and_ends_the_session_even_for_a_copied_cookie(store
     assert TestClient(app2, follow_redirects=False, cookies={"ragmon_review_session": copied}).get(
         "/review/").status_code == 303
     assert other.get("/review/").status_code == 200
-
-
-def test_a_changed_password_ends_the_sessions_begun_with_the_old_one(store, queue):
-    from pydantic import SecretStr
-
-    from ragmon.config import ReviewUser
-    from ragmon.review.auth import hash_password
-    from tests.integration.review.support import review_settings
-
-    app, _ = review_app(store)
-    cookie = signed_in(app).cookies["ragmon_review_session"]
-    users = [u if u.username != "alice" else ReviewUser(username="alice", password_hash=SecretStr(hash_password("new")))
-             for u in review_settings().users]
-    restarted, _ = review_app(store, users=users)  # the config now holds alice's new hash
-    r = TestClient(restarted, follow_redirects=False, cookies={"ragmon_review_session": cookie}).get("/review/")
-    assert r.status_code == 303
 
 
 def test_sign_in_throttles_per_address_and_refuses_huge_credentials_without_hashing(store, queue, monkeypatch):

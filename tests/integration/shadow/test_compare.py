@@ -12,7 +12,7 @@ import pytest
 from ragmon.contracts.golden import GoldenSet
 from ragmon.demo.traffic import RetrieverProfile, generate_golden, generate_traces, relevance_of
 from ragmon.metrics.retrieval import recall_at_k
-from ragmon.shadow import agreement, pairs
+from ragmon.shadow import agreement, pairs, queries
 from ragmon.shadow.compare import CompareOptions, compare
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.verdict import Thresholds
@@ -88,7 +88,7 @@ def test_known_difference_gives_per_stratum_verdicts(store, traffic):
 def test_sql_agreement_and_latency_match_python(store, traffic):
     since, until = window()
     params = pairs.parameters(BASE, CAND, since, until, k=7, p=0.8)
-    rows = store.query_rows(pairs.pairs_sql(store.table("traces")), params)
+    rows = store.query_rows(queries.pairs_sql(store.table("traces")), params)
     by_q: dict[str, dict[str, dict]] = {}
     for d in traffic:
         by_q.setdefault(d["query_id"], {})[d["retriever"]["variant"]] = d
@@ -130,7 +130,7 @@ def test_edge_lists_agree_between_sql_and_python(store):
                        retriever={"name": "dense", "version": "v2", "variant": "shadow"}))
     insert_traces(store, docs)
     since, until = window()
-    rows = store.query_rows(pairs.pairs_sql(store.table("traces")),
+    rows = store.query_rows(queries.pairs_sql(store.table("traces")),
                             pairs.parameters(RetrieverRef("hybrid", "", "production"), CAND, since, until, k=3))
     got = {r["query_id"]: r for r in rows}
     assert set(got) == set(cases)
@@ -251,7 +251,7 @@ def test_random_lists_agree_between_sql_and_python(store, k):
                        retriever={"name": "dense", "version": "v2", "variant": "shadow"}))
     insert_traces(store, docs)
     since, until = window()
-    rows = store.query_rows(pairs.pairs_sql(store.table("traces")), pairs.parameters(
+    rows = store.query_rows(queries.pairs_sql(store.table("traces")), pairs.parameters(
         RetrieverRef("hybrid", "", "production"), CAND, since, until, k=k, p=0.7))
     assert len(rows) == 300
     for r in rows:
