@@ -19,6 +19,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ragmon.drift.query import QueryStore
 from ragmon.drift.stats import cdf_from_quantiles
 from ragmon.drift.summary import LEVELS
 
@@ -27,7 +28,7 @@ COLUMNS = ("check_id", "checked_at", "retriever_name", "retriever_version", "var
            "n_current", "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
 
 
-def load_check(store: Any, check_id: str | None = None) -> list[dict[str, Any]]:
+def load_check(store: QueryStore, check_id: str | None = None) -> list[dict[str, Any]]:
     """Rows of one check (default: the latest), sorted drifted first; ``details`` parsed."""
     table = store.table("drift_checks")
     where = ("check_id = {id:String}" if check_id else
