@@ -54,9 +54,9 @@ class Intake:
         its spans completed), in order. Lazy (see the module docstring): consume it before the next poll."""
         track = self.ledger.track
         for msg in msgs:
-            if msg.unreadable:  # the client could not parse the record: nothing to decode, its offset still counts
+            if msg.unreadable:  # the source could not read it as a message: nothing to decode, its offset still counts
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield _letter(msg, msg.value, Rejection("unreadable_record", msg.unreadable), [entry], msg.headers)
+                yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
                 continue
             fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
             if fmt == "native":
