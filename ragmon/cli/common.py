@@ -2,7 +2,8 @@
 error is printed.
 
 Owns ``State`` (what the root callback hands to subcommands), ``settings_of``, ``print_error``/``fail`` and the
-exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable.
+exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable;
+5 when a daemon stopped on an error no retry can fix.
 Must not import the root command (``ragmon.cli.app``) or any subcommand: they import this module, and the root
 command imports them, so anything here that reached back would close an import loop.
 """
@@ -19,6 +20,8 @@ from ragmon.config import Settings, load_settings
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+#: a daemon stopped by itself on an error that no retry can fix (e.g. ingest: a codec's library is missing)
+EXIT_FATAL = 5
 
 err_console = Console(stderr=True)
 console = Console()

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragmon.cli.common import EXIT_USAGE, err_console, fail, settings_of
+from ragmon.cli.common import EXIT_FATAL, EXIT_USAGE, err_console, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 
@@ -102,6 +102,8 @@ def ingest(
         except OSError as exc:
             err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc}); the summary "
                               "is on the line above", highlight=False, markup=False)
+    if pipeline.fatal_error is not None:
+        raise fail(f"ingest stopped: {pipeline.fatal_error}", EXIT_FATAL)
     if still_running:
         raise fail(f"the ingest loop did not stop within {settings.ingest.shutdown_grace_seconds}s; uncommitted "
                    "messages will be re-read on the next start (nothing is lost)", 1)

@@ -12,13 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import subprocess
 from typing import Any
 
 import pytest
 
 from tests.integration.ingest_support import (
+    ROOT,
     Running,
     committed,
+    count_in_subprocess,
+    exactly_once_problems,
+    ingest_cmd,
+    ingest_env,
     kafka_settings,
     read_topic,
     stored_ids,
@@ -60,3 +66,54 @@ def test_valid_traces_batched_with_an_unreadable_record_are_all_stored(kafka_boo
     assert b"not UTF-8" in headers["ragmon.detail"] and b"\\xff\\xfe-key" in headers["ragmon.detail"]
     assert letter.value == messages[1][1], "the record's value is kept"
     assert headers["app"] == b"tests" and headers["\\xff\\xfe-key"] == b"v", "its headers too, the bad key escaped"
+
+
+def test_every_codec_batched_keyed_with_malformed_records_mid_batch_is_read(kafka_bootstrap, new_topic, store):
+    # defect 4: the OpenTelemetry Collector and many producers compress; snappy and zstd could not be read
+    topic = new_topic(3)
+    group = f"g-{topic}"
+    streams = {codec: realistic_stream(120, seed=i, malformed_every=20) for i, codec in enumerate(CODECS)}
+    for codec, stream in streams.items():
+        producer = real_producer(kafka_bootstrap, compression=codec, linger_ms=200)
+        send_all(producer, topic, stream.messages)
+        producer.close()
+    total = sum(len(s.messages) for s in streams.values())
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group))
+    try:
+        wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == total, 90,
+                 "every message handled")
+    finally:
+        run.close()
+    stored = set(stored_ids(store))
+    missing = {codec: len(s.valid_ids - stored) for codec, s in streams.items() if s.valid_ids - stored}
+    assert not missing, f"traces not stored, by codec: {missing}"
+    assert len(stored) == sum(len(s.valid_ids) for s in streams.values())
+    letters = read_topic(kafka_bootstrap, f"{topic}.dlq")
+    expected = sorted(r for s in streams.values() for r in s.reasons)
+    assert sorted(dict(m.headers)["ragmon.reason"].decode() for m in letters) == expected
+    sizes = [len(value) for s in streams.values() for _, value, _ in s.messages]
+    assert max(sizes) > 4_000 and sorted(sizes)[len(sizes) // 2] > 2_000, "the traces are of a realistic size"
+
+
+def test_a_codec_that_cannot_be_read_stops_ingest_loudly_with_its_exit_code(kafka_bootstrap, new_topic, tmp_path):
+    # defect 4: with a codec's library missing, ingest logged one error, then spun at a full core inside the
+    # Kafka client, /healthz went red and SIGTERM was not honoured; now it stops by itself, exit code 5
+    topic = new_topic(1)
+    group = f"g-{topic}"
+    rng = random.Random(3)
+    plain = [realistic_trace(i, rng) for i in range(3)]
+    packed = [realistic_trace(10 + i, rng) for i in range(3)]
+    for codec, traces in ((None, plain), ("zstd", packed)):
+        producer = real_producer(kafka_bootstrap, compression=codec)
+        send_all(producer, topic, [(t["query_id"].encode(), json.dumps(t).encode(), []) for t in traces])
+        producer.close()
+    # the zstd library hidden from this process only, as in an installation without it
+    cmd = ingest_cmd(topic, group, kafka_bootstrap)
+    cmd[2] = "import sys; sys.modules['zstandard'] = None; " + cmd[2]
+    proc = subprocess.run(cmd, env=ingest_env(tmp_path / "chdb"), capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 5, proc.stderr[-3000:]
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("error: ")]
+    assert "zstd" in line and "zstandard" in line, line
+    assert committed(kafka_bootstrap, group) == {0: 3}, "what was read before the batch it cannot read is committed"
+    assert exactly_once_problems(count_in_subprocess(tmp_path / "chdb"), {t["trace_id"] for t in plain}) == []

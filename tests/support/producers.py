@@ -29,9 +29,9 @@ CODECS = ("gzip", "snappy", "lz4", "zstd")
 def realistic_trace(i: int, rng: random.Random, **overrides: Any) -> dict[str, Any]:
     """A valid trace of 2–6 KB with 10–50 retrieved chunks, dated within the last hour."""
     n = rng.randint(10, 50)
-    retrieved = [{"chunk_id": f"d{rng.randint(0, 9999)}@c{c}", "doc_id": f"d{c}", "doc_version": "2026-03-11",
+    retrieved = [{"chunk_id": f"d{rng.randint(0, 9999)}@c{c}", "doc_id": f"d{c}",
                   "score": round(1.0 - c * 0.015 - rng.random() * 0.01, 4), "rank": c + 1,
-                  "text": " ".join(rng.choices(WORDS, k=rng.randint(2, 6)))} for c in range(n)]
+                  "text": " ".join(rng.choices(WORDS, k=rng.randint(1, 2)))} for c in range(n)]
     trace = {
         "trace_id": f"rt-{i}-{uuid.UUID(int=rng.getrandbits(128)).hex[:12]}", "query_id": f"q-{i}",
         "timestamp": (datetime.now(UTC) - timedelta(seconds=rng.randint(0, 3600))).isoformat(timespec="milliseconds"),
@@ -41,7 +41,7 @@ def realistic_trace(i: int, rng: random.Random, **overrides: Any) -> dict[str, A
         "category": rng.choice(["billing", "account", "privacy", "shipping"]),
         "retrieved": retrieved,
         "context": {"chunk_ids": [r["chunk_id"] for r in retrieved[:5]], "tokens": 900},
-        "answer": " ".join(rng.choices(WORDS, k=rng.randint(30, 120))),
+        "answer": " ".join(rng.choices(WORDS, k=rng.randint(20, 60))),
         "citations": [{"sentence": 0, "chunk_id": retrieved[0]["chunk_id"], "quote": retrieved[0]["text"][:40]}],
         "model": {"name": "gen-model", "version": "2026-10"}, "prompt": {"id": "answer", "version": "3"},
         "latency_ms": {"retrieve": 40.0 + rng.random() * 20, "generate": 600.0 + rng.random() * 300},
