@@ -16,6 +16,7 @@ import subprocess
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
 
 from tests.integration.ingest_support import (
     ROOT,
@@ -30,7 +31,7 @@ from tests.integration.ingest_support import (
     stored_ids,
     wait_for,
 )
-from tests.support.producers import CODECS, realistic_stream, realistic_trace, real_producer, send_all
+from tests.support.producers import CODECS, real_producer, realistic_stream, realistic_trace, send_all
 
 pytestmark = pytest.mark.kafka
 
@@ -117,3 +118,52 @@ def test_a_codec_that_cannot_be_read_stops_ingest_loudly_with_its_exit_code(kafk
     assert "zstd" in line and "zstandard" in line, line
     assert committed(kafka_bootstrap, group) == {0: 3}, "what was read before the batch it cannot read is committed"
     assert exactly_once_problems(count_in_subprocess(tmp_path / "chdb"), {t["trace_id"] for t in plain}) == []
+
+
+def test_dead_letters_too_large_for_the_dead_letter_topic_are_cut_and_never_stall(kafka_bootstrap, new_topic, store):
+    # defect 2: a big invalid message the source topic accepted makes a dead letter over the broker's limit; the
+    # produce failed for ever (kafka-python's idempotent producer took MESSAGE_TOO_LARGE as fatal) and nothing was
+    # committed again. Three kinds: over the dead-letter topic's own limit (refused by the broker), over
+    # kafka.dead_letter_max_message_bytes (cut before sending), over ingest.max_message_bytes (too_large)
+    topic = new_topic(2, configs={"max.message.bytes": "4000000"})
+    dlq = f"{topic}.dlq"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin.create_topics({dlq: {"num_partitions": 1, "replication_factor": 1,
+                               "configs": {"max.message.bytes": "200000"}}}, wait_for_metadata=True)
+    big = {"refused": b'{"trace_id": "' + b"r" * 300_000,               # invalid_json, the broker refuses it
+           "over_setting": b'{"trace_id": "' + b"s" * 1_040_000,        # invalid_json, over the setting
+           "over_max": json.dumps(realistic_trace(0, random.Random(0), question="q" * 1_500_000)).encode()}
+    stream = realistic_stream(300, seed=5, malformed_every=50)
+    messages = list(stream.messages)
+    for i, value in enumerate(big.values()):  # in the middle of the batches
+        messages.insert(60 + 90 * i, (b"big", value, [("app", b"tests"), ("trace", b"t" * 2_000)]))
+    producer = real_producer(kafka_bootstrap, linger_ms=200, max_request_size=4_000_000)
+    send_all(producer, topic, messages)
+    producer.close()
+    try:
+        run = Running(store, kafka_settings(kafka_bootstrap, topic, f"g-{topic}"))
+        try:
+            wait_for(lambda: run.pipeline.idle()
+                     and sum(committed(kafka_bootstrap, f"g-{topic}").values()) == len(messages), 90,
+                     "every message handled and committed")
+        finally:
+            run.close()
+        assert set(stored_ids(store)) == stream.valid_ids
+        records = read_topic(kafka_bootstrap, dlq)
+        whole = [m for m in records if "ragmon.original.sha256" not in dict(m.headers)]
+        assert sorted(dict(m.headers)["ragmon.reason"].decode() for m in whole) == sorted(stream.reasons)
+        letters = {dict(m.headers)["ragmon.original.sha256"].decode(): m for m in records if m not in whole}
+        assert len(letters) == len(big), "each big one cut"
+        for name, value in big.items():
+            letter = letters[hashlib.sha256(value).hexdigest()]
+            h = dict(letter.headers)
+            assert h["ragmon.reason"] == b"too_large", name
+            assert h["ragmon.original.bytes"] == str(len(value)).encode(), name
+            assert h["ragmon.original.reason"] == (b"too_large" if name == "over_max" else b"invalid_json"), name
+            assert value.startswith(letter.value) and 0 < len(letter.value) < 10_000, name
+            assert h["app"] == b"tests" and "trace" not in h, "original headers kept while they fit"
+        assert run.metric("ragmon_ingest_dead_letters_cut_total") == 3
+        assert run.metric("ragmon_ingest_dead_letters_total", {"reason": "too_large"}) == 3
+    finally:
+        admin.delete_topics([dlq])
+        admin.close()
