@@ -167,3 +167,35 @@ def test_dead_letters_too_large_for_the_dead_letter_topic_are_cut_and_never_stal
     finally:
         admin.delete_topics([dlq])
         admin.close()
+
+
+def test_traces_at_the_ends_of_the_accepted_range_are_kept_and_found_the_rest_rejected(kafka_bootstrap, new_topic,
+                                                                                        store):
+    # defect 3: a trace dated between 2106 and 2299 was accepted and committed, then deleted within seconds: the
+    # table's TTL computed in DateTime, which wraps after 2106-02-07 06:28:15
+    topic = new_topic(1)
+    group = f"g-{topic}"
+    rng = random.Random(9)
+    stamps = {"now": None, "last": "2106-02-07T06:28:15.999Z", "late": "2105-12-31T12:00:00Z",
+              "after": "2106-02-07T06:28:16Z", "2150": "2150-01-01T00:00:00Z", "2299": "2299-12-31T23:59:59.999Z"}
+    traces = [realistic_trace(i, rng, trace_id=name, **({"timestamp": ts} if ts else {}))
+              for i, (name, ts) in enumerate(stamps.items())]
+    producer = real_producer(kafka_bootstrap)
+    send_all(producer, topic, [(t["query_id"].encode(), json.dumps(t).encode(), []) for t in traces])
+    producer.close()
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group))
+    try:
+        wait_for(lambda: run.pipeline.idle() and committed(kafka_bootstrap, group) == {0: len(traces)}, 60,
+                 "all handled")
+    finally:
+        run.close()
+    table = store.table("traces")
+    store.command(f"OPTIMIZE TABLE {table} FINAL")  # a merge applies the TTL: what it would delete goes now
+    assert sorted(stored_ids(store)) == ["last", "late", "now"]
+    found = store.query(f"SELECT trace_id FROM {table} FINAL WHERE ts >= {{since:DateTime64(3, 'UTC')}} ORDER BY ts",
+                        parameters={"since": "2105-06-01 00:00:00"}).result_rows
+    assert [r[0] for r in found] == ["late", "last"], "found by a time-range query (the sort key's toDate)"
+    letters = {dict(m.headers)["ragmon.source.offset"]: dict(m.headers) for m in read_topic(kafka_bootstrap, f"{topic}.dlq")}
+    assert sorted(letters) == [b"3", b"4", b"5"]
+    assert all(h["ragmon.reason"] == b"invalid_value" and b"2106-02-07T06:28:15.999Z" in h["ragmon.detail"]
+               for h in letters.values())

@@ -185,10 +185,12 @@ def test_json_nested_too_deeply_is_invalid_json_not_an_internal_error():
 
 
 def test_the_last_millisecond_the_store_holds_is_accepted(rig):
+    # the table's TTL and sort key compute in DateTime/Date, which end at 2106-02-07T06:28:15 (migration 0012)
     r = rig(max_batch_rows=100)
-    r.source.append("t", 0, [trace_bytes(trace_id="last", timestamp="2299-12-31T23:59:59.999Z"),
-                             trace_bytes(trace_id="after", timestamp="2300-01-01T00:00:00Z")])
+    r.source.append("t", 0, [trace_bytes(trace_id="last", timestamp="2106-02-07T06:28:15.999Z"),
+                             trace_bytes(trace_id="after", timestamp="2106-02-07T06:28:16Z"),
+                             trace_bytes(trace_id="far", timestamp="2299-12-31T23:59:59.999Z")])
     r.drive(5)
     assert [row["trace_id"] for row in r.writer.rows] == ["last"]
-    [letter] = r.dlq.letters
-    assert letter.reason == "invalid_value" and "the store's limit" in letter.detail
+    assert [(d.offset, d.reason) for d in r.dlq.letters] == [(1, "invalid_value"), (2, "invalid_value")]
+    assert all("the store's limit" in d.detail for d in r.dlq.letters)
