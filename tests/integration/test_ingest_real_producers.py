@@ -199,3 +199,27 @@ def test_traces_at_the_ends_of_the_accepted_range_are_kept_and_found_the_rest_re
     assert sorted(letters) == [b"3", b"4", b"5"]
     assert all(h["ragmon.reason"] == b"invalid_value" and b"2106-02-07T06:28:15.999Z" in h["ragmon.detail"]
                for h in letters.values())
+
+
+def test_a_trace_id_sent_again_with_other_content_replaces_it_only_within_its_key(kafka_bootstrap, new_topic, store):
+    # decided (docs/trace-contract.md): a trace id names one trace; sent again, the later-ingested version wins
+    # under FINAL when retriever, variant, category and day are the same (the table's key), and both are kept
+    # when one of them differs: ragmon does not look up earlier rows per message
+    topic = new_topic(1)
+    group = f"g-{topic}"
+    rng = random.Random(4)
+    first = realistic_trace(0, rng, trace_id="same", category="billing", answer="first answer")
+    again = dict(first, answer="second answer")
+    moved = dict(first, category="privacy", answer="third answer")
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group))
+    try:
+        for n, trace in enumerate((first, again, moved), start=1):
+            producer = real_producer(kafka_bootstrap)
+            send_all(producer, topic, [(b"k", json.dumps(trace).encode(), [])])
+            producer.close()
+            wait_for(lambda n=n: run.pipeline.idle() and committed(kafka_bootstrap, group) == {0: n}, 60, "stored")
+    finally:
+        run.close()
+    rows = store.query(f"SELECT category, answer FROM {store.table('traces')} FINAL WHERE trace_id = 'same' "
+                       "ORDER BY category").result_rows
+    assert [tuple(r) for r in rows] == [("billing", "second answer"), ("privacy", "third answer")]
