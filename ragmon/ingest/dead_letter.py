@@ -60,12 +60,15 @@ class DeadLetter:
         """The source partition: the letters of one source partition stay in order on the dead-letter topic."""
         return f"{self.topic}/{self.partition}".encode()
 
+    def detail_text(self) -> str:
+        """The detail cut to ``MAX_DETAIL_BYTES`` of UTF-8, at a character boundary (a header cut inside a UTF-8
+        sequence is not text any more)."""
+        return self.detail.encode("utf-8", "replace")[:MAX_DETAIL_BYTES].decode("utf-8", "ignore")
+
     def kafka_headers(self) -> list[tuple[str, bytes]]:
         own = [
             ("ragmon.reason", self.reason.encode()),
-            # cut at a character boundary: a header cut inside a UTF-8 sequence is not text any more
-            ("ragmon.detail", self.detail.encode("utf-8", "replace")[:MAX_DETAIL_BYTES]
-             .decode("utf-8", "ignore").encode("utf-8")),
+            ("ragmon.detail", self.detail_text().encode("utf-8")),
             ("ragmon.source.topic", self.topic.encode()),
             ("ragmon.source.partition", str(self.partition).encode()),
             ("ragmon.source.offset", str(self.offset).encode()),

@@ -1,4 +1,4 @@
-"""One contract suite for ``DeadLetterSink``, run against the in-memory double and against real Kafka.
+"""One contract suite for ``DeadLetterSink``, run against the in-memory double, real Kafka and a JSON Lines file.
 
 What the ingest loop and a reader of the dead-letter topic rely on: ``send`` returns once every letter is
 acknowledged; each letter keeps its original bytes, carries its reason, detail and source position as
@@ -13,7 +13,10 @@ and never makes a send fail; ``close`` delivers what was sent, may be called twi
 
 from __future__ import annotations
 
+import base64
+import errno
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +33,7 @@ from ragmon.ingest.dead_letter import (
     InMemoryDeadLetterSink,
     KafkaDeadLetterSink,
 )
+from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 
 #: read back: (key, value, headers) as a consumer of the dead-letter topic sees them
 Record = tuple[bytes, bytes, list[tuple[str, bytes]]]
@@ -79,10 +83,59 @@ class KafkaBackend:
     max_message_bytes: int | None = TOPIC_MAX_MESSAGE_BYTES
 
 
-@pytest.fixture(params=["in_memory", "kafka"])
+class _Disk:
+    """A file that reports a full disk while ``full`` is set (the sink's writes go through it)."""
+
+    def __init__(self, path: Any) -> None:
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - closed by the sink
+        self.name, self.full = str(path), False
+
+    def write(self, data: Any) -> int:
+        if self.full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self._file.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+class FileBackend:
+    max_message_bytes: int | None = None  # a file has no size limit: every letter is written whole
+
+    def __init__(self, path: Any) -> None:
+        self.path, self.disk = path, _Disk(path)
+        self.sink = FileDeadLetterSink(self.disk)
+
+    def read(self, n: int) -> list[Record]:
+        out = []
+        for line in self.path.read_bytes().splitlines():
+            d = json.loads(line)
+            src = d["source"]
+            headers = [("ragmon.reason", d["reason"].encode()), ("ragmon.detail", d["detail"].encode()),
+                       ("ragmon.source.topic", src["topic"].encode()),
+                       ("ragmon.source.partition", str(src["partition"]).encode()),
+                       ("ragmon.source.offset", str(src["offset"]).encode())]
+            headers += [(h["key"], _value(h)) for h in d["headers"]]
+            out.append((f"{src['topic']}/{src['partition']}".encode(), _value(d), headers))
+        return out
+
+    @contextmanager
+    def failing(self) -> Iterator[None]:
+        self.disk.full = True
+        yield
+        self.disk.full = False
+
+
+def _value(d: dict[str, Any]) -> bytes:
+    return d["value"].encode() if "value" in d else base64.b64decode(d["value_base64"])
+
+
+@pytest.fixture(params=["in_memory", "kafka", "file"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "in_memory":
         b: Any = InMemoryBackend()
+    elif request.param == "file":
+        b = FileBackend(request.getfixturevalue("tmp_path") / "dead-letters.jsonl")
     else:
         topic = request.getfixturevalue("new_topic")(1, configs={"max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES)})
         b = KafkaBackend(request.getfixturevalue("kafka_bootstrap"), topic)
@@ -139,7 +192,7 @@ def test_sending_nothing_is_a_no_op(backend):
 # test can switch on and off (it even accepts acks=all below min.insync.replicas), and stopping it would break the
 # other tests. So a transient failure of the Kafka sink (kafka-python's retriable errors → RetryableSourceError) is
 # not exercised here: a known gap.
-@pytest.mark.parametrize("backend", ["in_memory"], indirect=True)
+@pytest.mark.parametrize("backend", ["in_memory", "file"], indirect=True)
 def test_a_transient_failure_raises_retryable_source_error_and_the_sink_keeps_working(backend):
     backend.sink.send([letter(1)])
     with backend.failing(), pytest.raises(RetryableSourceError):
