@@ -290,6 +290,9 @@ class InMemoryTraceSource:
     paused: bool = False
     commits: list[dict[Partition, int]] = field(default_factory=list)
     fail_commits: int = 0
+    #: raised by every poll while set (a source that fails, e.g. ``FatalSourceError``)
+    poll_error: SourceError | None = None
+    polls: int = 0
     _handler: RevokeHandler | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -301,6 +304,9 @@ class InMemoryTraceSource:
         self._handler = handler
 
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
+        self.polls += 1
+        if self.poll_error is not None:
+            raise self.poll_error
         out: list[RawMessage] = []
         if self.paused:
             return out
