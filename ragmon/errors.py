@@ -10,7 +10,8 @@ adapter boundary; code above an adapter never catches a third-party exception.
     │   ├── PermanentStoreError    bad SQL, bad data, permission denied: retrying will not help
     │   └── StoreLockedError       another process holds the embedded chDB data directory
     ├── SourceError            the trace source (Kafka) failed
-    │   └── RetryableSourceError
+    │   ├── RetryableSourceError
+    │   └── FatalSourceError       the source can never be read as it is (a codec's library is missing): stop
     ├── JudgeError             a judge call failed
     │   └── RetryableJudgeError    429, 5xx, timeout
     └── InputError             a user-supplied file or argument is malformed (golden set, labels file, …)
@@ -58,6 +59,11 @@ class SourceError(RagmonError):
 
 class RetryableSourceError(SourceError):
     retryable = True
+
+
+class FatalSourceError(SourceError):
+    """The source cannot be read as it is, and no retry can change that (e.g. a record batch compressed with a codec
+    whose library is not installed): the loop stops and the process exits with a code that says so."""
 
 
 class JudgeError(RagmonError):

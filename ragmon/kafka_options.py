@@ -5,7 +5,8 @@ settings section: the bootstrap list, the security protocol and SASL credentials
 for consumers the group, manual commits, the earliest reset, the session timeout and the fetch sizes. Used by
 the ingest consumer (``ingest/source.py``), the dead-letter producer (``ingest/dead_letter.py``) and the score
 consumer (``score/sources.py``), so a fix made for one (the reconnect backoff that shortened recovery after a
-broker restart) reaches all of them. It must not import kafka-python or create a client (the adapters do);
+broker restart) reaches all of them. Compression needs no option here: a consumer reads every codec whose library
+is installed (gzip, snappy, lz4 and zstd: ragmon depends on ``kafka-python[lz4,snappy,zstd]``). It must not import kafka-python or create a client (the adapters do);
 it is pure: settings in, a dict out.
 """
 
@@ -55,12 +56,23 @@ def consumer_options(settings: KafkaSettings, *, group_id: str, client_id: str) 
     }
 
 
+#: room for the record and batch framing around the largest dead letter produced whole
+PRODUCER_HEADROOM_BYTES = 65_536
+
+
 def producer_options(settings: KafkaSettings, *, client_id: str) -> dict[str, Any]:
-    """A producer whose sends are acknowledged by every in-sync replica, and that can carry any message a
-    consumer with these settings could have read (plus room for the headers a dead letter adds)."""
+    """The dead-letter producer: every send acknowledged by every in-sync replica, in order, and able to carry
+    the largest dead letter produced whole (``kafka.dead_letter_max_message_bytes``; larger ones are cut).
+
+    Not idempotent: kafka-python 3's idempotent producer (its default) takes the broker's MESSAGE_TOO_LARGE as
+    fatal and refuses every later send, so one dead letter over the topic's limit stalled ingest for good.
+    Dead letters are at-least-once anyway (no deduplication); one request in flight keeps a partition's
+    letters in order across retries."""
     return {
         **client_options(settings, client_id=client_id),
         "acks": "all",
         "retries": 5,
-        "max_request_size": max(settings.max_partition_fetch_bytes, 1_048_576) + 65_536,
+        "enable_idempotence": False,
+        "max_in_flight_requests_per_connection": 1,
+        "max_request_size": settings.dead_letter_max_message_bytes + PRODUCER_HEADROOM_BYTES,
     }

@@ -89,6 +89,10 @@ class Telemetry:
             "ragmon_ingest_dead_letters_total", "Messages sent to the dead-letter topic, by reason.", ["reason"],
             registry=r,
         )
+        self.ingest_dead_letters_cut = Counter(
+            "ragmon_ingest_dead_letters_cut_total",
+            "Dead letters too large for the dead-letter topic, produced cut (reason too_large).", registry=r,
+        )
         self.ingest_unknown_fields = Counter(
             "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields.", registry=r
         )

@@ -3,7 +3,8 @@ error is printed.
 
 Owns ``State`` (what the root callback hands to subcommands), ``settings_of``, ``print_error``/``fail`` and the
 exit codes: 2 for bad configuration, arguments or input files; 3 when a service (store, broker) is unavailable;
-1 when a daemon's role did not stop within the grace period (``exit_if_stuck``).
+1 when a daemon's role did not stop within the grace period (``exit_if_stuck``); 5 when a daemon stopped on an
+error no retry can fix.
 Must not import the root command (``ragmon.cli.app``) or any subcommand: they import this module, and the root
 command imports them, so anything here that reached back would close an import loop.
 """
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+#: a daemon stopped by itself on an error that no retry can fix (e.g. ingest: a codec's library is missing)
+EXIT_FATAL = 5
 
 #: width of output that is not a terminal (a file, a pipe): wide enough that no table column is ever cut
 UNCUT_WIDTH = 1000

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragmon.cli.common import EXIT_USAGE, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import EXIT_FATAL, EXIT_USAGE, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
-from ragmon.config import mask_dsn, override, secret_value
+from ragmon.config import Settings, mask_dsn, override, secret_value
 
 if TYPE_CHECKING:
     from ragmon.process import Process
+    from ragmon.store import ClickHouseStore
 
 _FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
 
@@ -50,6 +51,13 @@ def ingest(
     stats_json: Annotated[Path | None, typer.Option(
         help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
         show_default=False)] = None,
+    file: Annotated[str | None, typer.Option(
+        "--file", help="Read traces from this JSON Lines file ('-': standard input) instead of Kafka, one trace per "
+        "line, through the same decoding, redaction, batching, deduplication and store; exit at its end with a "
+        "summary. Loading a file twice stores each trace once.", show_default=False)] = None,
+    dead_letter_file: Annotated[str | None, typer.Option(
+        help="With --file: append invalid lines here as JSON Lines, with the same reasons as the dead-letter topic "
+        "('-': standard output, the default).", show_default=False)] = None,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
@@ -57,6 +65,8 @@ def ingest(
     Every valid trace is stored exactly once as read with FINAL (at-least-once delivery plus idempotent writes); invalid messages go to the dead-letter topic with the reason.
 
     While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within process.shutdown_grace_seconds.
+
+    With --file, read a JSON Lines file or standard input instead (backfills, replaying dead letters after a fix, trying ragmon without a broker).
 
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
     """
@@ -67,12 +77,22 @@ def ingest(
         raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
     if stats_json is not None:
         check_output_file(stats_json, "--stats-json")
+    if dead_letter_file is not None and file is None:
+        raise fail("--dead-letter-file needs --file (Kafka input dead-letters to --dead-letter-topic)", EXIT_USAGE)
+    if file is not None and input_format == "otlp_proto":
+        raise fail("--file reads lines of JSON: --input-format otlp_proto cannot be one per line", EXIT_USAGE)
     settings = settings_of(ctx)
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                         dead_letter_topic=dead_letter_topic, input_format=input_format)
     settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
     settings = override(settings, "server", host=host, port=port)
 
+    if file is not None:
+        from ragmon.store import ClickHouseStore
+
+        store = ClickHouseStore.open(settings.store)  # fails fast: unreachable, locked, migration failed
+        _load_file(settings, store, file, dead_letter_file or "-", stats_json)
+        return
     started = time.monotonic()
 
     def announce(process: Process) -> None:
@@ -102,6 +122,9 @@ def ingest(
         except OSError as exc:
             err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc}); the summary "
                               "is on the line above", highlight=False, markup=False)
+    fatal = process.service("ingest").fatal_error
+    if fatal is not None:
+        raise fail(f"ingest stopped: {fatal}", EXIT_FATAL)
     exit_if_stuck(process)
 
 
@@ -115,3 +138,30 @@ def _idle_watch(process: Process, seconds: float) -> None:
             last_count, since = consumed, time.monotonic()
         elif time.monotonic() - since >= seconds:
             process.stop()
+
+
+def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None) -> None:
+    """``--file``: load the lines, print the summary, exit 0 when every line was stored or dead-lettered."""
+    import signal
+
+    from ragmon.errors import InputError
+    from ragmon.ingest.file_input import load_file
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        result = load_file(settings, store, path, dead_letter_path, stop=stop)
+    except InputError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    summary = json.dumps(result.summary())
+    err_console.print(f"ragmon ingest --file: {summary}", highlight=False, soft_wrap=True, markup=False)
+    if stats_json is not None:
+        try:
+            stats_json.write_text(summary + "\n", encoding="utf-8")
+        except OSError as exc:
+            err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc})",
+                              highlight=False, markup=False)
+    if not result.complete:
+        raise fail(f"stopped before the end of {path} ({result.last_error or 'interrupted'}): run the same command "
+                   "again; what was stored is not stored twice", 1)

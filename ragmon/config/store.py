@@ -46,6 +46,12 @@ class KafkaSettings(Section):
     dead_letter_topic: str = Field(
         "rag.traces.dlq", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Where invalid messages go, with reason headers."
     )
+    dead_letter_max_message_bytes: int = Field(
+        1_000_000, ge=8_192, le=100_000_000,
+        description="The largest dead letter (value and headers) produced whole; a larger one is cut to its first "
+        "bytes, with the original's size and SHA-256 (reason too_large). Keep it below the dead-letter topic's "
+        "max.message.bytes (Kafka's default: 1,048,588).",
+    )
     input_format: Literal["auto", "native", "otlp_proto", "otlp_json"] = Field(
         "auto",
         description="Message encoding: native ragmon JSON traces, OTLP protobuf or OTLP JSON (as the OpenTelemetry "

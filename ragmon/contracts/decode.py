@@ -20,6 +20,8 @@ from ragmon.contracts.trace import RFC3339, UINT32_MAX, Trace, rfc3339_problem
 
 #: messages larger than this are rejected before parsing (configurable per call)
 DEFAULT_MAX_BYTES = 1_048_576
+#: a UTF-8 byte-order mark: JSON must not start with one (RFC 8259, 8.1) but some tools write it; it is ignored
+BOM = b"\xef\xbb\xbf"
 
 REASONS = ("invalid_json", "not_an_object", "schema", "too_large", "non_finite_score", "invalid_value")
 
@@ -158,13 +160,19 @@ def decode_trace(data: bytes | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> D
             # way, which classifies the failure (and keeps "last duplicate key wins", as pydantic does).
             trace = _typed.decode(data)
         except msgspec.DecodeError:  # ValidationError is a DecodeError
+            if data.startswith(BOM):  # rare: checked only once the fast pass failed
+                result = decode_trace(data[len(BOM):], max_bytes=max_bytes)
+                return msgspec.structs.replace(result, size_bytes=size) if isinstance(result, DecodedTrace) else result
             return _decode_slowly(data, size)
         except RecursionError:
             return Rejection("invalid_json", "the JSON is nested too deeply to be a trace")
         try:
             stamp, unknown = _top.decode(data).timestamp, ()
-        except msgspec.DecodeError:  # the typed pass accepted it: the only possible refusal is an unknown field
-            fields = _keys.decode(data)
+        except msgspec.DecodeError:  # the typed pass accepted it: an unknown field, or a key that is not UTF-8
+            try:                       # (the typed pass skips unknown keys without reading them)
+                fields = _keys.decode(data)
+            except msgspec.DecodeError as exc:
+                return Rejection("invalid_json", f"{exc} (an object key is not UTF-8)"[:500])
             stamp, unknown = fields["timestamp"], tuple(k for k in fields if k not in KNOWN_FIELDS)
         timestamp = _decoder.decode(stamp)
         problem = _semantic_problem(trace, timestamp)
@@ -188,6 +196,11 @@ def _decode_slowly(data: bytes, size: int) -> DecodedTrace | Rejection:
     try:
         trace = msgspec.convert(raw, FastTrace)
     except msgspec.ValidationError as exc:
+        stamp = raw.get("timestamp")
+        if isinstance(stamp, str) and _LEAP_SECOND.fullmatch(stamp):
+            return Rejection("schema", f"$.timestamp {stamp!r} is a leap second, which ragmon cannot store: times "
+                             "are UTC without leap seconds (as in ClickHouse and POSIX time); send 23:59:59.999 "
+                             "or your clock's smeared time")
         return Rejection("schema", _jsonpath_detail(str(exc)))
     problem = _semantic_problem(trace, raw["timestamp"])
     if problem is not None:
@@ -197,6 +210,7 @@ def _decode_slowly(data: bytes, size: int) -> DecodedTrace | Rejection:
 
 
 _SUBMICRO = re.compile(r"\.(\d{7,})")
+_LEAP_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:60(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
 
 
 def _truncated_to_microseconds(trace: FastTrace, timestamp: str) -> FastTrace:

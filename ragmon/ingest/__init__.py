@@ -15,8 +15,12 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     stats.py          IngestStats: what the loop did
     offsets.py        the commit rule: which offsets are safe to commit
     source.py         TraceSource: KafkaTraceSource (kafka-python consumer group), InMemoryTraceSource
+    kafka_records.py  reading a record whose header key is not UTF-8 (kafka-python fails on its whole batch)
+    file_source.py    FileTraceSource: JSON Lines files or standard input (``ragmon ingest --file``)
     writer.py         TraceWriter: the store seam (ClickHouse, in-memory)
-    dead_letter.py    DeadLetterSink: Kafka producer with reason headers, in-memory
+    dead_letter.py    DeadLetterSink: Kafka producer with reason headers (too-large letters cut), in-memory
+    dead_letter_file.py  FileDeadLetterSink: dead letters as JSON Lines
+    file_input.py     load_file: one run of the loop over a file, with its summary
     otlp.py           OTLP protobuf/JSON → spans; OpenInference spans → a trace.v1 document
     otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory)
     redact.py         named patterns over configured fields, counted

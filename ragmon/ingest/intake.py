@@ -28,8 +28,11 @@ from ragmon.ingest.source import Partition, RawMessage
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.telemetry import Telemetry
 
-#: DateTime64(3) ends in 2299; a later timestamp would make the whole batch fail, so it is rejected here
-_MAX_TS = datetime(2299, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
+#: the timestamps the store keeps as they are: the table's TTL and sort key compute in ClickHouse's DateTime and
+#: Date, which end at 2106-02-07 06:28:15 and start at 1970 (migration 0012); past the end they would wrap to
+#: early dates (a trace deleted as expired, invisible to time-range queries), so such a trace is rejected here
+MIN_TS = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_TS = datetime(2106, 2, 7, 6, 28, 15, 999_000, tzinfo=UTC)
 
 
 class Intake:
@@ -54,9 +57,9 @@ class Intake:
         its spans completed), in order. Lazy (see the module docstring): consume it before the next poll."""
         track = self.ledger.track
         for msg in msgs:
-            if msg.unreadable:  # the client could not parse the record: nothing to decode, its offset still counts
+            if msg.unreadable:  # the source could not read it as a message: nothing to decode, its offset still counts
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield _letter(msg, msg.value, Rejection("unreadable_record", msg.unreadable), [entry], msg.headers)
+                yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
                 continue
             fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
             if fmt == "native":
@@ -110,14 +113,18 @@ class Intake:
 
     def _check_time(self, d: DecodedTrace) -> DecodedTrace | Rejection:
         ts = d.trace.timestamp
-        if ts > _MAX_TS:
-            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2299-12-31T23:59:59.999Z, the store's limit")
+        if ts > MAX_TS:
+            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is after 2106-02-07T06:28:15.999Z, "
+                             "the store's limit")
         now = self.clock()
         if now >= self._oldest_until:  # recomputed once a second: the cutoff moves by at most a second
             self._oldest, self._oldest_until = datetime.now(UTC) - self.retention, now + 1.0
         if ts < self._oldest:
             return Rejection("outside_retention", f"$.timestamp {ts.isoformat()} is older than the "
                              f"{self.retention.days}-day retention; the store would delete it on insert")
+        if ts < MIN_TS:  # only reachable with a retention of more than ~56 years
+            return Rejection("invalid_value", f"$.timestamp {ts.isoformat()} is before 1970-01-01T00:00:00Z, the "
+                             "store's limit")
         return d
 
     def _emit(self, item: Assembled) -> Produced | None:

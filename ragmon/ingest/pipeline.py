@@ -15,7 +15,9 @@ FINAL: every valid trace stored exactly once.
 Backpressure: while a batch cannot be written (store down) or its dead letters cannot be produced, the source
 is paused and the batch is retried on the ``Backoff`` schedule; the loop keeps polling (nothing comes back from
 a paused source) so group membership survives and shutdown interrupts the wait, and memory stays bounded by
-one batch. Consumer lag is reported by ``lag.py``. It must not talk to Kafka or ClickHouse directly
+one batch. A source that can never be read as it is (``FatalSourceError``: a codec's library missing) ends the
+loop: what is buffered is written and committed, and ``fatal_error`` says why. Consumer lag is reported by
+``lag.py``. It must not talk to Kafka or ClickHouse directly
 (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
 
@@ -29,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ragmon.config import IngestSettings
-from ragmon.errors import SourceError
+from ragmon.errors import FatalSourceError, SourceError
 from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.batcher import BatchLimits, BatchStep
 from ragmon.ingest.commit_step import CommitStep
@@ -81,16 +83,23 @@ class IngestPipeline:
         self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
         self._paused = False
         self._stop = threading.Event()
+        #: why the loop ended on its own: the source cannot be read and no retry would change that
+        self.fatal_error: FatalSourceError | None = None
         self.last_poll = clock()
         source.set_revoke_handler(self._on_revoke)
 
     # -- the loop ---------------------------------------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> IngestStats:
+    def run(self, stop: threading.Event, *, until: Callable[[], bool] | None = None) -> IngestStats:
+        """Loop until ``stop`` is set, ``until()`` is true (checked after each step), or the source fails for good."""
         self._stop = stop
         try:
-            while not stop.is_set():
+            while not stop.is_set() and not (until is not None and until()):
                 self.step()
+        except FatalSourceError as exc:
+            self.fatal_error = exc
+            self.stats.last_error = str(exc)
+            log.error("ingest stops: %s", exc)
         finally:
             self.shutdown()
         return self.stats
@@ -164,6 +173,8 @@ class IngestPipeline:
         self._follow_writes()
         try:
             msgs = self.source.poll(timeout, self.settings.max_batch_rows)
+        except FatalSourceError:
+            raise
         except SourceError as exc:
             self.stats.last_error = str(exc)
             log.warning("%s; retrying", exc)

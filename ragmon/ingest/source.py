@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from ragmon.config import KafkaSettings
-from ragmon.errors import ConfigError, RetryableSourceError, SourceError
+from ragmon.errors import ConfigError, FatalSourceError, RetryableSourceError, SourceError
 from ragmon.kafka_options import consumer_options
 
 log = logging.getLogger("ragmon.ingest.source")
@@ -54,8 +54,11 @@ class RawMessage(NamedTuple):
     value: bytes
     headers: tuple[tuple[str, bytes], ...] = ()
     timestamp_ms: int = -1
-    #: why the client could not read this record (its bytes are lost to us; ``value`` is empty); '' normally
+    #: why this record cannot be decoded as a message ('' normally): the client could not read it (``value`` is
+    #: then empty when its bytes never reached ragmon), or an input file's line is too long
     unreadable: str = ""
+    #: the dead-letter reason when ``unreadable`` is set
+    reason: str = "unreadable_record"
 
 
 #: called with the revoked partitions; returns {partition: next offset to commit} for those it flushed
@@ -95,6 +98,13 @@ class KafkaTraceSource:
         from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
         from kafka.errors import KafkaError
 
+        from ragmon.ingest import kafka_records  # imports kafka-python, as this class does: only when used
+
+        kafka_records.install()  # a non-UTF-8 header key must not cost the rest of its record batch
+        missing = kafka_records.missing_codecs()
+        if missing:
+            log.warning("kafka-python cannot decompress %s here: a topic compressed so stops ingest; install "
+                        "the missing package(s) (ragmon declares them all)", ", ".join(missing))
         self._settings = settings
         self._handler: RevokeHandler | None = None
         self._paused = False
@@ -156,28 +166,49 @@ class KafkaTraceSource:
         self._handler = handler
 
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
-        from kafka.errors import CorruptRecordError
+        from kafka.errors import CorruptRecordError, UnsupportedCodecError
+
+        from ragmon.ingest import kafka_records
 
         try:
             batches = self._consumer.poll(timeout_ms=int(timeout_seconds * 1000), max_records=max_records)
         except CorruptRecordError as exc:
             return self._skip_unreadable(exc)
+        except UnsupportedCodecError as exc:
+            # kafka-python would loop inside every later poll on the batch it could not decompress (a core at
+            # 100 %, the GIL held): no retry can read it, so say what to install and stop
+            raise FatalSourceError(
+                f"cannot read {self._settings.topic}: {exc}; install the codec's package ("
+                f"{', '.join(f'{c}: {p}' for c, p in kafka_records.CODEC_PACKAGES.items())}; all are ragmon "
+                "dependencies) and start ingest again: nothing after the last commit was lost") from None
         except self._kafka_error as exc:
             raise RetryableSourceError(f"Kafka poll failed: {type(exc).__name__}: {exc}") from None
         out: list[RawMessage] = []
         for tp, records in batches.items():
             topic, part = tp.topic, tp.partition
             for r in records:
-                headers = tuple((k, v or b"") for k, v in r.headers) if r.headers else ()  # most messages have none
-                out.append(RawMessage(topic, part, r.offset, r.value if r.value is not None else b"", headers,
-                                      r.timestamp))
+                value = r.value if r.value is not None else b""
+                if not r.headers:  # most messages have none
+                    out.append(RawMessage(topic, part, r.offset, value, (), r.timestamp))
+                    continue
+                bad = kafka_records.unreadable_headers(r.headers)
+                headers = tuple((k, v or b"") for k, v in r.headers)
+                if not bad:
+                    out.append(RawMessage(topic, part, r.offset, value, headers, r.timestamp))
+                    continue
+                log.warning("record %s/%d@%d has header keys that are not UTF-8 (%s); dead-lettering it and going on",
+                            topic, part, r.offset, ", ".join(bad))
+                out.append(RawMessage(
+                    topic, part, r.offset, value, headers, r.timestamp, f"header key(s) {', '.join(bad)} are not UTF-8 (Kafka header keys are UTF-8 "
+                    "strings); the value and headers are kept, those keys with \\x escapes"))
         return out
 
     def _skip_unreadable(self, exc: Exception) -> list[RawMessage]:
-        """A record kafka-python cannot parse (e.g. a header key that is not UTF-8) stops its partition: the
-        client raises at it, and after that its fetcher returns nothing more for the partition (kafka-python
-        3.0 loops on the exhausted record iterator). Step over that record and hand it on as unreadable, so it
-        is dead-lettered and its offset committed like any rejected message; the neighbours are read as usual.
+        """A record kafka-python cannot parse (e.g. a record batch failing its checksum; a non-UTF-8 header key
+        is read, see ``kafka_records.py``) stops its partition: the client raises at it, and after that its fetcher
+        returns nothing more for the partition (kafka-python 3.0 loops on the exhausted record iterator). Step
+        over that record and hand it on as unreadable, so it is dead-lettered and its offset committed like any
+        rejected message.
 
         Which partition failed is not in the exception: it is the fetcher's current partition, read from
         kafka-python's internals (``_fetcher._next_partition_records``). If that is ever missing, the error is
@@ -259,6 +290,9 @@ class InMemoryTraceSource:
     paused: bool = False
     commits: list[dict[Partition, int]] = field(default_factory=list)
     fail_commits: int = 0
+    #: raised by every poll while set (a source that fails, e.g. ``FatalSourceError``)
+    poll_error: SourceError | None = None
+    polls: int = 0
     _handler: RevokeHandler | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -270,6 +304,9 @@ class InMemoryTraceSource:
         self._handler = handler
 
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
+        self.polls += 1
+        if self.poll_error is not None:
+            raise self.poll_error
         out: list[RawMessage] = []
         if self.paused:
             return out

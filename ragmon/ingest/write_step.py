@@ -153,11 +153,14 @@ class WriteStep:
                 "messaging.batch.message_count": len(batch.dead_letters),
                 "ragmon.dead_letter.reasons": sorted(reasons),
             }, kind=SpanKind.PRODUCER):
-                self._dead_letters.send(batch.dead_letters)
+                delivered = self._dead_letters.send(batch.dead_letters)
             batch.dead_letters_sent = True
-            for reason, n in reasons.items():
+            for reason, n in Counter(d.reason for d in delivered).items():  # a letter cut to fit: too_large
                 self._t.ingest_dead_letters.labels(reason).inc(n)
                 self._stats.dead_letters[reason] += n
+            cut = sum(d.cut for d in delivered)
+            if cut:
+                self._t.ingest_dead_letters_cut.inc(cut)
 
     def _settle(self, batch: Batch, write: Callable[[], object]) -> bool:
         """Run (or wait for) ``batch``'s write and account for it: hand it on, or keep it for its retry."""

@@ -1,8 +1,9 @@
-"""One contract suite for ``TraceSource``, run against the in-memory double and against real Kafka.
+"""One contract suite for ``TraceSource``, run against the in-memory double, real Kafka and JSON Lines files.
 
 What the pipeline relies on: messages of a partition come in offset order with their bytes intact; nothing is
 committed unless asked; a new member of the group starts at the committed offsets; a paused source returns
-nothing; the revoke handler is called when partitions are taken away (here: on close).
+nothing; the revoke handler is called when partitions are taken away (here: on close). The file source is a
+log of lines (followed as it grows); a "new member" is a new source started from the previous one's commits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from kafka import KafkaProducer
 
 from ragmon.config import KafkaSettings
+from ragmon.ingest.file_source import FileTraceSource
 from ragmon.ingest.source import InMemoryTraceSource, KafkaTraceSource, RawMessage
 
 T = "contract.traces"
@@ -51,10 +53,34 @@ class KafkaBackend:
                                               group_id=self.group, session_timeout_ms=6000))
 
 
-@pytest.fixture(params=["in_memory", "kafka"])
+class FileBackend:
+    def __init__(self, directory: Any) -> None:
+        self.paths = [directory / "p0.jsonl", directory / "p1.jsonl"]
+        for p in self.paths:
+            p.touch()
+        self.topic = T
+        self.committed: dict[tuple[str, int], int] = {}
+        self.last: FileTraceSource | None = None
+
+    def append(self, partition: int, values: list[bytes]) -> None:
+        with self.paths[partition].open("ab") as f:
+            f.write(b"".join(v + b"\n" for v in values))
+
+    def open(self) -> Any:
+        if self.last is not None:
+            self.committed = dict(self.last.committed)
+        self.last = FileTraceSource(self.paths, topic=self.topic, max_line_bytes=1_048_576, follow=True,
+                                    start=self.committed)
+        return self.last
+
+
+@pytest.fixture(params=["in_memory", "kafka", "file"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "in_memory":
         yield InMemoryBackend()
+        return
+    if request.param == "file":
+        yield FileBackend(request.getfixturevalue("tmp_path"))
         return
     bootstrap = request.getfixturevalue("kafka_bootstrap")
     topic = request.getfixturevalue("new_topic")(2)

@@ -11,13 +11,20 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+from ragmon.config import IngestSettings, KafkaSettings
+from ragmon.ingest.dead_letter import KafkaDeadLetterSink
+from ragmon.ingest.pipeline import IngestPipeline
+from ragmon.ingest.source import KafkaTraceSource
+from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.telemetry import Telemetry
 from tests.conftest import make_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +36,48 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 3
         producer.send(topic, v, partition=i % partitions)
     producer.flush()
     producer.close()
+
+
+def kafka_settings(bootstrap: str, topic: str, group: str, **kw: Any) -> KafkaSettings:
+    return KafkaSettings(bootstrap_servers=bootstrap, topic=topic, group_id=group, dead_letter_topic=f"{topic}.dlq",
+                         session_timeout_ms=6000, **kw)
+
+
+class Running:
+    """A pipeline on a real broker and the real store, in a thread."""
+
+    def __init__(self, store: Any, ks: KafkaSettings, **ingest: Any):
+        self.telemetry = Telemetry()
+        base = {"flush_interval_seconds": 0.3, "max_batch_rows": 500, "store_retry_max_seconds": 0.5}
+        base.update(ingest)
+        self.pipeline = IngestPipeline(KafkaTraceSource(ks), StoreTraceWriter(store), KafkaDeadLetterSink(ks),
+                                       IngestSettings(**base), self.telemetry)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.pipeline.run, args=(self.stop,), daemon=True)
+        self.thread.start()
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        return self.telemetry.registry.get_sample_value(name, labels or {}) or 0.0
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the ingest loop did not stop"
+
+
+def stored_ids(store: Any, final: bool = True) -> list[str]:
+    return [r[0] for r in store.query(
+        f"SELECT trace_id FROM {store.table('traces')} {'FINAL' if final else ''}").result_rows]
+
+
+def read_topic(bootstrap: str, topic: str, timeout_ms: int = 5000) -> list[Any]:
+    """Every record of ``topic`` from the start (the consumer stops after ``timeout_ms`` without a record)."""
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=timeout_ms)
+    try:
+        return list(consumer)
+    finally:
+        consumer.close()
 
 
 def traces(prefix: str, n: int) -> tuple[list[bytes], set[str]]:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ragmon.contracts import DecodedTrace, Rejection, Trace, decode_trace
-from ragmon.contracts.decode import KNOWN_FIELDS, REASONS, FastTrace, to_model
+from ragmon.contracts.decode import BOM, KNOWN_FIELDS, REASONS, FastTrace, to_model
 from ragmon.contracts.trace import UINT32_MAX
 from tests.conftest import make_trace
 
@@ -139,8 +139,8 @@ def fast_accepts(raw: bytes) -> bool:
 
 
 def model_accepts(raw: bytes) -> bool:
-    try:
-        Trace.model_validate_json(raw)
+    try:  # the contract ignores a leading byte-order mark (docs/trace-contract.md); the decoder strips it
+        Trace.model_validate_json(raw.removeprefix(BOM))
     except ValidationError:
         return False
     return True
@@ -489,3 +489,36 @@ def test_a_repeated_timestamp_key_is_checked_by_its_last_value_as_pydantic_reads
     assert isinstance(rejection, Rejection) and rejection.reason == "schema", rejection
     with pytest.raises(ValidationError):
         Trace.model_validate_json(refused)
+
+
+# -- what the contract was silent on (docs/trace-contract.md, "Edge cases") ----------------------------------------
+
+
+def test_a_duplicate_key_takes_its_last_value_as_the_contract_model_does():
+    raw = encode(make_trace(trace_id="first")).replace(b'"trace_id": "first"', b'"trace_id": "first", "trace_id": "last"')
+    nested = encode(make_trace()).replace(b'"name": "hybrid"', b'"name": "hybrid", "name": "other"')
+    assert decode_trace(raw).trace.trace_id == Trace.model_validate_json(raw).trace_id == "last"
+    assert decode_trace(nested).trace.retriever.name == Trace.model_validate_json(nested).retriever.name == "other"
+
+
+def test_a_leading_byte_order_mark_is_ignored():
+    raw = encode(make_trace(trace_id="bom"))
+    result = decode_trace(BOM + raw)
+    assert isinstance(result, DecodedTrace) and result.trace == decode_trace(raw).trace
+    assert result.size_bytes == len(raw) + 3
+    assert isinstance(decode_trace(raw + BOM), Rejection), "only at the start"
+
+
+def test_a_leap_second_is_rejected_saying_why():
+    for stamp in ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60.250+00:00"):
+        result = decode_trace(encode(make_trace(timestamp=stamp)))
+        assert isinstance(result, Rejection) and result.reason == "schema" and "leap second" in result.detail
+        assert not model_accepts(encode(make_trace(timestamp=stamp)))
+
+
+def test_an_object_key_that_is_not_utf8_is_invalid_json_anywhere():
+    raw = encode(make_trace())
+    for bad in (b'{"\xff\xfe": 1, ' + raw[1:], raw.replace(b'"answer"', b'"answ\xff"'),
+                raw.replace(b'"doc_id"', b'"doc\xc3"', 1)):
+        result = decode_trace(bad)
+        assert isinstance(result, Rejection) and result.reason == "invalid_json", result

@@ -39,10 +39,13 @@ def test_ssl_without_sasl_passes_no_sasl_options():
     assert o["security_protocol"] == "SSL" and not any(k.startswith("sasl") for k in o)
 
 
-def test_the_producer_waits_for_every_replica_and_fits_any_message_a_consumer_could_read():
-    o = producer_options(KafkaSettings(max_partition_fetch_bytes=4_194_304), client_id="p")
+def test_the_producer_waits_for_every_replica_keeps_order_and_fits_the_largest_whole_dead_letter():
+    o = producer_options(KafkaSettings(dead_letter_max_message_bytes=4_194_304), client_id="p")
     assert o["acks"] == "all" and o["max_request_size"] > 4_194_304
     assert o["reconnect_backoff_max_ms"] == RECONNECT_BACKOFF_MAX_MS
+    # not idempotent: kafka-python's idempotent producer stays failed after one MESSAGE_TOO_LARGE; one request
+    # in flight keeps the letters of a partition in order across retries
+    assert o["enable_idempotence"] is False and o["max_in_flight_requests_per_connection"] == 1
 
 
 def test_every_option_is_one_kafka_python_knows():

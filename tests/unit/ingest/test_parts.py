@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 from hypothesis import given
@@ -185,10 +186,48 @@ def test_json_nested_too_deeply_is_invalid_json_not_an_internal_error():
 
 
 def test_the_last_millisecond_the_store_holds_is_accepted(rig):
+    # the table's TTL and sort key compute in DateTime/Date, which end at 2106-02-07T06:28:15 (migration 0012)
     r = rig(max_batch_rows=100)
-    r.source.append("t", 0, [trace_bytes(trace_id="last", timestamp="2299-12-31T23:59:59.999Z"),
-                             trace_bytes(trace_id="after", timestamp="2300-01-01T00:00:00Z")])
+    r.source.append("t", 0, [trace_bytes(trace_id="last", timestamp="2106-02-07T06:28:15.999Z"),
+                             trace_bytes(trace_id="after", timestamp="2106-02-07T06:28:16Z"),
+                             trace_bytes(trace_id="far", timestamp="2299-12-31T23:59:59.999Z")])
     r.drive(5)
     assert [row["trace_id"] for row in r.writer.rows] == ["last"]
-    [letter] = r.dlq.letters
-    assert letter.reason == "invalid_value" and "the store's limit" in letter.detail
+    assert [(d.offset, d.reason) for d in r.dlq.letters] == [(1, "invalid_value"), (2, "invalid_value")]
+    assert all("the store's limit" in d.detail for d in r.dlq.letters)
+
+
+def test_a_source_that_can_never_be_read_ends_the_loop_after_writing_and_committing_what_it_read(rig):
+    from ragmon.errors import FatalSourceError
+
+    r = rig(max_batch_rows=100)
+    r.source.append("t", 0, [trace_bytes(trace_id=f"t{i}") for i in range(3)])
+    r.pipeline.step()  # reads the three traces into the open batch
+    r.source.poll_error = FatalSourceError("cannot read t: Libraries for zstd compression codec not found")
+    polls = r.source.polls
+    stop = threading.Event()
+    r.pipeline.run(stop)  # returns by itself
+    assert not stop.is_set() and isinstance(r.pipeline.fatal_error, FatalSourceError)
+    assert r.source.polls == polls + 1, "never polled again after the fatal error"
+    assert [row["trace_id"] for row in r.writer.rows] == ["t0", "t1", "t2"]
+    assert r.source.committed == {("t", 0): 3}
+
+
+def test_a_cut_dead_letter_keeps_the_first_bytes_fitting_headers_and_the_originals_facts():
+    import hashlib
+
+    from ragmon.ingest.dead_letter import DeadLetter
+
+    value = b"{" + b"x" * 5_000
+    letter = DeadLetter("t", 2, 9, value, "schema", "Object missing required field `question`",
+                        (("small", b"s"), ("big", b"b" * 2_000), ("ragmon.reason", b"spoofed"), ("after", b"a")))
+    cut = letter.cut_to(100, 64)
+    assert (cut.reason, cut.value, cut.cut) == ("too_large", value[:100], True)
+    assert cut.headers == (("small", b"s"), ("after", b"a"))
+    assert cut.original == ("schema", len(value), hashlib.sha256(value).hexdigest())
+    assert "schema" in cut.detail and "question" in cut.detail
+    again = cut.cut_to(0, 0)
+    assert (again.value, again.headers, again.original, again.detail) == (b"", (), cut.original, cut.detail)
+    headers = dict(again.kafka_headers())
+    assert headers["ragmon.original.bytes"] == b"5001" and headers["ragmon.reason"] == b"too_large"
+    assert letter.size_bytes() > len(value) > cut.size_bytes()

@@ -1,0 +1,69 @@
+"""Loading a JSON Lines file (or standard input) into the store: ``ragmon ingest --file PATH|-``.
+
+Owns one run of the ingest loop over a ``FileTraceSource`` with a ``FileDeadLetterSink``: the same intake
+(decoding, validation, redaction), batching, insert deduplication token and store as Kafka input, until the
+input ends and every line is stored or dead-lettered, then a summary. For backfills, replaying dead letters
+after a fix, and trying ragmon on one's own traces without a broker. Loading the same file twice stores each
+trace once as read with FINAL: the same lines give the same source positions and trace ids (the table is a
+ReplacingMergeTree keyed by trace id, and a batch repeated whole carries the same dedup token). It must not parse
+command-line options (``cli/ingest_cmd.py`` does) nor install signal handlers (the caller sets ``stop``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmon.config import Settings
+from ragmon.ingest.dead_letter_file import FileDeadLetterSink
+from ragmon.ingest.file_source import FileTraceSource, topic_of
+from ragmon.ingest.pipeline import IngestPipeline
+from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.telemetry import Telemetry
+
+
+@dataclass
+class FileLoadResult:
+    """What one load did; ``complete`` when every line was stored or dead-lettered and committed."""
+
+    input: str
+    lines: int = 0
+    blank_lines: int = 0
+    stored: int = 0
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    complete: bool = False
+    last_error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"input": self.input, "lines": self.lines, "blank_lines": self.blank_lines, "stored": self.stored,
+                "dead_letters": self.dead_letters, "batches": self.batches, "retries": self.retries,
+                "seconds": round(self.seconds, 3), "complete": self.complete}
+
+
+def load_file(settings: Settings, store: Any, path: str, dead_letter_path: str, *,
+              stop: threading.Event | None = None, telemetry: Telemetry | None = None) -> FileLoadResult:
+    """Ingest the JSON Lines at ``path`` (``-``: standard input); dead letters go to ``dead_letter_path``
+    (``-``: standard output). Blocks until the input is done or ``stop`` is set. Raises ``InputError`` when
+    either file cannot be opened."""
+    stop = stop or threading.Event()
+    started = time.monotonic()
+    sink = FileDeadLetterSink(dead_letter_path)
+    try:
+        source = FileTraceSource([path], topic=topic_of(path), max_line_bytes=settings.ingest.max_message_bytes)
+    except Exception:
+        sink.close()
+        raise
+    pipeline = IngestPipeline(source, StoreTraceWriter(store), sink, settings.ingest, telemetry or Telemetry(),
+                              input_format=settings.kafka.input_format, retention_days=settings.store.traces_ttl_days)
+    done = lambda: source.exhausted and pipeline.idle()  # noqa: E731 - read once per loop step
+    stats = pipeline.run(stop, until=done)
+    return FileLoadResult(
+        input=str(Path(path)) if path != "-" else "-", lines=source.lines_read, blank_lines=source.blank_lines,
+        stored=stats.stored, dead_letters=dict(stats.dead_letters), batches=stats.batches, retries=stats.retries,
+        seconds=time.monotonic() - started, complete=done(), last_error=stats.last_error)
