@@ -88,6 +88,13 @@ class Intake:
             if out is not None:
                 yield out
 
+    def flush(self) -> Iterator[Produced]:
+        """Produce every OTLP trace still assembling, ready or not (the source has nothing to re-read)."""
+        for item in self._assembler.flush(self.clock()):
+            out = self._emit(item)
+            if out is not None:
+                yield out
+
     def pending(self) -> int:
         """OTLP traces still assembling (their messages' offsets cannot be committed yet)."""
         return self._assembler.pending()

@@ -38,9 +38,9 @@ from ragmon.store.trace_rows import SourcePosition
 
 #: how a trace left the assembler; the incomplete ones are counted in ragmon_ingest_otlp_incomplete_traces_total
 OUTCOMES = ("complete", "settled", "timed_out_emitted", "timed_out_no_root", "evicted_emitted", "evicted_no_root",
-            "late_spans", "repaired", "unchanged")
+            "shutdown_emitted", "shutdown_no_root", "late_spans", "repaired", "unchanged")
 INCOMPLETE_OUTCOMES = frozenset({"timed_out_emitted", "timed_out_no_root", "evicted_emitted", "evicted_no_root",
-                                 "late_spans"})
+                                 "shutdown_emitted", "shutdown_no_root", "late_spans"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +160,16 @@ class OtlpAssembler:
                 out.append(self._finish(trace_id, self._take(trace_id), "settled", now))
         while self._emitted and now - next(iter(self._emitted.values())).at >= self.repair_seconds:
             self._forget_emitted(next(iter(self._emitted)))
+        return out
+
+    def flush(self, now: float) -> list[Assembled]:
+        """Emit every trace still assembling (a source with nothing to re-read is stopping): those with their root
+        and parents as settled, the others as ``shutdown_*``."""
+        out = []
+        for trace_id in list(self._pending):
+            p = self._take(trace_id)
+            ready = p.root_seen is not None and p.parents_present()
+            out.append(self._finish(trace_id, p, "settled" if ready else "shutdown", now))
         return out
 
     def forget(self, partitions: set[Partition]) -> None:

@@ -108,8 +108,10 @@ def test_3_a_root_read_before_its_children_waits_for_them(rig, app):
     msgs = otlp_messages(_root_first(list(spans.get_finished_spans())), 1, "proto")  # unkeyed one-span messages
     r = rig(max_batch_rows=100)
     r.source.append(T, 0, msgs[:1])
-    r.drive(3)  # 0.9 s: within otlp_settle_seconds
-    assert r.writer.rows == []
+    for _ in range(3):  # 0.9 s: within otlp_settle_seconds
+        r.pipeline.step()
+        r.clock.advance(0.3)
+    assert r.writer.rows == [] and r.pipeline.intake.pending() == 1
     r.source.append(T, 0, msgs[1:])
     r.drive(20)
     [row] = r.writer.rows
