@@ -168,7 +168,11 @@ class Daemon:
             thread.start()
 
     def _supervise(self, role: Role) -> None:
-        while not self.stop_event.is_set():
+        # run at least once, even when the stop came first: a loop closes what it holds on its way out (the OTLP/HTTP
+        # loop stores the requests its port accepted before the loop started)
+        first = True
+        while first or not self.stop_event.is_set():
+            first = False
             try:
                 role.run(self.stop_event)
                 return

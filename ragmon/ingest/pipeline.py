@@ -156,7 +156,7 @@ class IngestPipeline:
         """A source with nothing to re-read (OTLP/HTTP): close it to new input, then handle what it accepted and
         every trace still assembling, so that the final write stores them."""
         self.source.close()
-        while msgs := self.source.poll(0, self.settings.max_batch_rows):
+        while msgs := self._poll(0):
             self.batches.submit(self.intake.handle(msgs))
         self.batches.submit(self.intake.flush())
 
