@@ -24,7 +24,7 @@ from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.ingest.http_source import HttpTraceSource
 from ragmon.ingest.otlp_http import PATH, otlp_router
 from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.redact import Redactor
+from ragmon.ingest.role import redaction_problems
 from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
 from ragmon.telemetry import Telemetry
@@ -35,11 +35,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def check(settings: Settings) -> None:
     """Raise ``ConfigError`` with the problems the models cannot see on their own (one line each)."""
-    problems = []
-    try:
-        Redactor(settings.ingest.redact_patterns, settings.ingest.redact_fields)
-    except ValueError as exc:
-        problems.append(f"ingest.redact_fields: {exc}")
+    problems = redaction_problems(settings)
     otlp = settings.otlp
     if otlp.token is not None and not secret_value(otlp.token):
         problems.append("otlp.token: empty; set a token or leave it unset")

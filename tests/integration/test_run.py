@@ -45,9 +45,15 @@ def _config(tmp_path: Path, bootstrap: str, topic: str, **roles: bool) -> Path:
 
 
 def _start(config: Path) -> tuple[subprocess.Popen[str], str]:
+    proc, line = _start_line(config)
+    return proc, re.search(r"metrics (http://[\d.]+:\d+)/metrics", line).group(1)
+
+
+def _start_line(config: Path) -> tuple[subprocess.Popen[str], str]:
+    """``ragmon run`` started, and its start-up line with the addresses it serves."""
     proc = subprocess.Popen([sys.executable, "-m", "ragmon", "--config", str(config), "run"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, COLUMNS="200"))
+                            env=dict(os.environ, COLUMNS="300"))
     assert proc.stdout is not None
     seen = []
     deadline = time.monotonic() + 120
@@ -56,9 +62,8 @@ def _start(config: Path) -> tuple[subprocess.Popen[str], str]:
         if not line:
             break
         seen.append(line)
-        found = re.search(r"metrics (http://[\d.]+:\d+)/metrics", line)
-        if found:
-            return proc, found.group(1)
+        if re.search(r"metrics (http://[\d.]+:\d+)/metrics", line):
+            return proc, line
     proc.kill()
     raise AssertionError("ragmon run did not start:\n" + "".join(seen))
 
@@ -147,18 +152,10 @@ def test_run_without_kafka_takes_traces_over_otlp_http(tmp_path: Path) -> None:
         "ingest": {"flush_interval_seconds": 0.2},
         "roles": {"ingest": False, "score": False, "drift": True, "review": False},
     }))
-    proc = subprocess.Popen([sys.executable, "-m", "ragmon", "--config", str(config), "run"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="300"))
-    assert proc.stdout is not None
+    proc, line = _start_line(config)
     try:
-        endpoint = base = None
-        for _ in range(50):
-            line = proc.stdout.readline()
-            endpoint = endpoint or (re.search(r"OTLP/HTTP (http://\S+/v1/traces)", line) or [None, None])[1]
-            base = base or (re.search(r"metrics (http://[\d.]+:\d+)/metrics", line) or [None, None])[1]
-            if endpoint and base or not line:
-                break
-        assert endpoint and base, "no OTLP/HTTP endpoint in the start-up line"
+        endpoint = re.search(r"OTLP/HTTP (http://\S+/v1/traces)", line).group(1)
+        base = re.search(r"metrics (http://[\d.]+:\d+)/metrics", line).group(1)
         assert OTLPSpanExporter(endpoint=endpoint).export(rag_spans(3, prefix="laptop")) == SpanExportResult.SUCCESS
         _wait_for(lambda: _metric(base, "ragmon_ingest_traces_stored_total") >= 3, "3 traces stored")
     finally:
