@@ -97,10 +97,14 @@ class Process:
         app = create_app(self.telemetry, self.health, self.routers, title=self.title)
         self.server = serve(app, server.host, server.port, forwarded_allow_ips=server.forwarded_allow_ips)
         try:
-            for listener in (lr for p in self.parts.values() for lr in p.listeners):
-                self.listeners[listener.name] = serve(
-                    create_listener_app(listener.routers, title=self.title), listener.host, listener.port,
-                    forwarded_allow_ips=server.forwarded_allow_ips, section=listener.name)
+            for role, listener in ((r, lr) for r, p in self.parts.items() for lr in p.listeners):
+                try:
+                    self.listeners[listener.name] = serve(
+                        create_listener_app(listener.routers, title=self.title), listener.host, listener.port,
+                        forwarded_allow_ips=server.forwarded_allow_ips, section=listener.name)
+                except ConfigError as exc:  # the role's own port: it may be the one to switch off
+                    raise ConfigError([f"{p} (or switch the role off: RAGMON_ROLES__{role.upper()}=false)"
+                                       for p in exc.problems]) from None
         except BaseException:
             self.stop_server()
             raise

@@ -22,7 +22,7 @@ from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.ingest.batcher import Produced
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
-from ragmon.ingest.otlp import detect_format, parse_otlp
+from ragmon.ingest.otlp import Span, detect_format, parse_otlp
 from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
 from ragmon.ingest.redact import Redactor
 from ragmon.ingest.source import Partition, RawMessage
@@ -64,14 +64,16 @@ class Intake:
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
                 yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
                 continue
-            fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
-            if fmt == "native":
-                entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
-                                    msg.headers)
-                continue
-            parsed = msg.spans if msg.spans is not None else \
-                parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
+            if msg.spans is not None:  # parsed by the source already (OTLP/HTTP)
+                parsed: list[Span] | Rejection = msg.spans
+            else:
+                fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
+                if fmt == "native":
+                    entry = track((msg.topic, msg.partition), msg.offset, 1)
+                    yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
+                                        msg.headers)
+                    continue
+                parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
             if isinstance(parsed, Rejection):
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
                 yield _letter(msg, msg.value, parsed, [entry], msg.headers)

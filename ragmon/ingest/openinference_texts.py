@@ -60,12 +60,13 @@ def root_answer(root: Span) -> str:
 
 def llm_text(span: Span) -> str:
     """What an LLM span generated: its last output message, else its output value."""
-    messages = [(int(k.split(".")[2]), v) for k, v in span.attributes.items()
-                if k.startswith("llm.output_messages.") and k.endswith(".message.content") and k.split(".")[2].isdigit()]
-    if messages:
-        text = max(messages)[1]
-        if isinstance(text, str) and text:
-            return text
+    attrs, text, i = span.attributes, None, 0
+    # indexed from 0 without gaps: a lookup per message, not a scan of every attribute (this runs per LLM span)
+    while (content := attrs.get(f"llm.output_messages.{i}.message.content")) is not None or \
+            f"llm.output_messages.{i}.message.role" in attrs:
+        text, i = content, i + 1
+    if isinstance(text, str) and text:
+        return text
     return _text(span, "output", _ANSWER_KEYS)
 
 

@@ -33,6 +33,7 @@ class Span:
 
 #: the resource attributes a trace is built from (build_document); the others are not copied onto each span
 RESOURCE_ATTRIBUTES = ("service.name",)
+_SKIPPED_SUFFIX = ".embedding.vector"
 _OTLP_JSON_START = re.compile(rb'\A\s*\{\s*"(?:resourceSpans|resource_spans)"\s*:')
 
 
@@ -147,7 +148,9 @@ def _is_hex(text: str) -> bool:
 
 
 def _attributes(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    # embedding vectors (OpenInference's embedding.embeddings.N.embedding.vector) are never read: not decoding them
+    # keeps thousands of Python floats per embedding call out of the assembly buffers
+    return {kv.key: _value(kv.value) for kv in kvs if not kv.key.endswith(_SKIPPED_SUFFIX)}
 
 
 def _value(v: Any) -> Any:

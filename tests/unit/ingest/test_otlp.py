@@ -198,3 +198,18 @@ def test_attributes_of_the_wrong_type_dead_letter_the_trace_instead_of_being_coe
     (item,) = OtlpAssembler(wait_seconds=5, max_pending=10).add(RawMessage(T, 0, 0, b""), [root, llm, retriever],
                                                                 OffsetLedger(), now=0.0)
     assert item.rejection is not None and item.rejection.reason == "invalid_otlp" and key in item.rejection.detail
+
+
+def test_embedding_vectors_are_not_decoded():
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = bytes([2]) * 16, bytes([3]) * 8, "embed"
+    for key in ("embedding.embeddings.0.embedding.vector", "embedding.embeddings.0.embedding.text"):
+        attribute = span.attributes.add()
+        attribute.key = key
+    span.attributes[0].value.array_value.values.add().double_value = 0.5
+    span.attributes[1].value.string_value = "some text"
+    [parsed] = parse_otlp(request.SerializeToString(), "otlp_proto", max_bytes=10_000)
+    assert parsed.attributes == {"embedding.embeddings.0.embedding.text": "some text"}

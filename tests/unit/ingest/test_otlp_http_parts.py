@@ -77,3 +77,34 @@ def test_what_the_queue_holds_at_shutdown_is_stored(rig):
     r.pipeline.run(stop)  # stopped before its first poll
     assert sorted(row["query_id"] for row in r.writer.rows) == ["late0", "late1"]
     assert source.offer(body, []) == "closed"
+
+
+def test_spans_the_receiver_parsed_are_assembled_whatever_the_body_looks_like(rig):
+    # OTLP/JSON may put another key before resourceSpans: the intake must not sniff a parsed request's bytes
+    source = HttpTraceSource(max_queued_bytes=10_000_000)
+    r = rig(source=source, max_batch_rows=100)
+    body = otlp_messages(rag_spans(1, prefix="json"), 10, "proto")[0]
+    source.offer(b'{"schemaUrl": "", "resourceSpans": []}', parse_otlp(body, "otlp_proto", max_bytes=10_000_000))
+    r.drive(10)
+    assert [row["query_id"] for row in r.writer.rows] == ["json0"] and r.dlq.letters == []
+
+
+def test_ragmon_run_with_the_otlp_port_taken_says_which_setting_and_switch(tmp_path: Path):
+    from ragmon.config import Settings
+    from ragmon.process import build_process
+
+    class Store:
+        def readiness(self) -> tuple[bool, str]:
+            return True, "ok"
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        settings = Settings(server={"port": 0}, otlp={"port": busy.getsockname()[1],
+                                                      "dead_letters": str(tmp_path / "dead.jsonl")})
+        process = build_process(settings, ["otlp"], store=Store())
+        with pytest.raises(ConfigError) as info:
+            process.serve()
+    [line] = info.value.problems
+    assert line.startswith("otlp: cannot listen") and line.endswith("(or switch the role off: RAGMON_ROLES__OTLP=false)")
+    assert process.server is None, "the shared port is released again"
