@@ -30,8 +30,10 @@ def _text(span: Span, field: str, keys: tuple[str, ...]) -> str:
     if mime == "application/json" or (mime is None and value.lstrip().startswith("{")):
         try:
             doc = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return "" if mime == "application/json" else _unless_placeholder(value)
+        if isinstance(doc, str):  # a JSON-encoded string: the text itself
+            return _unless_placeholder(doc)
         return _from_json(doc, keys)
     return _unless_placeholder(value)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -213,3 +214,21 @@ def test_embedding_vectors_are_not_decoded():
     span.attributes[1].value.string_value = "some text"
     [parsed] = parse_otlp(request.SerializeToString(), "otlp_proto", max_bytes=10_000)
     assert parsed.attributes == {"embedding.embeddings.0.embedding.text": "some text"}
+
+
+@pytest.mark.parametrize(("attrs", "question"), [
+    ({"input.value": "plain text?"}, "plain text?"),
+    ({"input.value": '{"message": "from a chat engine?"}', "input.mime_type": "application/json"}, "from a chat engine?"),
+    ({"input.value": '{"query_bundle": {"query_str": "nested?"}}', "input.mime_type": "application/json"}, "nested?"),
+    ({"input.value": '"a JSON string?"', "input.mime_type": "application/json"}, "a JSON string?"),
+    ({"input.value": '{"unknown": 1}', "input.mime_type": "application/json"}, "from the retriever?"),
+    ({"input.value": "{not json, but text}", "input.mime_type": "text/plain"}, "{not json, but text}"),
+])
+def test_the_question_is_read_from_text_or_the_json_an_instrumentation_recorded(attrs, question):
+    from ragmon.ingest.openinference import build
+
+    root = Span("c" * 32, "1" * 16, "", "rag", 0, 10, {"openinference.span.kind": "CHAIN", **attrs}, "")
+    retriever = Span("c" * 32, "2" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER",
+                                                              "input.value": "from the retriever?"}, "")
+    mapped = build([root, retriever], incomplete=False)
+    assert mapped.document is not None and json.loads(mapped.document)["question"] == question
