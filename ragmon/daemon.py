@@ -5,7 +5,7 @@ after ``stop`` is set. ``PeriodicRole`` wraps a function called every ``interval
 comparisons, weekly review selection). ``Daemon`` starts each loop in its own thread and on SIGTERM/SIGINT sets
 the stop event and joins every loop within the grace period. A loop that raises is logged and restarted after
 a pause: one failing loop never takes the others down. ``RoleParts`` is what each ``<role>/role.py: build``
-returns: its loops, its health checks and its routers, for ``ragmon.process`` to run.
+returns: its loops, its health checks, its routers and ports of its own, for ``ragmon.process`` to run.
 
 Must not open a store, bind a port or read settings: ``ragmon.process`` does that.
 """
@@ -85,12 +85,25 @@ class Role(Protocol):
 
 
 @dataclass(frozen=True)
+class Listener:
+    """A port of a role's own, beside the process's shared one: ``routers`` served on ``host:port`` (the OTLP/HTTP
+    receiver's 4318). ``name`` is the settings section holding ``host`` and ``port``, named when the port cannot be
+    bound; ``path`` is what a start-up line shows."""
+
+    name: str
+    host: str
+    port: int
+    routers: tuple[Any, ...]
+    path: str = "/"
+
+
+@dataclass(frozen=True)
 class RoleParts:
     """What a role package's ``build`` hands the process assembler (``ragmon.process``).
 
     ``loops`` run in the daemon's threads. The assembler registers ``liveness`` (when given) with the loops'
     threads as the ``/healthz`` check ``<role>_loop`` and ``readiness`` as the ``/readyz`` check ``<role>``,
-    mounts ``routers`` on the process's one HTTP port, and names ``on_stuck`` (what a loop still running after
+    mounts ``routers`` on the process's one HTTP port, serves each of ``listeners`` on its own, and names ``on_stuck`` (what a loop still running after
     the grace period means) in its report. ``service`` is the role's own object, for the command that started
     it to report from afterwards (the ingest pipeline's stats, the score role's result).
     """
@@ -100,6 +113,7 @@ class RoleParts:
     liveness: Check | None = None
     readiness: Check | None = None
     routers: tuple[Any, ...] = ()
+    listeners: tuple[Listener, ...] = ()
     on_stuck: str = ""
 
 
@@ -154,7 +168,11 @@ class Daemon:
             thread.start()
 
     def _supervise(self, role: Role) -> None:
-        while not self.stop_event.is_set():
+        # run at least once, even when the stop came first: a loop closes what it holds on its way out (the OTLP/HTTP
+        # loop stores the requests its port accepted before the loop started)
+        first = True
+        while first or not self.stop_event.is_set():
+            first = False
             try:
                 role.run(self.stop_event)
                 return

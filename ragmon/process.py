@@ -5,8 +5,8 @@ Every daemon command (``ragmon ingest``, ``score``, ``drift``, ``review``, ``dem
 run`` go through here, the way arroyo runs every consumer through one ``StreamProcessor``: ``build_process``
 opens the store (or takes one), builds each role through its package's ``<role>/role.py: build`` and registers
 its health checks under one rule (liveness ``<role>_loop``: the role's threads are running and its own check
-passes; readiness ``store``, plus ``<role>`` where a role has one); ``Process.serve`` binds the port (a port in
-use is one ``ConfigError`` line); ``Process.run`` runs the daemon until a signal, stops the server and records
+passes; readiness ``store``, plus ``<role>`` where a role has one); ``Process.serve`` binds the port and the roles' own ports
+(a port in use is one ``ConfigError`` line); ``Process.run`` runs the daemon until a signal, stops the server and records
 the roles still running after the grace period. ``serve_roles`` does all three. Every enabled role is built
 eagerly, so a bad setup (an unreachable broker, a review UI without users, a judge without a key) fails at
 start-up with one line per problem, never later inside a loop.
@@ -23,11 +23,14 @@ from typing import Any, Protocol
 from ragmon.config import Settings
 from ragmon.daemon import Daemon, RoleParts
 from ragmon.errors import ConfigError, RagmonError
-from ragmon.server import Check, Health, ServerHandle, create_app, serve
+from ragmon.server import Check, Health, ServerHandle, create_app, create_listener_app, serve
 from ragmon.telemetry import Telemetry
 
-#: every role a process can run, in start-up order; each is the package ``ragmon.<role>`` with ``role.py``
-ROLES = ("ingest", "score", "drift", "review", "shadow")
+#: every role a process can run, in start-up order; each is the package ``ragmon.<role>`` with ``role.py``, but for
+#: those in ``ROLE_MODULES``
+ROLES = ("ingest", "otlp", "score", "drift", "review", "shadow")
+#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver runs the ingest package's loop
+ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role"}
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 
@@ -54,6 +57,8 @@ class Process:
             if p.readiness is not None:
                 self.health.add_readiness(name, p.readiness)
         self.server: ServerHandle | None = None
+        #: the roles' own ports (``RoleParts.listeners``), by listener name, while serving
+        self.listeners: dict[str, ServerHandle] = {}
         #: the roles with a loop still running after the grace period (set by ``run``)
         self.still_running: list[str] = []
 
@@ -91,7 +96,23 @@ class Process:
         server = self.settings.server
         app = create_app(self.telemetry, self.health, self.routers, title=self.title)
         self.server = serve(app, server.host, server.port, forwarded_allow_ips=server.forwarded_allow_ips)
+        try:
+            for role, listener in ((r, lr) for r, p in self.parts.items() for lr in p.listeners):
+                try:
+                    self.listeners[listener.name] = serve(
+                        create_listener_app(listener.routers, title=self.title), listener.host, listener.port,
+                        forwarded_allow_ips=server.forwarded_allow_ips, section=listener.name)
+                except ConfigError as exc:  # the role's own port: it may be the one to switch off
+                    raise ConfigError([f"{p} (or switch the role off: RAGMON_ROLES__{role.upper()}=false)"
+                                       for p in exc.problems]) from None
+        except BaseException:
+            self.stop_server()
+            raise
         return self.server.port
+
+    def listener_port(self, name: str) -> int:
+        """The port a role's own listener is bound to (``otlp``: the OTLP/HTTP receiver's)."""
+        return self.listeners[name].port
 
     def stop(self) -> None:
         """Ask every loop to stop, as SIGTERM does (e.g. a batch job that is done)."""
@@ -113,6 +134,9 @@ class Process:
         return self.still_running
 
     def stop_server(self) -> None:
+        for handle in self.listeners.values():
+            handle.stop()
+        self.listeners = {}
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -208,4 +232,4 @@ def enabled_roles(settings: Settings) -> list[str]:
 def role_module(name: str) -> Any:
     """``ragmon.<name>.role``: its ``check(settings)`` and ``build(settings, store, telemetry, **options)``.
     Imported on first use, so a process loads only the roles it runs."""
-    return importlib.import_module(f"ragmon.{name}.role")
+    return importlib.import_module(ROLE_MODULES.get(name, f"ragmon.{name}.role"))

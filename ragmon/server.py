@@ -86,6 +86,14 @@ def create_app(telemetry: Telemetry, health: Health, routers: Iterable[APIRouter
     return app
 
 
+def create_listener_app(routers: Iterable[APIRouter], *, title: str = "ragmon") -> FastAPI:
+    """An app serving only ``routers``: a role's own port (no metrics or health there; those are on the shared one)."""
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    for router in routers:
+        app.include_router(router)
+    return app
+
+
 class ServerHandle:
     """A uvicorn server running in a daemon thread."""
 
@@ -106,14 +114,15 @@ class ServerHandle:
 
 
 def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
-          forwarded_allow_ips: str = "127.0.0.1") -> ServerHandle:
+          forwarded_allow_ips: str = "127.0.0.1", section: str = "server") -> ServerHandle:
     """Start ``app`` on ``host:port`` (0 = any free port) in a background thread; return once listening.
-    ``forwarded_allow_ips``: proxies whose X-Forwarded-For header gives the client address (server settings)."""
+    ``forwarded_allow_ips``: proxies whose X-Forwarded-For header gives the client address (server settings).
+    ``section``: the settings section whose ``host`` and ``port`` these are, named when they cannot be bound."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
                             proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
-    sock = _bind(host, port)  # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback
+    sock = _bind(host, port, section)  # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ragmon-http", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout
@@ -126,13 +135,13 @@ def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
     return ServerHandle(server, thread)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, section: str = "server") -> socket.socket:
     """A socket bound to ``host:port``; ``ConfigError`` saying what to change when that is impossible."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
-        raise ConfigError([f"server.host: cannot resolve {host!r} ({exc}); use an address such as 127.0.0.1 or 0.0.0.0"]
-                          ) from None
+        raise ConfigError([f"{section}.host: cannot resolve {host!r} ({exc}); use an address such as 127.0.0.1 or "
+                           "0.0.0.0"]) from None
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
@@ -140,6 +149,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        raise ConfigError([f"server: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another port "
-                           "(--port or RAGMON_SERVER__PORT; 0 picks a free one) or address (server.host)"]) from None
+        how = "--port or RAGMON_SERVER__PORT" if section == "server" else f"RAGMON_{section.upper()}__PORT"
+        raise ConfigError([f"{section}: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another port "
+                           f"({how}; 0 picks a free one) or address ({section}.host)"]) from None
     return sock

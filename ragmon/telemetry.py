@@ -135,6 +135,30 @@ class Telemetry:
             "ragmon_ingest_otlp_incomplete_traces_total",
             "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
         )
+        self.ingest_otlp_skipped = Counter(
+            "ragmon_ingest_otlp_traces_skipped_total",
+            "OTLP traces not stored because they are not RAG queries (no retriever span), by reason.", ["reason"],
+            registry=r,
+        )
+        self.ingest_otlp_repaired = Counter(
+            "ragmon_ingest_otlp_repaired_traces_total",
+            "OTLP traces stored again (a new version) because spans of theirs arrived after they were emitted.",
+            registry=r,
+        )
+        self.ingest_otlp_unscored = Counter(
+            "ragmon_ingest_otlp_unscored_documents_total",
+            "Retrieved documents of OTLP traces stored without a score (the instrumentation sent none).", registry=r,
+        )
+        self.ingest_otlp_http_requests = Counter(
+            "ragmon_ingest_otlp_http_requests_total",
+            "OTLP/HTTP export requests on /v1/traces, by outcome (accepted, partial, invalid, unauthorized, "
+            "too_large, unsupported, busy).", ["outcome"], registry=r,
+        )
+        self.ingest_otlp_http_spans_rejected = Counter(
+            "ragmon_ingest_otlp_http_spans_rejected_total",
+            "Spans refused in OTLP/HTTP requests that were otherwise accepted (reported as partial_success).",
+            registry=r,
+        )
 
         # -- review ---------------------------------------------------------------------------------------
         self.review_items_due = Gauge(

@@ -1,4 +1,5 @@
-"""``ragmon ingest``: consume the traces topic into ClickHouse until SIGTERM/SIGINT."""
+"""``ragmon ingest``: consume the traces topic (or, with ``--otlp-http``, OTLP/HTTP requests; with ``--file``, a
+JSON Lines file) into ClickHouse until SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -58,6 +59,12 @@ def ingest(
     dead_letter_file: Annotated[str | None, typer.Option(
         help="With --file: append invalid lines here as JSON Lines, with the same reasons as the dead-letter topic "
         "('-': standard output, the default).", show_default=False)] = None,
+    otlp_http: Annotated[bool, typer.Option(
+        "--otlp-http", help="Take OTLP/HTTP POST /v1/traces (protobuf or JSON, gzip) from applications' OpenTelemetry "
+        "exporters instead of reading Kafka: no broker, no Collector. Listens on otlp.host:otlp.port (4318); bearer "
+        "token otlp.token / otlp.token_file; dead letters to otlp.dead_letters. Runs until SIGTERM/SIGINT.")] = False,
+    otlp_port: Annotated[int | None, typer.Option(
+        help="With --otlp-http: the receiver's port (otlp.port; 0 picks a free one).", show_default=False)] = None,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
@@ -67,6 +74,8 @@ def ingest(
     While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within process.shutdown_grace_seconds.
 
     With --file, read a JSON Lines file or standard input instead (backfills, replaying dead letters after a fix, trying ragmon without a broker).
+
+    With --otlp-http, take OTLP/HTTP POST /v1/traces from applications' OpenTelemetry exporters instead (OpenInference spans of LlamaIndex, LangChain, …; see docs/otlp.md).
 
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
     """
@@ -81,11 +90,16 @@ def ingest(
         raise fail("--dead-letter-file needs --file (Kafka input dead-letters to --dead-letter-topic)", EXIT_USAGE)
     if file is not None and input_format == "otlp_proto":
         raise fail("--file reads lines of JSON: --input-format otlp_proto cannot be one per line", EXIT_USAGE)
+    if otlp_http and file is not None:
+        raise fail("--otlp-http and --file are two inputs: choose one", EXIT_USAGE)
+    if otlp_port is not None and not otlp_http:
+        raise fail("--otlp-port needs --otlp-http", EXIT_USAGE)
     settings = settings_of(ctx)
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                         dead_letter_topic=dead_letter_topic, input_format=input_format)
     settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
     settings = override(settings, "server", host=host, port=port)
+    settings = override(settings, "otlp", port=otlp_port)
 
     if file is not None:
         from ragmon.store import ClickHouseStore
@@ -94,22 +108,24 @@ def ingest(
         _load_file(settings, store, file, dead_letter_file or "-", stats_json)
         return
     started = time.monotonic()
+    role = "otlp" if otlp_http else "ingest"
 
     def announce(process: Process) -> None:
         nonlocal started
+        source = (f"OTLP/HTTP on http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces" if otlp_http
+                  else f"{settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
+                  f"format {settings.kafka.input_format})")
         err_console.print(
-            f"ragmon ingest: {settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group "
-            f"{settings.kafka.group_id}, format {settings.kafka.input_format}) → "
-            f"{mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
+            f"ragmon ingest: {source} → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         started = time.monotonic()
         if exit_when_idle is not None:
-            threading.Thread(target=_idle_watch, args=(process, exit_when_idle), name="ragmon-idle-watch",
+            threading.Thread(target=_idle_watch, args=(process, role, exit_when_idle), name="ragmon-idle-watch",
                              daemon=True).start()
 
     # fails fast: store unreachable or locked, bad config, broker unreachable, port in use
-    process = serve_roles(settings, only=["ingest"], title="ragmon ingest", started=announce)
-    s = process.service("ingest").stats
+    process = serve_roles(settings, only=[role], title="ragmon ingest", started=announce)
+    s = process.service(role).stats
     elapsed = time.monotonic() - started
     summary = {"consumed": s.consumed, "stored": s.stored, "dead_letters": dict(s.dead_letters),
                "batches": s.batches, "retries": s.retries, "commits": s.commits, "seconds": round(elapsed, 3),
@@ -122,15 +138,15 @@ def ingest(
         except OSError as exc:
             err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc}); the summary "
                               "is on the line above", highlight=False, markup=False)
-    fatal = process.service("ingest").fatal_error
+    fatal = process.service(role).fatal_error
     if fatal is not None:
         raise fail(f"ingest stopped: {fatal}", EXIT_FATAL)
     exit_if_stuck(process)
 
 
-def _idle_watch(process: Process, seconds: float) -> None:
+def _idle_watch(process: Process, role: str, seconds: float) -> None:
     """Stop ``process`` once its pipeline has read nothing for ``seconds``, is idle, caught up and committed."""
-    pipeline = process.service("ingest")
+    pipeline = process.service(role)
     last_count, since = -1, time.monotonic()
     while not process.wait_for_stop(0.2):
         consumed = pipeline.stats.consumed

@@ -20,12 +20,14 @@ def run(
                                                   "(server.port; 0 picks a free one).", show_default=False)] = None,
     log_level: LogLevelOption = "INFO",
 ) -> None:
-    """Run every enabled role (ingest, score, drift, review; shadow when comparisons are configured) in one
+    """Run every enabled role (ingest, otlp, score, drift, review; shadow when comparisons are configured) in one
     process on the configured store — the embedded chDB engine on local disk by default.
 
-    Roles are switched by config (roles.ingest, roles.score, roles.drift, roles.review, or
+    Roles are switched by config (roles.ingest, roles.otlp, roles.score, roles.drift, roles.review, or
     RAGMON_ROLES__<ROLE>=false), so the same image runs as one all-in-one process or as one Deployment per
-    role. Ingest and score need the Kafka broker in kafka.bootstrap_servers; review needs review.users.
+    role. Ingest and score need the Kafka broker in kafka.bootstrap_servers; review needs review.users; otlp serves
+    OTLP/HTTP POST /v1/traces on otlp.host:otlp.port (4318). Without Kafka, switch ingest and score off
+    (RAGMON_ROLES__INGEST=false RAGMON_ROLES__SCORE=false) and send traces to /v1/traces.
     A role that cannot start is reported at start-up, one line per problem, with the setting to change.
     SIGTERM/SIGINT stops every role within process.shutdown_grace_seconds.
     """
@@ -37,8 +39,10 @@ def run(
     def started(process: Process) -> None:
         base = f"http://{settings.server.host}:{process.port}"
         console.print(f"ragmon running roles: {', '.join(process.role_names)}", highlight=False)
+        otlp = (f" · OTLP/HTTP http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces"
+                if "otlp" in process.listeners else "")
         console.print(f"store {mask_dsn(secret_value(settings.store.dsn) or '')} · metrics {base}/metrics · "
-                      f"health {base}/healthz {base}/readyz" + (f" · review UI {base}/review/" if process.routers else ""),
-                      highlight=False, soft_wrap=True)
+                      f"health {base}/healthz {base}/readyz" + (f" · review UI {base}/review/" if process.routers else "")
+                      + otlp, highlight=False, soft_wrap=True)
 
     exit_if_stuck(serve_roles(settings, title="ragmon", started=started))

@@ -6,7 +6,7 @@ named by its ``*_file`` sibling, so Kubernetes Secrets can be mounted. ``load_se
 at start-up and raises ``ConfigError`` with one line per problem. Field names carry their unit.
 
 Layout: ``loading`` (file, environment, secret files, problem lines), ``settings`` (the root model), and the
-sections by role: ``store`` (store, kafka), ``ingest``, ``score`` (judge, sampling, score), ``drift``,
+sections by role: ``store`` (store, kafka), ``ingest``, ``otlp``, ``score`` (judge, sampling, score), ``drift``,
 ``review`` (server, review), ``shadow``, ``process`` (process, roles). Import from ``ragmon.config``; the
 modules are its parts. This package must not import the store adapter, clickhouse-connect or chDB: the DSN is
 checked by the pure ``ragmon.store.dsn``.
@@ -15,6 +15,7 @@ checked by the pure ``ragmon.store.dsn``.
 from ragmon.config.drift import DriftFeatureOverride, DriftSettings, DriftWindowSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.loading import MAX_PROBLEM_LINES, load_settings, masked_dump, override
+from ragmon.config.otlp import OtlpSettings
 from ragmon.config.process import ProcessSettings, RolesSettings
 from ragmon.config.review import ReviewSettings, ReviewUser, ServerSettings
 from ragmon.config.score import JudgeSettings, RateOverride, SamplingSettings, ScoreSettings
@@ -33,6 +34,7 @@ __all__ = [
     "IngestSettings",
     "JudgeSettings",
     "KafkaSettings",
+    "OtlpSettings",
     "ProcessSettings",
     "RateOverride",
     "ReviewSettings",

@@ -1,4 +1,4 @@
-"""The ``ingest`` section: batching, redaction and OTLP assembly of the Kafka → ClickHouse loop.
+"""The ``ingest`` section: batching, redaction and OTLP assembly of the ingest loop (Kafka or OTLP/HTTP → ClickHouse).
 
 Owns the model and its check that every redaction pattern compiles. ``shutdown_grace_seconds`` here is the
 deprecated name of ``process.shutdown_grace_seconds``: the root ``Settings`` keeps the two equal. Must not read
@@ -43,6 +43,21 @@ class IngestSettings(Section):
     )
     otlp_assembly_wait_seconds: float = Field(
         10.0, gt=0, le=600, description="How long spans of one OTLP trace are buffered waiting for the rest."
+    )
+    otlp_settle_seconds: float = Field(
+        2.0, ge=0, le=600,
+        description="How long an OTLP trace whose root has arrived waits for more spans (another service's, a "
+        "streamed answer's) before it is stored, unless it already has a retriever, an LLM call and the final "
+        "answer. Capped by otlp_assembly_wait_seconds.",
+    )
+    otlp_repair_window_seconds: float = Field(
+        60.0, ge=0, le=3600,
+        description="How long the spans of an emitted OTLP trace are kept: spans arriving later in this window "
+        "store a new version of it (replacing the stored one); after it they are dropped and counted. 0: no repairs.",
+    )
+    otlp_max_repair_bytes: int = Field(
+        67_108_864, ge=0,
+        description="Bound on the message bytes of the emitted OTLP traces kept for repairs (the oldest goes first).",
     )
     otlp_max_pending_traces: int = Field(10_000, ge=1, description="Bound on OTLP traces being assembled at once.")
     otlp_max_pending_bytes: int = Field(

@@ -170,7 +170,7 @@ def _resolve_secret_files(settings: Settings) -> Settings:
     updates: dict[str, dict[str, Any]] = {}
     for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file"),
                                              ("review", "session_secret", "session_secret_file"),
-                                             ("judge", "api_key", "api_key_file")):
+                                             ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file")):
         section = getattr(settings, section_name)
         file_path = getattr(section, file_field)
         if file_path is None:

@@ -41,6 +41,10 @@ class ProcessSettings(Section):
 
 class RolesSettings(Section):
     ingest: bool = Field(True, description="Run the Kafka → ClickHouse ingest loop.")
+    otlp: bool = Field(
+        True, description="Serve OTLP/HTTP POST /v1/traces (otlp.host:otlp.port) into the store, through the same "
+        "assembly, validation and redaction as Kafka input.",
+    )
     score: bool = Field(True, description="Score sampled traces with the judge.")
     drift: bool = Field(True, description="Run drift checks on a schedule.")
     review: bool = Field(True, description="Serve the review UI and select the weekly sample.")

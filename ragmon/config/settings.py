@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from ragmon.config.drift import DriftSettings
 from ragmon.config.ingest import IngestSettings
+from ragmon.config.otlp import OtlpSettings
 from ragmon.config.process import ProcessSettings, RolesSettings
 from ragmon.config.review import ReviewSettings, ServerSettings
 from ragmon.config.score import JudgeSettings, SamplingSettings, ScoreSettings
@@ -38,6 +39,9 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings, description="ClickHouse store.")
     kafka: KafkaSettings = Field(default_factory=KafkaSettings, description="Kafka source.")
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest batching and redaction.")
+    otlp: OtlpSettings = Field(
+        default_factory=OtlpSettings, description="OTLP/HTTP receiver: POST /v1/traces straight from an application."
+    )
     server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP server.")
     process: ProcessSettings = Field(
         default_factory=ProcessSettings, description="Shutdown grace and liveness limits every daemon process applies."

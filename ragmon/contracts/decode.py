@@ -43,7 +43,7 @@ class Retriever(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
 
 class RetrievedChunk(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     chunk_id: Identifier
-    score: float
+    score: float | None  # required, null when the retriever gives no score
     rank: Annotated[int, msgspec.Meta(ge=1, le=UINT32_MAX)]
     doc_id: Label = ""
     doc_version: Label = ""

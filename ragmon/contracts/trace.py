@@ -63,7 +63,10 @@ class RetrievedChunk(_Strict):
     chunk_id: Identifier = Field(description="Chunk identifier, as used in golden-set reference passages.")
     doc_id: Label = Field("", description="Parent document; used for unique-document and duplicate counts.")
     doc_version: Label = Field("", description="Version of the parent document; stale versions signal index lag.")
-    score: float = Field(description="Retriever score as emitted (finite). Distributions of these are drift-checked.")
+    score: float | None = Field(
+        description="Retriever score as emitted (finite), or null when the retriever gives none (stored without a "
+        "score and left out of the score features). Distributions of these are drift-checked."
+    )
     rank: int = Field(ge=1, le=UINT32_MAX, description="1-based rank before truncation to the context.")
     text: str | None = Field(
         None, max_length=200_000, description="Chunk text. Untrusted data: never rendered or prompted as instructions."
@@ -72,8 +75,8 @@ class RetrievedChunk(_Strict):
 
     @field_validator("score")
     @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
             raise ValueError("score must be a finite number")
         return v
 

@@ -1,4 +1,5 @@
-"""The ingest role: Kafka → ClickHouse, every valid trace stored exactly once (as read with FINAL).
+"""The ingest role: Kafka → ClickHouse, every valid trace stored exactly once (as read with FINAL); and the same loop
+behind the OTLP/HTTP receiver (the ``otlp`` role).
 
 The loop, one step each knowing only the next (``pipeline.py`` composes them)::
 
@@ -21,8 +22,13 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     dead_letter.py    DeadLetterSink: Kafka producer with reason headers (too-large letters cut), in-memory
     dead_letter_file.py  FileDeadLetterSink: dead letters as JSON Lines
     file_input.py     load_file: one run of the loop over a file, with its summary
-    otlp.py           OTLP protobuf/JSON → spans; OpenInference spans → a trace.v1 document
-    otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory)
+    otlp.py           OTLP protobuf/JSON → spans
+    otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory), late spans repaired
+    openinference.py  OpenInference spans of one trace → a trace.v1 document, or why it is not a query
+    openinference_texts.py, openinference_documents.py  its question/answer texts, its chunks
+    http_source.py    HttpTraceSource: requests accepted by the OTLP/HTTP receiver, as a source
+    otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail
+    otlp_role.py      the ``otlp`` role (``ragmon run``, ``ragmon ingest --otlp-http``): receiver + loop
     redact.py         named patterns over configured fields, counted
     role.py           wiring from settings, health checks (for `ragmon ingest` and `ragmon run`)
     faults.py         test-only fault points for kill -9 tests

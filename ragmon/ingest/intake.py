@@ -1,7 +1,8 @@
 """Intake: raw messages → traces to store and dead letters, each with its ledger obligations (native and OTLP).
 
 Owns the per-message work of the ingest loop: choosing the decoder (``kafka.input_format``), validating,
-rejecting traces outside the store's time range, redacting, assembling OTLP spans into traces, and recording
+rejecting traces outside the store's time range, redacting, assembling OTLP spans into traces (counting the
+skipped, repaired and incomplete ones and the documents without a score), and recording
 each message's obligations in the offset ledger. It returns what it produced (``batcher.Produced`` items) and
 must not batch, write, commit or pause (the later steps do).
 
@@ -21,8 +22,8 @@ from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.ingest.batcher import Produced
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
-from ragmon.ingest.otlp import detect_format, parse_otlp
-from ragmon.ingest.otlp_assembly import Assembled, OtlpAssembler
+from ragmon.ingest.otlp import Span, detect_format, parse_otlp
+from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
 from ragmon.ingest.redact import Redactor
 from ragmon.ingest.source import Partition, RawMessage
 from ragmon.store.trace_rows import SourcePosition
@@ -47,8 +48,10 @@ class Intake:
         self.retention = timedelta(days=retention_days)
         self.clock = clock
         self._redactor = Redactor(settings.redact_patterns, settings.redact_fields)
-        self._assembler = OtlpAssembler(settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces,
-                                        settings.otlp_max_pending_bytes)
+        self._assembler = OtlpAssembler(
+            settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces, settings.otlp_max_pending_bytes,
+            settle_seconds=settings.otlp_settle_seconds, repair_seconds=settings.otlp_repair_window_seconds,
+            max_repair_bytes=settings.otlp_max_repair_bytes)
         self._oldest = datetime.min.replace(tzinfo=UTC)  # traces before this are outside the retention
         self._oldest_until = float("-inf")               # clock() time until which _oldest is current
 
@@ -61,13 +64,16 @@ class Intake:
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
                 yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
                 continue
-            fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
-            if fmt == "native":
-                entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
-                                    msg.headers)
-                continue
-            parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
+            if msg.spans is not None:  # parsed by the source already (OTLP/HTTP)
+                parsed: list[Span] | Rejection = msg.spans
+            else:
+                fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
+                if fmt == "native":
+                    entry = track((msg.topic, msg.partition), msg.offset, 1)
+                    yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
+                                        msg.headers)
+                    continue
+                parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
             if isinstance(parsed, Rejection):
                 entry = track((msg.topic, msg.partition), msg.offset, 1)
                 yield _letter(msg, msg.value, parsed, [entry], msg.headers)
@@ -80,6 +86,13 @@ class Intake:
     def expire(self, now: float) -> Iterator[Produced]:
         """Produce (or drop, counted) the OTLP traces whose assembly deadline passed."""
         for item in self._assembler.expire(now):
+            out = self._emit(item)
+            if out is not None:
+                yield out
+
+    def flush(self) -> Iterator[Produced]:
+        """Produce every OTLP trace still assembling, ready or not (the source has nothing to re-read)."""
+        for item in self._assembler.flush(self.clock()):
             out = self._emit(item)
             if out is not None:
                 yield out
@@ -128,10 +141,16 @@ class Intake:
         return d
 
     def _emit(self, item: Assembled) -> Produced | None:
-        """An OTLP trace left the assembler: decode it like a native trace, or drop it (counted: None)."""
-        if item.outcome != "complete":
+        """An OTLP trace left the assembler: decode it like a native trace, or drop or skip it (counted: None)."""
+        if item.outcome in INCOMPLETE_OUTCOMES:
             self.t.ingest_otlp_incomplete.labels(item.outcome).inc()
-        if item.document is None:          # dropped: nothing to store, its obligations close now
+        elif item.outcome == "repaired" and item.document is not None:
+            self.t.ingest_otlp_repaired.inc()
+        if item.skipped:
+            self.t.ingest_otlp_skipped.labels(item.skipped).inc()
+        if item.unscored:
+            self.t.ingest_otlp_unscored.inc(item.unscored)
+        if item.document is None:          # dropped or skipped: nothing to store, its obligations close now
             release_trace(item.entries)
             return None
         if item.rejection is not None:

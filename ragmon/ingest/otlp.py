@@ -1,10 +1,10 @@
-"""OTLP trace payloads (protobuf and JSON) → spans, and OpenInference spans of one trace → a trace.v1 document.
+"""OTLP trace payloads (protobuf and JSON) → spans.
 
 Owns: telling native JSON from OTLP per message (``detect_format``), parsing an ``ExportTraceServiceRequest``
-as the OpenTelemetry Collector's Kafka exporter writes it (``otlp_proto``: binary protobuf; ``otlp_json``:
-OTLP/JSON with hex ids, also the base64 ids of protobuf's json_format), and mapping OpenInference attributes
-to the trace contract (``build_document``; the mapping is documented in docs/otlp.md). It never raises on
-input: a payload that is not OTLP is a ``Rejection``. It must not buffer spans (``otlp_assembly`` does).
+as the OpenTelemetry Collector's Kafka exporter writes it, or an OTLP/HTTP client posts it (``otlp_proto``:
+binary protobuf; ``otlp_json``: OTLP/JSON with hex ids, also the base64 ids of protobuf's json_format), into
+``Span`` records. It never raises on input: a payload that is not OTLP is a ``Rejection``. It must not buffer
+spans (``otlp_assembly`` does) nor interpret OpenInference attributes (``openinference`` does).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from ragmon.contracts.decode import Rejection
@@ -34,6 +33,7 @@ class Span:
 
 #: the resource attributes a trace is built from (build_document); the others are not copied onto each span
 RESOURCE_ATTRIBUTES = ("service.name",)
+_SKIPPED_SUFFIX = ".embedding.vector"
 _OTLP_JSON_START = re.compile(rb'\A\s*\{\s*"(?:resourceSpans|resource_spans)"\s*:')
 
 
@@ -48,15 +48,31 @@ def detect_format(data: bytes) -> str:
 
 
 def parse_otlp(data: bytes, fmt: str, *, max_bytes: int) -> list[Span] | Rejection:
-    """Parse one message; never raises."""
+    """Parse one message; never raises. A span with malformed ids rejects the whole message."""
     if len(data) > max_bytes:
         return Rejection("too_large", f"message is {len(data)} bytes, over the limit of {max_bytes}")
-    try:
-        from google.protobuf import json_format
-        from google.protobuf.message import DecodeError
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    except ImportError:  # pragma: no cover - a dependency of ragmon
-        return Rejection("invalid_otlp", "opentelemetry-proto is not installed: pip install opentelemetry-proto")
+    request = decode_request(data, fmt)
+    if isinstance(request, Rejection):
+        return request
+    result = request_spans(request, strict=True)
+    return result if isinstance(result, Rejection) else result.spans
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSpans:
+    """The spans of a request, and those refused (``strict=False``): their count and the first problem."""
+
+    spans: list[Span]
+    rejected: int = 0
+    problem: str = ""
+
+
+def decode_request(data: bytes, fmt: str) -> Any:
+    """An ``ExportTraceServiceRequest`` from protobuf (``otlp_proto``) or OTLP/JSON bytes, or a ``Rejection``."""
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     request = ExportTraceServiceRequest()
     try:
         if fmt == "otlp_proto":
@@ -69,26 +85,48 @@ def parse_otlp(data: bytes, fmt: str, *, max_bytes: int) -> list[Span] | Rejecti
             json_format.ParseDict(doc, request, ignore_unknown_fields=True)
     except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         return Rejection("invalid_otlp", f"not an OTLP ExportTraceServiceRequest ({fmt}): {str(exc)[:300]}")
+    return request
+
+
+def request_spans(request: Any, *, strict: bool) -> ParsedSpans | Rejection:
+    """The request's spans. A span with malformed ids or attributes is a ``Rejection`` of the whole request when
+    ``strict`` (a Kafka message goes to the dead letters whole), else left out and counted (OTLP/HTTP answers
+    with ``partial_success``)."""
     spans: list[Span] = []
-    try:
-        for rs in request.resource_spans:
+    rejected, problem = 0, ""
+    for rs in request.resource_spans:
+        try:
             resource = _attributes(rs.resource.attributes)
-            kept = {f"resource.{k}": resource[k] for k in RESOURCE_ATTRIBUTES if k in resource}
-            for ss in rs.scope_spans:
-                for s in ss.spans:
-                    if len(s.trace_id) != 16 or len(s.span_id) != 8:
-                        return Rejection("invalid_otlp", f"span {s.name!r} has a trace id of {len(s.trace_id)} "
-                                         f"bytes and a span id of {len(s.span_id)} bytes; expected 16 and 8")
-                    attrs = dict(kept)  # not every resource attribute: N of them on N spans would be N² entries
-                    attrs.update(_attributes(s.attributes))
-                    spans.append(Span(
-                        s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex() if s.parent_span_id else "",
-                        s.name, int(s.start_time_unix_nano), int(s.end_time_unix_nano), attrs,
-                        s.status.message or "error" if s.status.code == 2 else "",
-                    ))
-    except (ValueError, TypeError) as exc:
-        return Rejection("invalid_otlp", f"malformed span: {exc}"[:400])
-    return spans
+        except (ValueError, TypeError) as exc:
+            resource, bad = {}, f"malformed resource attributes: {exc}"[:400]
+            if strict:
+                return Rejection("invalid_otlp", bad)
+            problem = problem or bad
+        kept = {f"resource.{k}": resource[k] for k in RESOURCE_ATTRIBUTES if k in resource}
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                if len(s.trace_id) != 16 or len(s.span_id) != 8:
+                    bad = (f"span {s.name!r} has a trace id of {len(s.trace_id)} bytes and a span id of "
+                           f"{len(s.span_id)} bytes; expected 16 and 8")
+                elif s.parent_span_id and len(s.parent_span_id) != 8:
+                    bad = f"span {s.name!r} has a parent span id of {len(s.parent_span_id)} bytes; expected 8"
+                else:
+                    try:
+                        attrs = dict(kept)  # not every resource attribute: N of them on N spans would be N² entries
+                        attrs.update(_attributes(s.attributes))
+                        spans.append(Span(
+                            s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex() if s.parent_span_id else "",
+                            s.name, int(s.start_time_unix_nano), int(s.end_time_unix_nano), attrs,
+                            s.status.message or "error" if s.status.code == 2 else "",
+                        ))
+                        continue
+                    except (ValueError, TypeError) as exc:
+                        bad = f"malformed span {s.name!r}: {exc}"[:400]
+                if strict:
+                    return Rejection("invalid_otlp", bad)
+                rejected += 1
+                problem = problem or bad
+    return ParsedSpans(spans, rejected, problem)
 
 
 def _hex_ids_to_base64(doc: Any) -> None:
@@ -110,7 +148,9 @@ def _is_hex(text: str) -> bool:
 
 
 def _attributes(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    # embedding vectors (OpenInference's embedding.embeddings.N.embedding.vector) are never read: not decoding them
+    # keeps thousands of Python floats per embedding call out of the assembly buffers
+    return {kv.key: _value(kv.value) for kv in kvs if not kv.key.endswith(_SKIPPED_SUFFIX)}
 
 
 def _value(v: Any) -> Any:
@@ -122,115 +162,3 @@ def _value(v: Any) -> Any:
     if kind == "bytes_value":
         return v.bytes_value.hex()
     return getattr(v, kind) if kind else None
-
-
-# -- OpenInference → trace.v1 -----------------------------------------------------------------------------------
-
-def _kind(span: Span) -> str:
-    return str(span.attributes.get("openinference.span.kind", "")).upper()
-
-
-def _first(spans: list[Span], key: str) -> Any:
-    for s in spans:
-        if key in s.attributes:
-            return s.attributes[key]
-    return None
-
-
-def _ms(span: Span | None) -> float | None:
-    return None if span is None else max(0.0, (span.end_ns - span.start_ns) / 1e6)
-
-
-def _documents(span: Span) -> list[dict[str, Any]]:
-    docs: dict[int, dict[str, Any]] = {}
-    prefix = "retrieval.documents."
-    for key, value in span.attributes.items():
-        if not key.startswith(prefix):
-            continue
-        index, _, field = key[len(prefix):].partition(".")
-        if index.isdigit():
-            docs.setdefault(int(index), {})[field] = value
-    out = []
-    for rank, i in enumerate(sorted(docs), start=1):
-        d = docs[i]
-        meta = d.get("document.metadata")
-        if isinstance(meta, str):
-            try:
-                meta = json.loads(meta)
-            except ValueError:
-                meta = None
-        meta = meta if isinstance(meta, dict) else {}
-        chunk = {"chunk_id": _scalar_text(d.get("document.id", f"doc-{i}"), f"retrieval.documents.{i}.document.id"),
-                 "rank": rank,
-                 "doc_id": str(meta.get("doc_id", "")), "doc_version": str(meta.get("doc_version", ""))}
-        if "document.score" in d:  # never invented: without it the trace is refused, as a native one would be
-            chunk["score"] = d["document.score"]
-        if "document.content" in d:
-            chunk["text"] = d["document.content"]
-        out.append(chunk)
-    return out
-
-
-def _count(span: Span | None, key: str) -> int:
-    """A token count: an integer attribute (or a float holding one); anything else makes the trace invalid."""
-    value = 0 if span is None else span.attributes.get(key, 0)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key} is {value!r}; expected an integer")
-    return value
-
-
-def _scalar_text(value: Any, key: str) -> str:
-    """An id attribute as text: strings and integers only (an array's Python repr is not an id)."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError(f"{key} is {value!r}; expected a string")
-    return str(value)
-
-
-def build_document(spans: list[Span], *, incomplete: bool) -> bytes:
-    """The trace.v1 JSON document for one trace's spans (validated afterwards by the native decoder)."""
-    roots = [s for s in spans if not s.parent_span_id]
-    root = min(roots, key=lambda s: s.start_ns) if roots else min(spans, key=lambda s: s.start_ns)
-    ordered = [root] + sorted((s for s in spans if s is not root), key=lambda s: s.start_ns)
-    retriever = next((s for s in ordered if _kind(s) == "RETRIEVER"), None)
-    llm = next((s for s in ordered if _kind(s) == "LLM"), None)
-    a = root.attributes
-    latency = {"total": _ms(root)}
-    if retriever is not None:
-        latency["retrieve"] = _ms(retriever)
-    if llm is not None:
-        latency["generate"] = _ms(llm)
-    tags = _first(ordered, "tag.tags")
-    attributes = {"otel.trace_id": root.trace_id, "otel.span_count": str(len(spans))}
-    if "resource.service.name" in a:
-        attributes["service.name"] = str(a["resource.service.name"])
-    if incomplete:
-        attributes["ragmon.otlp.incomplete"] = "true"
-    doc: dict[str, Any] = {
-        "trace_id": root.trace_id,
-        "query_id": str(_first(ordered, "ragmon.query_id") or _first(ordered, "session.id") or root.trace_id),
-        "timestamp": datetime.fromtimestamp(root.start_ns / 1e9, UTC).isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z"),
-        "retriever": {
-            "name": str(_first(ordered, "ragmon.retriever.name") or (retriever.name if retriever else root.name)),
-            "version": str(_first(ordered, "ragmon.retriever.version") or ""),
-            "variant": str(_first(ordered, "ragmon.retriever.variant") or "production"),
-        },
-        "corpus_snapshot": str(_first(ordered, "ragmon.corpus_snapshot") or ""),
-        "index_version": str(_first(ordered, "ragmon.index_version") or ""),
-        "question": str(a.get("input.value") or (retriever.attributes.get("input.value") if retriever else "") or ""),
-        "category": str(_first(ordered, "ragmon.category") or ""),
-        "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
-        "tenant": str(_first(ordered, "ragmon.tenant") or ""),
-        "retrieved": _documents(retriever) if retriever is not None else [],
-        "answer": str(a.get("output.value") or (llm.attributes.get("output.value") if llm else "") or ""),
-        "behaviour": str(_first(ordered, "ragmon.behaviour") or "answer"),
-        "model": {"name": str(llm.attributes.get("llm.model_name", "")) if llm else "",
-                  "version": str(_first(ordered, "ragmon.model_version") or "")},
-        "latency_ms": latency,
-        "tokens": {"prompt": _count(llm, "llm.token_count.prompt"), "completion": _count(llm, "llm.token_count.completion")},
-        "error": next((s.status_error for s in ordered if s.status_error), ""),
-        "attributes": attributes,
-    }
-    return json.dumps(doc, allow_nan=True).encode()

@@ -16,7 +16,9 @@ Backpressure: while a batch cannot be written (store down) or its dead letters c
 is paused and the batch is retried on the ``Backoff`` schedule; the loop keeps polling (nothing comes back from
 a paused source) so group membership survives and shutdown interrupts the wait, and memory stays bounded by
 one batch. A source that can never be read as it is (``FatalSourceError``: a codec's library missing) ends the
-loop: what is buffered is written and committed, and ``fatal_error`` says why. Consumer lag is reported by
+loop: what is buffered is written and committed, and ``fatal_error`` says why. A source with nothing to re-read
+(``replayable = False``: OTLP/HTTP) has what it accepted and what is still assembling stored at shutdown instead.
+Consumer lag is reported by
 ``lag.py``. It must not talk to Kafka or ClickHouse directly
 (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
@@ -132,6 +134,8 @@ class IngestPipeline:
     def shutdown(self) -> None:
         """Flush what is buffered (one attempt within the grace period), commit, close. Never raises."""
         try:
+            if not getattr(self.source, "replayable", True):
+                self._take_the_rest()
             if not self._write_everything():
                 log.warning("shutdown with an unwritten batch of %d traces: not committed, will be re-read",
                             self.writes.waiting_rows)
@@ -147,6 +151,14 @@ class IngestPipeline:
                     closer()
                 except Exception:  # noqa: BLE001
                     log.exception("error while closing")
+
+    def _take_the_rest(self) -> None:
+        """A source with nothing to re-read (OTLP/HTTP): close it to new input, then handle what it accepted and
+        every trace still assembling, so that the final write stores them."""
+        self.source.close()
+        while msgs := self._poll(0):
+            self.batches.submit(self.intake.handle(msgs))
+        self.batches.submit(self.intake.flush())
 
     @property
     def paused(self) -> bool:

@@ -26,13 +26,18 @@ from ragmon.telemetry import Telemetry
 log = logging.getLogger("ragmon.ingest")
 
 
-def check(settings: Settings) -> None:
-    """Raise ``ConfigError`` with the problems the pydantic models cannot see on their own (one line each)."""
-    problems = []
+def redaction_problems(settings: Settings) -> list[str]:
+    """The redaction settings' problem, if any, as a line (every ingest loop redacts: Kafka and OTLP/HTTP)."""
     try:
         Redactor(settings.ingest.redact_patterns, settings.ingest.redact_fields)
     except ValueError as exc:
-        problems.append(f"ingest.redact_fields: {exc}")
+        return [f"ingest.redact_fields: {exc}"]
+    return []
+
+
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` with the problems the pydantic models cannot see on their own (one line each)."""
+    problems = redaction_problems(settings)
     try:
         FaultPoints.from_env()
     except ValueError as exc:

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ragmon.config import KafkaSettings
 from ragmon.errors import ConfigError, FatalSourceError, RetryableSourceError, SourceError
@@ -59,6 +59,9 @@ class RawMessage(NamedTuple):
     unreadable: str = ""
     #: the dead-letter reason when ``unreadable`` is set
     reason: str = "unreadable_record"
+    #: OTLP spans already parsed from ``value`` by the source (the OTLP/HTTP receiver parses a request to answer
+    #: it); None: the intake parses ``value``
+    spans: list[Any] | None = None
 
 
 #: called with the revoked partitions; returns {partition: next offset to commit} for those it flushed

@@ -8,6 +8,7 @@ Must not: read the store, or decide what a reviewer may see.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ class ChunkView:
     doc_id: str
     doc_version: str
     rank: int
-    score: float
+    score: float  # NaN: the retriever gave none
     text: str
     in_context: bool
     cited: bool
@@ -98,7 +99,7 @@ def build_item_view(trace: dict[str, Any]) -> ItemView:
         span = locate(quotes[c["chunk_id"]], text) if c["chunk_id"] in quotes and anchor_of[c["chunk_id"]] == i else None
         before, mark, after = (text[: span[0]], text[span[0]: span[1]], text[span[1]:]) if span else (text, "", "")
         chunks.append(ChunkView(i, c["chunk_id"], c["doc_id"], c.get("doc_version") or "", int(c["rank"]),
-                                float(c["score"]), text, c["chunk_id"] in context, c["chunk_id"] in cited,
+                                math.nan if c["score"] is None else float(c["score"]), text, c["chunk_id"] in context, c["chunk_id"] in cited,
                                 before, mark, after))
     texts = {c["chunk_id"]: c.get("text") or "" for c in retrieved}
     sentences = split_sentences(trace["answer"])

@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from ragmon.contracts.decode import FastTrace
-from ragmon.store.trace_rows import SourcePosition, TraceColumns, total_latency
+from ragmon.store.trace_rows import SourcePosition, TraceColumns, row_version, total_latency
 
 #: the shape ClickHouse parses each line into (``input``/``file`` structure), by position; ``TraceRows.add``
 #: writes the fields in this order. ``retriever.parameters`` is not in it: it travels pre-rendered as
@@ -40,32 +40,35 @@ TRACE_JSON_STRUCTURE = (
     "trace Tuple(trace_id String, query_id String, timestamp String, "
     "retriever Tuple(name String, version String, variant String), corpus_snapshot String, index_version String, "
     "question String, category String, tags Array(String), tenant String, user_scope Array(String), "
-    "retrieved Array(Tuple(chunk_id String, score Float64, rank UInt32, doc_id String, doc_version String, "
+    "retrieved Array(Tuple(chunk_id String, score Nullable(Float64), rank UInt32, doc_id String, doc_version String, "
     "text String, tenant String)), context Tuple(chunk_ids Array(String), tokens Nullable(UInt32)), "
     "answer String, behaviour String, citations Array(Tuple(sentence UInt32, chunk_id String, quote String)), "
     "model Tuple(name String, version String), prompt Tuple(id String, version String), latency_ms Map(String, Float64), "
     "tokens Tuple(prompt UInt32, completion UInt32), cost_usd Float64, error String, "
     "feedback Tuple(rating Nullable(Int8), comment String), attributes Map(String, String)), "
-    "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset Int64"
+    "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset Int64, "
+    "version UInt32"
 )
 
 #: ClickHouse's input format for the lines: one JSON array per row, tuples as arrays
 TRACE_JSON_FORMAT = "JSONCompactEachRow"
 
 #: ``TRACE_COLUMNS`` in order, computed from the parsed line; ``_r`` is ``trace.retrieved`` sorted by rank
-#: (ties keep their order, as Python's ``sorted`` does); ``{ingested_at_ms:Int64}`` is the batch's time
+#: (ties keep their order, as Python's ``sorted`` does); a chunk without a score is stored as NaN (never a valid
+#: score: the contract wants finite ones), which the score features skip; ``{ingested_at_ms:Int64}`` is the batch's
+#: time, plus ``version`` - 1 milliseconds for a trace's later versions (``row_version``)
 TRACE_JSON_SELECT = """WITH arraySort((x, i) -> (x.rank, i), trace.retrieved, arrayEnumerate(trace.retrieved)) AS _r
 SELECT trace.trace_id, trace.query_id, parseDateTime64BestEffort(trace.timestamp, 3, 'UTC'),
     trace.retriever.name, trace.retriever.version, trace.retriever.variant, retriever_params,
     trace.corpus_snapshot, trace.index_version, trace.question, trace.category, trace.tags, trace.tenant,
     trace.user_scope, arrayMap(x -> x.chunk_id, _r), arrayMap(x -> x.doc_id, _r), arrayMap(x -> x.doc_version, _r),
-    arrayMap(x -> x.score, _r), arrayMap(x -> x.rank, _r), arrayMap(x -> x.text, _r),
+    arrayMap(x -> ifNull(x.score, nan), _r), arrayMap(x -> x.rank, _r), arrayMap(x -> x.text, _r),
     arrayMap(x -> x.tenant, _r), trace.context.chunk_ids, trace.context.tokens, trace.answer,
     trace.behaviour, arrayMap(x -> x.sentence, trace.citations), arrayMap(x -> x.chunk_id, trace.citations),
     arrayMap(x -> x.quote, trace.citations), trace.model.name, trace.model.version, trace.prompt.id,
     trace.prompt.version, trace.latency_ms, latency_total_ms, trace.tokens.prompt, trace.tokens.completion,
     trace.cost_usd, trace.error, trace.feedback.rating, trace.feedback.comment, trace.attributes,
-    source_topic, source_partition, source_offset, fromUnixTimestamp64Milli({ingested_at_ms:Int64}, 'UTC')"""
+    source_topic, source_partition, source_offset, fromUnixTimestamp64Milli({ingested_at_ms:Int64} + version, 'UTC')"""
 
 #: parse floats exactly as Python does (the default fast path may differ in the last bit); tuples from JSON
 #: arrays; one parsing thread (a batch is a few MB: the parallel parser's threads cost more CPU than they
@@ -112,7 +115,7 @@ class TraceRows:
              (p.id, p.version), t.latency_ms, (k.prompt, k.completion), t.cost_usd, t.error,
              _NO_FEEDBACK if f is None else (f.rating, f.comment), t.attributes),
             self._params_json(r.parameters) if r.parameters else "", total_latency(t.latency_ms),
-            source.topic, source.partition, source.offset,
+            source.topic, source.partition, source.offset, row_version(t.attributes),
         )
         _encoder.encode_into(row, self._buf, -1)
         self._buf += b"\n"  # JSON text never contains a raw newline: msgspec escapes it inside strings
@@ -140,7 +143,7 @@ class TraceRows:
         for line in self.lines:
             r = _row_decoder.decode(line)
             cols.add(r.trace, SourcePosition(r.source_topic, r.source_partition, r.source_offset),
-                     ingested_at=self.ingested_at, retriever_params=r.retriever_params)
+                     ingested_at=self.ingested_at, retriever_params=r.retriever_params)  # adds the version itself
         return cols.columns
 
     def _params_json(self, params: dict[str, Any]) -> str:
@@ -169,7 +172,7 @@ class _Retriever(_Positional):
 
 class _Chunk(_Positional):
     chunk_id: str
-    score: float
+    score: float | None
     rank: int
     doc_id: str
     doc_version: str
@@ -242,6 +245,7 @@ class _Row(_Positional):
     source_topic: str
     source_partition: int
     source_offset: int
+    version: int
 
 
 _row_decoder = msgspec.json.Decoder(_Row)

@@ -10,13 +10,16 @@ for the judge, the review UI and exports.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
 from ragmon.contracts.decode import FastTrace
+
+_NAN = float("nan")
 
 TRACE_COLUMNS = (
     "trace_id", "query_id", "ts", "retriever_name", "retriever_version", "variant", "retriever_params",
@@ -44,6 +47,18 @@ class SourcePosition(msgspec.Struct, frozen=True, gc=False):
 
 #: the position of a trace that was not read from a topic (fixtures, columnar inserts)
 _NOWHERE = SourcePosition()
+
+
+#: the trace attribute numbering the versions of an OTLP trace rebuilt with late spans (2, 3, …)
+VERSION_ATTRIBUTE = "ragmon.otlp.version"
+
+
+def row_version(attributes: dict[str, str]) -> int:
+    """How many milliseconds a row's ``ingested_at`` (the ReplacingMergeTree's version) is moved past its batch's
+    time: ``ragmon.otlp.version`` - 1, so a later version of a trace wins under FINAL even when it is written in the
+    same batch as the version it replaces. 0 for every other trace."""
+    v = attributes.get(VERSION_ATTRIBUTE)
+    return int(v) - 1 if v is not None and v.isdigit() and 1 <= len(v) <= 6 and v != "0" else 0
 
 
 def total_latency(latency_ms: dict[str, float]) -> float:
@@ -90,7 +105,7 @@ class TraceColumns:
         c["retrieved_chunk_ids"].append([x.chunk_id for x in retrieved])
         c["retrieved_doc_ids"].append([x.doc_id for x in retrieved])
         c["retrieved_doc_versions"].append([x.doc_version for x in retrieved])
-        c["retrieved_scores"].append([x.score for x in retrieved])
+        c["retrieved_scores"].append([_NAN if x.score is None else x.score for x in retrieved])
         c["retrieved_ranks"].append([x.rank for x in retrieved])
         c["retrieved_texts"].append([x.text or "" for x in retrieved])
         c["retrieved_tenants"].append([x.tenant or "" for x in retrieved])
@@ -117,7 +132,9 @@ class TraceColumns:
         c["source_topic"].append(source.topic)
         c["source_partition"].append(source.partition)
         c["source_offset"].append(source.offset)
-        c["ingested_at"].append(ingested_at or datetime.now(UTC))
+        version = row_version(t.attributes)
+        at = ingested_at or datetime.now(UTC)
+        c["ingested_at"].append(at + timedelta(milliseconds=version) if version else at)
         self.bytes += size_bytes
 
     def extend(self, traces: Iterable[FastTrace]) -> TraceColumns:
@@ -125,6 +142,11 @@ class TraceColumns:
         for t in traces:
             self.add(t, ingested_at=now)
         return self
+
+
+def _score(value: float) -> float | None:
+    """A stored score; NaN is how a chunk without one is stored (a valid score is finite)."""
+    return None if math.isnan(value) else value
 
 
 def _unsorted(retrieved: list[Any]) -> bool:
@@ -142,7 +164,7 @@ def row_to_trace(row: dict[str, Any]) -> dict[str, Any]:
             "chunk_id": row["retrieved_chunk_ids"][i],
             "doc_id": row["retrieved_doc_ids"][i],
             "doc_version": row["retrieved_doc_versions"][i],
-            "score": row["retrieved_scores"][i],
+            "score": _score(row["retrieved_scores"][i]),
             "rank": row["retrieved_ranks"][i],
             "text": row["retrieved_texts"][i] or None,
             "tenant": row["retrieved_tenants"][i] or None,

@@ -63,6 +63,7 @@ def test_rendered_manifest_invariants(values: Path | None) -> None:
         for other in ("ingest", "score", "drift", "review"):
             assert env[f"RAGMON_ROLES__{other.upper()}"]["value"] == str(other == role).lower()
         assert env["RAGMON_ROLES__SHADOW"]["value"] == str(role == "drift").lower()  # once, not in every pod
+        assert env["RAGMON_ROLES__OTLP"]["value"] == "false"  # no stray OTLP/HTTP port: traces come through Kafka
         for name, entry in env.items():
             # secrets only by reference: nothing that looks like a credential is inline
             if any(word in name for word in ("DSN", "PASSWORD", "KEY", "TOKEN", "SECRET")):

@@ -12,7 +12,7 @@ from ragmon.process import build_process
 from ragmon.review.auth import token_digest
 
 COMPARISON = {"comparisons": [{"baseline": "hybrid@v1", "candidate": "dense@v2", "window_seconds": 3600}]}
-ONLY_DRIFT = {"ingest": False, "score": False, "drift": True, "review": False}
+ONLY_DRIFT = {"ingest": False, "otlp": False, "score": False, "drift": True, "review": False}
 REVIEWERS = {"users": [{"username": "alice", "token_sha256": token_digest("t" * 32)}]}
 
 
@@ -23,7 +23,8 @@ def test_configured_comparisons_run_only_where_the_shadow_role_is_on(store, shad
 
 
 def test_shadow_alone_is_a_process_and_no_role_at_all_refuses_to_start(store):
-    settings = Settings(roles={"ingest": False, "score": False, "drift": False, "review": False, "shadow": True},
+    settings = Settings(roles={"ingest": False, "otlp": False, "score": False, "drift": False, "review": False,
+                               "shadow": True},
                         shadow=COMPARISON)
     assert build_process(settings, store=store).role_names == ["shadow"]
     with pytest.raises(ConfigError, match="every role is switched off"):

@@ -37,7 +37,7 @@ def _config(tmp_path: Path, bootstrap: str, topic: str, **roles: bool) -> Path:
         "drift": {"interval_seconds": 5},
         "server": {"port": 0},
         "review": {"users": [{"username": "alice", "token_sha256": token_digest("t" * 32)}]},
-        "roles": {"ingest": True, "score": True, "drift": True, "review": True, **roles},
+        "roles": {"ingest": True, "otlp": False, "score": True, "drift": True, "review": True, **roles},
     }
     path = tmp_path / "ragmon.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -45,9 +45,15 @@ def _config(tmp_path: Path, bootstrap: str, topic: str, **roles: bool) -> Path:
 
 
 def _start(config: Path) -> tuple[subprocess.Popen[str], str]:
+    proc, line = _start_line(config)
+    return proc, re.search(r"metrics (http://[\d.]+:\d+)/metrics", line).group(1)
+
+
+def _start_line(config: Path) -> tuple[subprocess.Popen[str], str]:
+    """``ragmon run`` started, and its start-up line with the addresses it serves."""
     proc = subprocess.Popen([sys.executable, "-m", "ragmon", "--config", str(config), "run"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, COLUMNS="200"))
+                            env=dict(os.environ, COLUMNS="300"))
     assert proc.stdout is not None
     seen = []
     deadline = time.monotonic() + 120
@@ -56,9 +62,8 @@ def _start(config: Path) -> tuple[subprocess.Popen[str], str]:
         if not line:
             break
         seen.append(line)
-        found = re.search(r"metrics (http://[\d.]+:\d+)/metrics", line)
-        if found:
-            return proc, found.group(1)
+        if re.search(r"metrics (http://[\d.]+:\d+)/metrics", line):
+            return proc, line
     proc.kill()
     raise AssertionError("ragmon run did not start:\n" + "".join(seen))
 
@@ -122,10 +127,67 @@ def test_run_refuses_to_start_a_role_it_cannot_run(tmp_path: Path) -> None:
         "store": {"dsn": f"chdb://{tmp_path / 'chdb'}"},
         "kafka": {"bootstrap_servers": "127.0.0.1:1"},
         "server": {"port": 0},
-        "roles": {"ingest": False, "score": False, "drift": True, "review": True},
+        "roles": {"ingest": False, "otlp": False, "score": False, "drift": True, "review": True},
     }))
     result = subprocess.run([sys.executable, "-m", "ragmon", "--config", str(config), "run"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "review: review.users: no reviewers configured" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_run_without_kafka_takes_traces_over_otlp_http(tmp_path: Path) -> None:
+    """The laptop story of docs/otlp.md: no broker, no Collector; the app's SDK exporter posts to /v1/traces."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from tests.support.otel_spans import rag_spans
+
+    config = tmp_path / "ragmon.yaml"
+    config.write_text(yaml.safe_dump({
+        "store": {"dsn": f"chdb://{tmp_path / 'chdb'}"},
+        "kafka": {"bootstrap_servers": "127.0.0.1:1"},  # unreachable: nothing may need it
+        "server": {"port": 0},
+        "otlp": {"port": 0, "dead_letters": str(tmp_path / "dead.jsonl")},
+        "ingest": {"flush_interval_seconds": 0.2},
+        "roles": {"ingest": False, "score": False, "drift": True, "review": False},
+    }))
+    proc, line = _start_line(config)
+    try:
+        endpoint = re.search(r"OTLP/HTTP (http://\S+/v1/traces)", line).group(1)
+        base = re.search(r"metrics (http://[\d.]+:\d+)/metrics", line).group(1)
+        assert OTLPSpanExporter(endpoint=endpoint).export(rag_spans(3, prefix="laptop")) == SpanExportResult.SUCCESS
+        _wait_for(lambda: _metric(base, "ragmon_ingest_traces_stored_total") >= 3, "3 traces stored")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert _metric_free_count(tmp_path) == 3
+
+
+def test_ingest_otlp_http_stores_what_it_accepted_by_the_time_it_stops(tmp_path: Path) -> None:
+    """``ragmon ingest --otlp-http``: a trace whose children never come is still stored at SIGTERM (nothing to
+    re-read), and the summary says so."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tests.support.otel_spans import rag_spans
+
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}", RAGMON_SERVER__PORT="0", COLUMNS="300",
+               RAGMON_OTLP__DEAD_LETTERS=str(tmp_path / "dead.jsonl"), RAGMON_INGEST__OTLP_SETTLE_SECONDS="60")
+    proc = subprocess.Popen([sys.executable, "-m", "ragmon", "ingest", "--otlp-http", "--otlp-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"OTLP/HTTP on (http://\S+/v1/traces)", line)
+        assert found, line
+        spans = rag_spans(2, prefix="cli")
+        roots = [s for s in spans if s.parent is None]
+        result = OTLPSpanExporter(endpoint=found.group(1)).export([*spans[:3], roots[1]])  # trace 2: no children
+        assert result.name == "SUCCESS"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    summary = json.loads(re.search(r"ragmon ingest stopped: (\{.*\})", err).group(1))
+    assert summary["stored"] == 2 and summary["consumed"] == 1, err  # one request: one message

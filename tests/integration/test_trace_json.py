@@ -8,6 +8,7 @@ Each case inserts the same decoded traces both ways into the same table and comp
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from ragmon.contracts.decode import DecodedTrace, FastTrace, decode_trace
 from ragmon.ingest.redact import Redactor
 from ragmon.store import ClickHouseStore, SourcePosition, TraceColumns
 from ragmon.store.trace_json import TraceRows
-from ragmon.store.trace_rows import TRACE_COLUMNS
+from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, TRACE_COLUMNS, row_to_trace
 from tests.conftest import make_trace
 
 READ = ", ".join((*TRACE_COLUMNS, "n_results", "top1_score", "top2_gap", "mean_score"))
@@ -97,6 +98,10 @@ EDGE_CASES: dict[str, dict[str, Any]] = {
     "max counts": make_trace(tokens={"prompt": 4_294_967_295, "completion": 0},
                              citations=[{"sentence": 4_294_967_295, "chunk_id": "c", "quote": None}]),
     "unknown top-level field": make_trace(field_from_the_future={"nested": [1, 2]}),
+    "chunks without a score (stored as NaN)": make_trace(retrieved=[
+        {"chunk_id": "u1", "score": None, "rank": 1, "text": "no score"}, {"chunk_id": "u2", "score": 0.3, "rank": 2}]),
+    "a later OTLP version (ingested_at moved by 2 ms)": make_trace(
+        attributes={"ragmon.otlp.version": "3", "session.id": "s-1"}),
 }
 
 
@@ -126,6 +131,31 @@ def test_a_repeated_token_inserts_once_and_a_new_token_again(store: ClickHouseSt
     assert count == 10
 
 
+@pytest.mark.parametrize("same_batch", [True, False])
+def test_a_later_version_of_a_trace_wins_under_final(store: ClickHouseStore, same_batch: bool) -> None:
+    """OTLP repairs (issue 18): version 2 of a trace replaces version 1 whether it is written in the same batch or
+    a later one; a chunk without a score is NaN, left out of the score features; the session has its column."""
+    v1 = make_trace(trace_id="t-v", retrieved=[{"chunk_id": "a", "score": None, "rank": 1}],
+                    attributes={"ragmon.otlp.incomplete": "true", "session.id": "conv-9"})
+    v2 = {**v1, "answer": "the repaired answer", "attributes": {"ragmon.otlp.version": "2", "session.id": "conv-9"}}
+    first = TraceRows()
+    first.add(_decoded(v1), SourcePosition("t", 0, 1))
+    if same_batch:
+        first.add(_decoded(v2), SourcePosition("t", 0, 2))
+    else:
+        store.insert_trace_rows(first, dedup_token="v1")
+        first = TraceRows(ingested_at=first.ingested_at)  # even at the same millisecond
+        first.add(_decoded(v2), SourcePosition("t", 0, 2))
+    store.insert_trace_rows(first, dedup_token="v2")
+    rows = store.query_rows(f"SELECT answer, attributes, session_id, top1_score, mean_score, n_results "
+                            f"FROM {store.table('traces')} FINAL")
+    assert len(rows) == 1 and rows[0]["answer"] == "the repaired answer"
+    assert "ragmon.otlp.incomplete" not in rows[0]["attributes"] and rows[0]["session_id"] == "conv-9"
+    assert math.isnan(rows[0]["top1_score"]) and math.isnan(rows[0]["mean_score"]) and rows[0]["n_results"] == 1
+    [doc] = [row_to_trace(r) for r in store.query_rows(f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL")]
+    assert doc["retrieved"][0]["score"] is None
+
+
 def test_an_empty_batch_writes_nothing(store: ClickHouseStore) -> None:
     assert store.insert_trace_rows(TraceRows(), dedup_token="empty") == 0
 
@@ -144,7 +174,7 @@ def test_columns_decoded_back_equal_the_columnar_batch() -> None:
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
 _chunk = st.fixed_dictionaries(
     {"chunk_id": st.text(min_size=1, max_size=8).filter(str.strip),
-     "score": st.floats(allow_nan=False, allow_infinity=False), "rank": st.integers(1, 5)},
+     "score": st.none() | st.floats(allow_nan=False, allow_infinity=False), "rank": st.integers(1, 5)},
     optional={"text": st.none() | _text, "tenant": st.none() | st.text(max_size=5), "doc_id": _text})
 _trace = st.builds(
     lambda chunks, q, lat, fb, offset_min, tokens: make_trace(
@@ -171,13 +201,13 @@ def test_the_line_is_canonical_json_of_the_redacted_trace(name: str) -> None:
     rows = TraceRows()
     rows.add(_decoded(EDGE_CASES[name]), SourcePosition("t", 0, 1))
     line = json.loads(rows.lines[0])
-    assert isinstance(line, list) and len(line) == 6  # the trace, retriever_params, latency_total_ms, lineage
-    trace, params, total, topic, partition, offset = line
+    assert isinstance(line, list) and len(line) == 7  # the trace, retriever_params, latency_total_ms, lineage, version
+    trace, params, total, topic, partition, offset, version = line
     assert len(trace) == len(FastTrace.__struct_fields__) == 24  # positions: TRACE_JSON_STRUCTURE; values: the
     # rows-equal tests above
     objects = [i for i, value in enumerate(trace) if isinstance(value, dict)]
     assert objects == [18, 23]  # latency_ms and attributes, the Map columns; everything else is an array or scalar
-    assert (topic, partition, offset) == ("t", 0, 1) and isinstance(params, str) and isinstance(total, float)
+    assert (topic, partition, offset, version) == ("t", 0, 1, 0) and isinstance(params, str) and isinstance(total, float)
 
 
 def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHouseStore) -> None:

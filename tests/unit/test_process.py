@@ -194,7 +194,7 @@ def test_a_port_in_use_is_one_config_error_line():
 
 
 def test_a_named_role_fails_with_its_own_error_and_switched_roles_with_the_switch_to_turn_off():
-    no_reviewers = Settings(roles={"ingest": False, "score": False, "drift": False, "review": True})
+    no_reviewers = Settings(roles={"ingest": False, "otlp": False, "score": False, "drift": False, "review": True})
     with pytest.raises(ConfigError) as named:
         build_process(no_reviewers, ["review"], store=Store())
     assert [p.split(":")[0] for p in named.value.problems] == ["review.users"]

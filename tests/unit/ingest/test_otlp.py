@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
 from ragmon.contracts.decode import Rejection
@@ -39,16 +42,18 @@ def test_spans_split_across_messages_become_one_trace_per_query(rig, encoding):
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 0
 
 
-def test_documents_without_a_score_dead_letter_their_trace_and_their_neighbours_are_stored(rig):
-    # a made-up score (0.0) would drag top1_score and mean_score down and fake drift; the native contract
-    # requires the score too
+def test_documents_without_a_score_are_stored_without_one_and_counted(rig):
+    # a made-up score (0.0) would drag top1_score and mean_score down and fake drift: NaN is stored, which the
+    # score features skip, and read back as no score
     r = rig(max_batch_rows=100)
     r.source.append(T, 0, otlp_messages(rag_spans(2, prefix="ok"), 3, "proto"))
     r.source.append(T, 0, otlp_messages(rag_spans(1, prefix="noscore", scores=False), 3, "proto"))
     r.drive(10)
-    assert sorted(row["query_id"] for row in r.writer.rows) == ["ok0", "ok1"]
-    [letter] = r.dlq.letters
-    assert letter.reason == "schema" and "score" in letter.detail and "$.retrieved[0]" in letter.detail
+    rows = {row["query_id"]: row for row in r.writer.rows}
+    assert sorted(rows) == ["noscore0", "ok0", "ok1"] and r.dlq.letters == []
+    assert all(math.isnan(s) for s in rows["noscore0"]["retrieved_scores"])
+    assert rows["ok0"]["retrieved_scores"] == [0.9, 0.8, 0.7]
+    assert r.metric("ragmon_ingest_otlp_unscored_documents_total") == 3
 
 
 def test_no_commit_past_a_message_whose_trace_is_still_assembling(rig):
@@ -76,24 +81,33 @@ def test_a_trace_without_its_root_is_dropped_at_the_deadline_and_counted(rig):
     assert r.source.committed == {(T, 0): 5}, "dropped explicitly: its messages may be committed"
 
 
-def test_a_root_alone_is_complete_by_the_rule(rig):
-    spans = rag_spans(1)  # retriever, llm, root
-    r = rig(max_batch_rows=100)
-    r.source.append(T, 0, [otlp_messages(spans, 1, "proto")[2]])  # children never sent: invisible to the rule
+def test_a_root_alone_waits_the_settle_time_then_is_stored_marked_incomplete(rig):
+    spans = rag_spans(1)  # retriever, llm, root; the root names its query (ragmon.query_id): a query
+    r = rig(max_batch_rows=100, otlp_settle_seconds=2)
+    r.source.append(T, 0, [otlp_messages(spans, 1, "proto")[2]])  # children never sent
+    for _ in range(5):  # 1.5 s
+        r.pipeline.step()
+        r.clock.advance(0.3)
+    assert r.pipeline.intake.pending() == 1 and r.writer.rows == []
     r.drive(5)
-    assert len(r.writer.rows) == 1 and r.writer.rows[0]["retrieved_chunk_ids"] == []
+    [row] = r.writer.rows
+    assert row["retrieved_chunk_ids"] == [] and row["attributes"]["ragmon.otlp.missing"] == "retriever,llm"
+    assert r.source.committed == {(T, 0): 1}
 
 
 def test_a_dangling_parent_keeps_the_trace_waiting_then_it_is_emitted_marked_incomplete():
     ledger = OffsetLedger()
-    assembler = OtlpAssembler(wait_seconds=5, max_pending=10)
+    assembler = OtlpAssembler(wait_seconds=5, max_pending=10, settle_seconds=1)
     root = Span("a" * 32, "1" * 16, "", "rag", 0, 10, {"input.value": "q?"}, "")
+    retriever = Span("a" * 32, "4" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER"}, "")
     orphan = Span("a" * 32, "3" * 16, "2" * 16, "embed", 1, 2, {}, "")  # its parent span 22… never arrives
-    out = assembler.add(RawMessage(T, 0, 0, b""), [root, orphan], ledger, now=0.0)
+    out = assembler.add(RawMessage(T, 0, 0, b""), [root, retriever, orphan], ledger, now=0.0)
     assert out == [] and assembler.pending() == 1
+    assert assembler.expire(now=2.0) == [], "settled, but a parent is missing: waits for the deadline"
     assert ledger.committable() == {}
     (item,) = assembler.expire(now=5.0)
     assert item.outcome == "timed_out_emitted" and b'"ragmon.otlp.incomplete": "true"' in item.document
+    assert b'"ragmon.otlp.missing": "llm,parent"' in item.document
     release_trace(item.entries)
     assert ledger.committable() == {(T, 0): 1}
 
@@ -185,3 +199,36 @@ def test_attributes_of_the_wrong_type_dead_letter_the_trace_instead_of_being_coe
     (item,) = OtlpAssembler(wait_seconds=5, max_pending=10).add(RawMessage(T, 0, 0, b""), [root, llm, retriever],
                                                                 OffsetLedger(), now=0.0)
     assert item.rejection is not None and item.rejection.reason == "invalid_otlp" and key in item.rejection.detail
+
+
+def test_embedding_vectors_are_not_decoded():
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = bytes([2]) * 16, bytes([3]) * 8, "embed"
+    for key in ("embedding.embeddings.0.embedding.vector", "embedding.embeddings.0.embedding.text"):
+        attribute = span.attributes.add()
+        attribute.key = key
+    span.attributes[0].value.array_value.values.add().double_value = 0.5
+    span.attributes[1].value.string_value = "some text"
+    [parsed] = parse_otlp(request.SerializeToString(), "otlp_proto", max_bytes=10_000)
+    assert parsed.attributes == {"embedding.embeddings.0.embedding.text": "some text"}
+
+
+@pytest.mark.parametrize(("attrs", "question"), [
+    ({"input.value": "plain text?"}, "plain text?"),
+    ({"input.value": '{"message": "from a chat engine?"}', "input.mime_type": "application/json"}, "from a chat engine?"),
+    ({"input.value": '{"query_bundle": {"query_str": "nested?"}}', "input.mime_type": "application/json"}, "nested?"),
+    ({"input.value": '"a JSON string?"', "input.mime_type": "application/json"}, "a JSON string?"),
+    ({"input.value": '{"unknown": 1}', "input.mime_type": "application/json"}, "from the retriever?"),
+    ({"input.value": "{not json, but text}", "input.mime_type": "text/plain"}, "{not json, but text}"),
+])
+def test_the_question_is_read_from_text_or_the_json_an_instrumentation_recorded(attrs, question):
+    from ragmon.ingest.openinference import build
+
+    root = Span("c" * 32, "1" * 16, "", "rag", 0, 10, {"openinference.span.kind": "CHAIN", **attrs}, "")
+    retriever = Span("c" * 32, "2" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER",
+                                                              "input.value": "from the retriever?"}, "")
+    mapped = build([root, retriever], incomplete=False)
+    assert mapped.document is not None and json.loads(mapped.document)["question"] == question
