@@ -52,7 +52,8 @@ class TokenBucket:
         """Seconds until ``amount`` may be taken (0: now). A request above the capacity waits for a full bucket."""
         self._refill(now)
         need = min(amount, self.capacity)
-        return 0.0 if self.level >= need else (need - self.level) / self.per_second
+        # a hair of tolerance: a wait computed from floats may land a rounding error short of the amount
+        return 0.0 if self.level >= need - 1e-9 else (need - self.level) / self.per_second
 
     def take(self, amount: float, now: float) -> None:
         self._refill(now)
@@ -86,7 +87,7 @@ class AdaptiveRate:
 
     def overloaded(self, sent_at: float, now: float) -> bool:
         """A 429 for a request sent at ``sent_at``. Returns True when it cut the limit."""
-        if sent_at < self._cut_at:
+        if sent_at <= self._cut_at:
             return False  # sent at the old rate: the cut already answered it
         # at least a second: a burst of the first few calls is not a rate
         window = max(1.0, min(RATE_WINDOW_SECONDS, now - self._sends[0])) if self._sends else 1.0
@@ -181,9 +182,10 @@ class CallLimiter:
                     self._tokens.give(permit.tokens)  # refused before any work
                 elif tokens_used is not None:
                     self._tokens.give(permit.tokens - tokens_used)
+            cut = False
             if status == 429:
                 self.overloads += 1
-                self.adaptive.overloaded(permit.sent_at, now)
+                cut = self.adaptive.overloaded(permit.sent_at, now)
             elif status is not None and status < 400:
                 self.adaptive.succeeded(now, self._limited_at)
             rate = self.limit
@@ -192,6 +194,8 @@ class CallLimiter:
                     self._requests = TokenBucket(rate * 60.0, now)
                 elif rate != self._requests.per_second:
                     self._requests.set_rate(rate, now)
+                if cut:  # the provider's bucket is empty: a full one here would overshoot again at once
+                    self._requests.level = min(self._requests.level, 0.0)
             if retry_after is not None and status in (429, 503):
                 self._paused_until = max(self._paused_until, now + min(retry_after, self.max_pause_seconds))
             self._lock.notify_all()
