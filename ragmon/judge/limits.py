@@ -144,7 +144,8 @@ class CallLimiter:
         self._lock = threading.Condition()
         #: requests sent and not yet answered
         self.in_flight = 0
-        #: 429 answers seen
+        #: requests let out, and 429 answers seen
+        self.sent = 0
         self.overloads = 0
 
     @property
@@ -215,4 +216,5 @@ class CallLimiter:
             self._tokens.take(tokens, now)
         self.adaptive.sent(now)
         self.in_flight += 1
+        self.sent += 1
         return Permit(now, tokens)
