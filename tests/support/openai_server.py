@@ -41,6 +41,14 @@ def status(code: int, text: str = "", **kw: Any) -> Step:
     return Step(status=code, body=json.dumps({"error": {"message": text or f"status {code}"}}).encode(), **kw)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away (killed, timed out)
+            super().handle_error(request, client_address)
+
+
 class FakeOpenAI:
     """Context manager: ``with FakeOpenAI([ok({...}), status(429)]) as srv: srv.base_url``."""
 
@@ -51,7 +59,7 @@ class FakeOpenAI:
         self.auth_headers: list[str | None] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
