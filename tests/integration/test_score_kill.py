@@ -109,3 +109,26 @@ def test_kill_9_with_judge_calls_in_flight_then_every_sampled_trace_is_scored_ex
     print(f"kill -9 with {in_flight_at_kill} calls in flight after {offsets_at_kill} committed offsets; "
           f"{answered_before} answers before, {sum(provider.counts.values())} in all ({provider.counts}); "
           f"{found['raw_scores']} score rows on disk, {len(found['scores'])} under FINAL")
+
+
+def test_sigterm_abandons_calls_still_running_within_the_grace_period_and_commits_none_of_them(
+        kafka_bootstrap, new_topic, tmp_path):
+    topic = new_topic(partitions=2)
+    group = f"g-{topic}"
+    produce(kafka_bootstrap, topic, [json.dumps(make_trace(query_id=f"tq-{i}")).encode() for i in range(40)],
+            partitions=2)
+    provider = Provider(latency_seconds=120)  # no call answers before the grace period ends
+    with FakeOpenAI(responder=provider) as server:
+        env = dict(score_env(tmp_path / "chdb", server.base_url), RAGMON_PROCESS__SHUTDOWN_GRACE_SECONDS="6")
+        proc = subprocess.Popen(score_cmd(kafka_bootstrap, topic, group, "--rate", "1"), env=env, cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while provider.in_flight < 16:
+            assert proc.poll() is None and time.monotonic() < deadline, f"calls never in flight: {provider.counts}"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    # exit 0: the loop returned within the grace period (``ragmon score`` exits 1 when it does not)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "abandoned, not committed" in stderr
+    assert sum(committed(kafka_bootstrap, group).values()) == 0  # every trace was sampled, none judged
