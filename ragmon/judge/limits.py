@@ -9,17 +9,21 @@ succeed and the limit is what holds them back (additive increase). ``CallLimiter
 configured ``requests_per_minute`` and ``tokens_per_minute`` and a global pause on ``Retry-After``.
 
 The decisions (``CallLimiter.try_acquire``/``release``) are pure functions of an injected clock, so tests drive
-them without sleeping; ``acquire`` is the blocking loop around them. Thread-safe (one lock). Nothing here does
-I/O or knows about HTTP: ``OpenAIJudge`` tells it what the endpoint answered.
+them without sleeping; ``acquire`` is the blocking loop around them, and keeps the judge's gauges (requests in
+flight, the limit in force, 429s, time waited). Thread-safe (one lock). Nothing here does I/O or knows more of
+HTTP than a status code: ``OpenAIJudge`` tells it what the endpoint answered.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ragmon.telemetry import Telemetry
 
 #: share of the measured send rate kept after a 429 (Netflix concurrency-limits' AIMD backs off to 0.9 too)
 DECREASE = 0.9
@@ -29,6 +33,14 @@ INCREASE_PER_SECOND = 0.01
 MIN_RATE = 0.05
 #: seconds of sends over which the actual request rate is measured when a 429 arrives
 RATE_WINDOW_SECONDS = 5.0
+#: characters per prompt token assumed before the endpoint says (English averages ~4; 3 errs on the high side,
+#: so token buckets and budget reservations are not exceeded by an unexpectedly dense prompt)
+CHARS_PER_TOKEN = 3
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> int:
+    """Prompt tokens a chat request may count for, before the endpoint says (a few of framing per message)."""
+    return sum(len(m["content"]) // CHARS_PER_TOKEN + 8 for m in messages)
 
 
 class TokenBucket:
@@ -131,8 +143,10 @@ class CallLimiter:
     """
 
     def __init__(self, *, requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-                 max_pause_seconds: float = 20.0, clock: Callable[[], float] = time.monotonic):
+                 max_pause_seconds: float = 20.0, clock: Callable[[], float] = time.monotonic,
+                 telemetry: Telemetry | None = None):
         self._clock = clock
+        self.telemetry = telemetry
         now = clock()
         self.configured_rate = requests_per_minute / 60.0 if requests_per_minute else None
         self.adaptive = AdaptiveRate(self.configured_rate)
@@ -161,12 +175,16 @@ class CallLimiter:
 
     def acquire(self, tokens: int, timeout: float | None = None) -> Permit | None:
         """Block until a request may go out; None when ``timeout`` seconds pass first."""
-        deadline = None if timeout is None else self._clock() + timeout
+        started = self._clock()
+        deadline = None if timeout is None else started + timeout
         with self._lock:
             while True:
                 now = self._clock()
                 got = self._try(tokens, now)
                 if isinstance(got, Permit):
+                    if self.telemetry is not None:
+                        self.telemetry.judge_queue_wait.labels("rate_limit").observe(now - started)
+                        self.telemetry.judge_in_flight.inc()
                     return got
                 if deadline is not None and now + got > deadline:
                     return None
@@ -200,6 +218,11 @@ class CallLimiter:
             if retry_after is not None and status in (429, 503):
                 self._paused_until = max(self._paused_until, now + min(retry_after, self.max_pause_seconds))
             self._lock.notify_all()
+        if self.telemetry is not None:
+            self.telemetry.judge_in_flight.dec()
+            self.telemetry.judge_adaptive_limit.set(math.inf if rate is None else rate)
+            if status == 429:
+                self.telemetry.judge_rate_limited.inc()
 
     def _try(self, tokens: int, now: float) -> Permit | float:
         if now < self._paused_until:

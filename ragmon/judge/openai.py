@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from ragmon.errors import JudgeError, RetryableJudgeError
 from ragmon.judge.base import JudgeInput, Judgement, Usage, fingerprint
 from ragmon.judge.cache import VerdictCache
-from ragmon.judge.limits import CallLimiter, Permit
+from ragmon.judge.limits import CallLimiter, Permit, estimate_tokens
 from ragmon.judge.parse import MalformedOutput, parse_verdicts
 from ragmon.judge.prompt import PARSER_VERSION, render_messages, response_format, template_text
 from ragmon.metrics.verdicts import Verdicts
@@ -35,11 +35,6 @@ from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
 log = logging.getLogger(__name__)
-
-
-#: characters per prompt token assumed before the endpoint says (English averages ~4; 3 errs on the high side,
-#: so token buckets and budget reservations are not exceeded by an unexpectedly dense prompt)
-CHARS_PER_TOKEN = 3
 
 
 class OpenAIJudge:
@@ -95,7 +90,7 @@ class OpenAIJudge:
         # the limiter keeps real time even when a test injects ``clock``: its waits are real waits
         self.limiter = limiter or CallLimiter(requests_per_minute=requests_per_minute,
                                               tokens_per_minute=tokens_per_minute,
-                                              max_pause_seconds=backoff_max_seconds)
+                                              max_pause_seconds=backoff_max_seconds, telemetry=telemetry)
         self.telemetry = telemetry
         self._sleep, self._clock, self._jitter = sleep, clock, jitter
         self.fingerprint = fingerprint(
@@ -132,11 +127,9 @@ class OpenAIJudge:
     def estimate_cost_usd(self, item: JudgeInput) -> float:
         """What one judgement of ``item`` may cost at most, before it is made: the prompt at ``CHARS_PER_TOKEN``
         and a full ``max_output_tokens`` answer. The daily budget reserves it while the call is in flight."""
-        if self.price_in == 0 and self.price_out == 0:
+        if (self.price_in == 0 and self.price_out == 0) or self.cache.peek(item.content_hash, self.fingerprint):
             return 0.0
-        if self.cache.peek(item.content_hash, self.fingerprint):
-            return 0.0
-        prompt = _prompt_tokens(render_messages(item, max_chunk_chars=self.max_chunk_chars))
+        prompt = estimate_tokens(render_messages(item, max_chunk_chars=self.max_chunk_chars))
         return (prompt * self.price_in + self.max_output_tokens * self.price_out) / 1_000_000
 
     def assess(self, item: JudgeInput) -> Judgement:
@@ -170,7 +163,7 @@ class OpenAIJudge:
             "response_format": response_format(),
         }
         start = self._clock()
-        reserve = _prompt_tokens(body["messages"]) + self.max_output_tokens
+        reserve = estimate_tokens(body["messages"]) + self.max_output_tokens
         prompt_tokens = completion_tokens = attempts = 0
         malformed_left = 1
         while True:
@@ -194,7 +187,7 @@ class OpenAIJudge:
                 completion_tokens += usage[1]
                 used = usage[0] + usage[1] if status == 200 else None
             finally:
-                self._released(permit, status, retry_after, used)
+                self.limiter.release(permit, status=status, retry_after=retry_after, tokens_used=used)
             if isinstance(error, Verdicts):
                 verdicts = error
                 self._count("ok")
@@ -225,26 +218,13 @@ class OpenAIJudge:
 
     def _permit(self, tokens: int, remaining: float) -> Permit:
         """Wait for the limiter (rate, tokens, Retry-After pause) within what is left of the deadline."""
-        waited = time.monotonic()
         permit = self.limiter.acquire(tokens, timeout=max(0.0, remaining))
         if permit is None:
             self._count("error")
             raise RetryableJudgeError(
                 f"judge call not sent: the rate limit (judge.requests_per_minute, judge.tokens_per_minute, 429 "
                 f"answers) would hold it past judge.deadline_seconds={self.deadline_seconds:g}")
-        if self.telemetry is not None:
-            self.telemetry.judge_queue_wait.labels("rate_limit").observe(time.monotonic() - waited)
-            self.telemetry.judge_in_flight.inc()
         return permit
-
-    def _released(self, permit: Permit, status: int | None, retry_after: float | None, used: int | None) -> None:
-        self.limiter.release(permit, status=status, retry_after=retry_after, tokens_used=used)
-        if self.telemetry is not None:
-            self.telemetry.judge_in_flight.dec()
-            limit = self.limiter.limit
-            self.telemetry.judge_adaptive_limit.set(math.inf if limit is None else limit)
-            if status == 429:
-                self.telemetry.judge_rate_limited.inc()
 
     def _read(self, response: httpx.Response, item: JudgeInput) -> tuple[Any, float | None, tuple[int, int]]:
         """(Verdicts or the error, Retry-After seconds, (prompt tokens, completion tokens))."""
@@ -313,11 +293,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         if math.isfinite(seconds):
             return max(0.0, seconds)
     return None
-
-
-def _prompt_tokens(messages: list[dict[str, str]]) -> int:
-    """Prompt tokens a request may count for, before the endpoint says (a few tokens of framing per message)."""
-    return sum(len(m["content"]) // CHARS_PER_TOKEN + 8 for m in messages)
 
 
 def _excerpt(response: httpx.Response) -> str:
