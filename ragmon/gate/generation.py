@@ -250,7 +250,7 @@ def generate_cases(cases: Sequence[GoldenCase], runs: Sequence[CaseRun], setup: 
     time, since the rule reads the results in order (cases answered ahead of that point are not judged either).
     """
     pool = JudgePool.for_judge(setup.judge, max_in_flight)
-    window = 2 * pool.max_in_flight if pool.threaded else 1
+    window = 2 * pool.max_in_flight if pool.threaded and pool.max_in_flight > 1 else 1  # 1: strictly in turn
     out: list[GenerationRun] = []
     ahead: deque[tuple[GoldenCase, _Answered | GenerationRun, Future[TraceScores] | None]] = deque()
     stopped: str | None = None

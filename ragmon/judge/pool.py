@@ -4,7 +4,8 @@ Why threads: a judge call is an HTTP round trip that releases the interpreter wh
 (``OpenAIJudge`` over a synchronous httpx client) is the very object the gate and the live scorer share, and user
 code on the gate's path (answerers, retrievers) is synchronous; docs/judges.md says more. A CPU-bound judge (the
 heuristic one says so with ``io_bound = False``) gains nothing from threads, so the pool then runs each call
-inline, at once, in the caller's thread.
+inline, at once, in the caller's thread. A judge that waits on I/O gets threads even at ``max_in_flight`` 1: the
+caller (the score loop) must stay free to notice a stop and keep its consumer alive while a call is slow.
 
 The workers are daemon threads rather than a ``concurrent.futures.ThreadPoolExecutor``, whose workers the
 interpreter joins at exit: a call stuck on a slow endpoint must never hold a stopping process past its grace
@@ -39,7 +40,7 @@ class JudgePool:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.max_in_flight = max_in_flight
-        self.threaded = threaded and max_in_flight > 1
+        self.threaded = threaded
         self.name = name
         self.telemetry = telemetry
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -73,7 +74,7 @@ class JudgePool:
         """Futures of ``fn(item)`` in the order of ``items``, each yielded once it is done; at most twice
         ``max_in_flight`` items are submitted ahead of the one being waited for, so memory stays bounded."""
         ahead: deque[Future[R]] = deque()
-        window = 2 * self.max_in_flight if self.threaded else 1
+        window = 2 * self.max_in_flight if self.threaded and self.max_in_flight > 1 else 1
         for item in items:
             ahead.append(self.submit(fn, item))
             if len(ahead) >= window:
