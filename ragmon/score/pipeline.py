@@ -138,23 +138,27 @@ class LiveScorer:
     def process(self, traces: Sequence[Any], *, batch_key: str | None = None) -> BatchResult:
         """Decide, judge (up to ``max_in_flight`` at once) and store one batch; ``batch_key`` (e.g.
         topic/partition/offsets) seeds the dedup tokens. Returns once the batch's rows are stored."""
-        with span("ragmon.score.batch", {"ragmon.batch.traces": len(traces), "ragmon.judge.name": self.judge.name,
+        done = []
+        for trace in traces:  # started as decided: an inline judge settles its cost before the next decision
+            scoring = self.decide(trace)
+            done.append((scoring, self.start(scoring)))
+        for _, future in done:
+            if future is not None:
+                future.result()
+        return self.write([scoring for scoring, _ in done], batch_key)
+
+    def write(self, done: Sequence[Scoring], batch_key: str | None) -> BatchResult:
+        """Store the rows of finished ``Scoring``s (every decision; scores of the sampled ones) in two inserts.
+        Raises the store's error when it still fails after retries: then nothing of this batch may be committed.
+        Traced as one span per batch (the judge calls have their own)."""
+        with span("ragmon.score.batch", {"ragmon.batch.traces": len(done), "ragmon.judge.name": self.judge.name,
                                           "ragmon.judge.fingerprint": self.judge.fingerprint}) as current:
-            done = []
-            for trace in traces:  # started as decided: an inline judge settles its cost before the next decision
-                scoring = self.decide(trace)
-                done.append((scoring, self.start(scoring)))
-            for _, future in done:
-                if future is not None:
-                    future.result()
-            result = self.write([scoring for scoring, _ in done], batch_key)
+            result = self._write(done, batch_key)
             current.set_attributes({"ragmon.score.scored": result.scored, "ragmon.score.failed": result.failed,
                                     "ragmon.score.cost_usd": result.cost_usd})
             return result
 
-    def write(self, done: Sequence[Scoring], batch_key: str | None) -> BatchResult:
-        """Store the rows of finished ``Scoring``s (every decision; scores of the sampled ones) in two inserts.
-        Raises the store's error when it still fails after retries: then nothing of this batch may be committed."""
+    def _write(self, done: Sequence[Scoring], batch_key: str | None) -> BatchResult:
         result = BatchResult()
         decisions: dict[str, list[Any]] = {c: [] for c in DECISION_COLUMNS}
         scores: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
