@@ -156,11 +156,18 @@ class CallLimiter:
         self._paused_until = float("-inf")
         self._limited_at = float("-inf")  # when the request rate last held a caller back
         self._lock = threading.Condition()
+        self._waiting: deque[object] = deque()  # callers of ``acquire`` in arrival order
         #: requests sent and not yet answered
         self.in_flight = 0
         #: requests let out, and 429 answers seen
         self.sent = 0
         self.overloads = 0
+
+    @property
+    def waiting(self) -> int:
+        """Callers blocked in ``acquire``."""
+        with self._lock:
+            return len(self._waiting)
 
     @property
     def limit(self) -> float | None:
@@ -174,21 +181,32 @@ class CallLimiter:
             return self._try(tokens, self._clock())
 
     def acquire(self, tokens: int, timeout: float | None = None) -> Permit | None:
-        """Block until a request may go out; None when ``timeout`` seconds pass first."""
+        """Block until a request may go out, first come first served; None when ``timeout`` seconds pass first.
+
+        Callers queue: only the oldest one asks the buckets, so under a tight limit every call waits about as long
+        as the others instead of a few unlucky threads losing every race (at 64 calls in flight against 600
+        requests a minute, the slowest trace waited five times the median before this queue)."""
         started = self._clock()
         deadline = None if timeout is None else started + timeout
+        turn = object()
         with self._lock:
-            while True:
-                now = self._clock()
-                got = self._try(tokens, now)
-                if isinstance(got, Permit):
-                    if self.telemetry is not None:
-                        self.telemetry.judge_queue_wait.labels("rate_limit").observe(now - started)
-                        self.telemetry.judge_in_flight.inc()
-                    return got
-                if deadline is not None and now + got > deadline:
-                    return None
-                self._lock.wait(got)
+            self._waiting.append(turn)
+            try:
+                while True:
+                    now = self._clock()
+                    got = self._try(tokens, now) if self._waiting[0] is turn else None
+                    if isinstance(got, Permit):
+                        if self.telemetry is not None:
+                            self.telemetry.judge_queue_wait.labels("rate_limit").observe(now - started)
+                            self.telemetry.judge_in_flight.inc()
+                        return got
+                    if deadline is not None and now + (got or 0.0) > deadline:
+                        return None
+                    wait = got if deadline is None else min(got or deadline - now, deadline - now)
+                    self._lock.wait(wait)
+            finally:
+                self._waiting.remove(turn)
+                self._lock.notify_all()  # the next in line may go (or re-check its place)
 
     def release(self, permit: Permit, *, status: int | None, retry_after: float | None = None,
                 tokens_used: int | None = None) -> None:

@@ -135,3 +135,23 @@ def test_the_adaptive_rate_never_reaches_zero():
         limiter.release(got, status=429)
         clock.t += 0.001
     assert limiter.limit >= MIN_RATE
+
+
+def test_blocked_callers_go_out_in_the_order_they_came():
+    import threading
+    import time
+
+    limiter = CallLimiter()
+    first = limiter.try_acquire(1)
+    limiter.release(first, status=503, retry_after=2.0)  # every caller now waits for the pause (503: no rate cut)
+    order: list[int] = []
+    threads = []
+    for i in range(8):
+        t = threading.Thread(target=lambda i=i: order.append(i) if limiter.acquire(1, timeout=30) else None)
+        t.start()
+        threads.append(t)
+        while limiter.waiting < i + 1:  # the next caller arrives only once this one is queued
+            time.sleep(0.001)
+    for t in threads:
+        t.join(30)
+    assert order == list(range(8))
