@@ -199,6 +199,30 @@ class Telemetry:
         self.score_last_batch = Gauge(
             "ragmon_score_last_batch_timestamp_seconds", "Unix time the score loop last stored a batch.", registry=r
         )
+        self.judge_in_flight = Gauge(
+            "ragmon_judge_calls_in_flight", "Judge HTTP requests sent and not yet answered.", registry=r
+        )
+        self.judge_adaptive_limit = Gauge(
+            "ragmon_judge_adaptive_limit_requests_per_second",
+            "Request rate the judge allows itself: the smaller of judge.requests_per_minute / 60 and the rate "
+            "learnt from 429 answers (AIMD); +Inf while neither applies.", registry=r,
+        )
+        self.judge_queue_wait = Histogram(
+            "ragmon_judge_queue_wait_seconds",
+            "Time a judge call waited before it ran, by stage: pool (for a free slot of judge.max_in_flight), "
+            "rate_limit (for the request and token buckets, or a Retry-After pause).", ["stage"],
+            buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=r,
+        )
+        self.judge_rate_limited = Counter(
+            "ragmon_judge_rate_limited_total", "Judge HTTP requests the endpoint answered with 429 (rate limited).",
+            registry=r,
+        )
+        self.score_backlog = Gauge(
+            "ragmon_score_backlog_traces",
+            "Sampled traces not yet judged, by where they wait: read (in this process, waiting for or in a judge "
+            "call) or unread (an estimate: this replica's consumer lag on the traces topic times sampling.rate).",
+            ["where"], registry=r,
+        )
 
         # -- drift --------------------------------------------------------------------------------------------
         # labels: retriever = "<name>@<version>", stratum = the trace category; bounded by drift.max_groups.

@@ -77,7 +77,7 @@ def calibrate(
         store = ClickHouseStore.open(settings.store)
         if rejudge:
             pairs = pairs_by_rejudging(store, make_judge(settings.judge), since=start, until=end,
-                                       thresholds=thresholds)
+                                       thresholds=thresholds, max_in_flight=settings.judge.max_in_flight)
         else:
             pairs = pairs_from_store(store, since=start, until=end, fingerprint=fingerprint, thresholds=thresholds)
         source = "review_labels" + (" (re-judged)" if rejudge else " × scores")

@@ -29,6 +29,7 @@ class PreparedGeneration:
     chunk_text: ChunkText
     judge: Judge
     judge_kind: str
+    max_in_flight: int = 1
 
 
 def prepare_generation(settings: Settings, answerer_spec: str, judge_kind: str | None, retriever_spec: str,
@@ -43,7 +44,7 @@ def prepare_generation(settings: Settings, answerer_spec: str, judge_kind: str |
         raise
     except Exception as exc:  # noqa: BLE001 - a judge that cannot be built is a configuration problem
         raise ConfigError([f"judge ({judge_settings.kind}): {type(exc).__name__}: {exc}"]) from None
-    return PreparedGeneration(answerer, chunk_text, judge, judge_settings.kind)
+    return PreparedGeneration(answerer, chunk_text, judge, judge_settings.kind, judge_settings.max_in_flight)
 
 
 def run_generation(prep: PreparedGeneration, cases: Sequence[GoldenCase], runs: Sequence[CaseRun],
@@ -52,7 +53,7 @@ def run_generation(prep: PreparedGeneration, cases: Sequence[GoldenCase], runs: 
     setup = GenerationSetup(retriever=retriever, answerer=prep.answerer, chunk_text=prep.chunk_text,
                             judge=prep.judge, k=k, depth=depth, retriever_name=retriever_spec,
                             corpus_snapshot=corpus_snapshot, now=datetime.now(UTC))  # fmt: skip
-    return generate_cases(cases, runs, setup, on_case=on_case)
+    return generate_cases(cases, runs, setup, on_case=on_case, max_in_flight=prep.max_in_flight)
 
 
 def generation_result(prep: PreparedGeneration, runs: Sequence[GenerationRun],

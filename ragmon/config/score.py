@@ -47,6 +47,27 @@ class JudgeSettings(Section):
     cache_max_entries: int = Field(
         10_000, ge=0, le=10_000_000, description="Verdicts kept in memory per (trace content hash, fingerprint); 0 disables."
     )
+    max_in_flight: int = Field(
+        8, ge=1, le=512,
+        description="Judge calls at once (threads) in the score role, score --from-store, calibrate --rejudge and "
+        "gate --answerer. The heuristic judge runs one at a time whatever this says (it is CPU-bound).",
+    )
+    requests_per_minute: float | None = Field(
+        None, gt=0,
+        description="Client-side request limit (token bucket, one second of burst) per process; set it to the "
+        "provider's limit divided by the processes sharing the key. Unset: none, but 429 answers still slow the "
+        "judge down (adaptive limit).",
+    )
+    tokens_per_minute: float | None = Field(
+        None, gt=0,
+        description="Client-side token limit per process (prompt estimated at 3 characters a token plus "
+        "max_output_tokens, settled with the tokens the endpoint reports). Unset: none.",
+    )
+    heuristic_chunk_cache_entries: int = Field(
+        4_096, ge=0, le=1_000_000,
+        description="Chunk texts whose sentences and words the heuristic judge keeps (least recently used out; "
+        "about 3 KB each at 1,000 characters); 0 disables.",
+    )
 
 
 class RateOverride(Section):

@@ -17,7 +17,7 @@ __all__ = ["HeuristicJudge", "Judge", "JudgeInput", "Judgement", "Usage", "finge
 def make_judge(settings: Any, telemetry: Any = None) -> Judge:
     """The judge named by ``settings`` (a ``JudgeSettings``)."""
     if settings.kind == "heuristic":
-        return HeuristicJudge()
+        return HeuristicJudge(chunk_cache_entries=settings.heuristic_chunk_cache_entries)
     from ragmon.judge.openai import OpenAIJudge
 
     return OpenAIJudge.from_settings(settings, telemetry=telemetry)

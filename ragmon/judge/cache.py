@@ -35,6 +35,11 @@ class VerdictCache:
             self.hits += 1
             return found
 
+    def peek(self, content_hash: str, fingerprint: str) -> bool:
+        """Whether verdicts are cached, without counting a hit or a miss or refreshing the entry."""
+        with self._lock:
+            return (content_hash, fingerprint) in self._data
+
     def put(self, content_hash: str, fingerprint: str, verdicts: Verdicts) -> None:
         if self.max_entries == 0:
             return

@@ -1,8 +1,9 @@
 """Judge calibration: pair human labels with judge verdicts, and measure agreement per metric and stratum.
 
 Owns the label ↔ metric mapping (a human "grounded" is compared with faithfulness ≥ threshold, and so on),
-pairing labels with a fresh judgement of the labelled traces (that is how a new fingerprint is calibrated
-before it scores anything), and ``calibrate`` → ``CalibrationResult`` per fingerprint. Results never pool
+pairing labels with a fresh judgement of the labelled traces, judged up to ``judge.max_in_flight`` at once (that
+is how a new fingerprint is calibrated before it scores anything), and ``calibrate`` → ``CalibrationResult`` per
+fingerprint. Results never pool
 fingerprints. No I/O here: ``ragmon.score.labels`` reads labels from the store or a file.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from ragmon.gated import Gated
 from ragmon.judge.agreement import Agreement, cohen_kappa
+from ragmon.judge.pool import JudgePool
 from ragmon.judge.scoring import score_trace
 
 #: human label column → (judge metric, threshold: the judge says "yes" when the metric is >= it)
@@ -132,11 +134,17 @@ def _kappa_failures(where: str, agreement: Agreement, min_kappa: float) -> tuple
 
 
 def pairs_from_items(items: Sequence[tuple[dict[str, Any], Mapping[str, Any], str]], judge: Any,
-                     thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
-    """Judge each (trace, human labels, reviewer) and pair the labels with the binarized metrics."""
+                     thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS, *,
+                     max_in_flight: int = 1) -> list[Pair]:
+    """Judge each (trace, human labels, reviewer), up to ``max_in_flight`` at once, and pair the labels with the
+    binarized metrics (in the order of ``items``). A judge error propagates, as one at a time."""
+    pool = JudgePool.for_judge(judge, max_in_flight)
+    try:
+        judged = [f.result() for f in pool.map(lambda item: score_trace(judge, item[0]), items)]
+    finally:
+        pool.close()
     out = []
-    for trace, labels, reviewer in items:
-        scores = score_trace(judge, trace)
+    for (trace, labels, reviewer), scores in zip(items, judged, strict=True):
         for label, (metric, _) in thresholds.items():
             human = labels.get(label)
             value = scores.value(metric)

@@ -5,7 +5,7 @@ It splits the answer into sentence-level claims and calls a claim supported when
 chunk relevance and answerability the same lexical way, and spots refusals written as answers by their
 phrasing. It is a heuristic and is documented as one (docs/judges.md): it cannot see paraphrase, numbers in
 words, or a claim that reuses the chunk's words to say something else. It never follows instructions found in
-chunk text because it follows no instructions at all. Thread-safe (no mutable state).
+chunk text because it follows no instructions at all. Thread-safe (its only state is a cache of pure results).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ragmon.judge.base import JudgeInput, Judgement, citation_verdict, fingerprint, verify_evidence
-from ragmon.judge.text import content_terms, coverage, sentences
-from ragmon.metrics.verdicts import ChunkRelevance, ClaimVerdict, RefusalVerdict, Verdicts
+from ragmon.judge.base import JudgeInput, Judgement, citation_verdict, fingerprint
+from ragmon.judge.chunk_profile import DEFAULT_MAX_ENTRIES, ChunkProfile, ChunkProfiles
+from ragmon.judge.text import content_terms, coverage, evidence_holds
+from ragmon.metrics.verdicts import ChunkRelevance, ClaimVerdict, Evidence, RefusalVerdict, Verdicts
 
 #: bump when the algorithm changes: it is part of the fingerprint, so old and new scores never mix
 ALGORITHM_VERSION = "heuristic-1"
@@ -46,13 +47,20 @@ class HeuristicParams:
 
 
 class HeuristicJudge:
-    """Lexical judge: same input, same verdicts, on any machine. See the module docstring for its limits."""
+    """Lexical judge: same input, same verdicts, on any machine. See the module docstring for its limits.
+
+    Each chunk text's sentences and content words are kept in a bounded cache (``ChunkProfiles``), so the popular
+    chunks that come back in many traces are read once; ``chunk_cache_entries`` 0 turns it off.
+    """
 
     name = "heuristic"
     model = ""
+    #: CPU-bound: judging it from several threads would only contend for the interpreter (see ``JudgePool``)
+    io_bound = False
 
-    def __init__(self, params: HeuristicParams | None = None):
+    def __init__(self, params: HeuristicParams | None = None, *, chunk_cache_entries: int = DEFAULT_MAX_ENTRIES):
         self.params = params or HeuristicParams()
+        self.profiles = ChunkProfiles(chunk_cache_entries)
         p = self.params
         self.fingerprint = fingerprint(
             judge=self.name, model="", model_version="", prompt_template="", temperature=0.0,
@@ -67,42 +75,40 @@ class HeuristicJudge:
     def assess(self, item: JudgeInput) -> Judgement:
         p = self.params
         readable = [(c.chunk_id, c.text) for c in item.chunks if c.text]
-        chunk_sentences = {cid: [(s, set(content_terms(s))) for s in sentences(text)] for cid, text in readable}
-        chunk_terms = {cid: set().union(*(t for _, t in chunk_sentences[cid])) for cid, _ in readable}
-        question_terms = content_terms(item.question)
+        profiles = {cid: self.profiles.get(text) for cid, text in readable}
+        question = frozenset(content_terms(item.question))
+        answer_terms = [content_terms(s) for s in item.sentences]
 
         refusal_text = [bool(_REFUSAL.search(s)) for s in item.sentences]
         observed = "refuse" if item.behaviour == "answer" and item.sentences and all(refusal_text) else None
         claims = []
-        for sentence, is_refusal in zip(item.sentences, refusal_text, strict=True):
-            terms = content_terms(sentence)
+        for sentence, terms, is_refusal in zip(item.sentences, answer_terms, refusal_text, strict=True):
             if is_refusal or len(set(terms)) < p.min_claim_terms:
                 continue
-            claims.append(self._claim(item, sentence, terms, chunk_terms, chunk_sentences))
+            claims.append(self._claim(item, sentence, terms, profiles))
 
         citations = []
         for ref in item.citations:
             supports: bool | None = False
             quote = None
-            if ref.chunk_id in chunk_terms and 0 <= ref.sentence < len(item.sentences):
-                terms = content_terms(item.sentences[ref.sentence])
-                supports = _supported(terms, chunk_terms[ref.chunk_id], chunk_sentences[ref.chunk_id],
-                                      p.support_threshold)
-                quote = _best_sentence(terms, chunk_sentences[ref.chunk_id])
-            elif ref.chunk_id not in chunk_terms and item.chunk_text(ref.chunk_id) is None and any(
+            if ref.chunk_id in profiles and 0 <= ref.sentence < len(item.sentences):
+                profile = profiles[ref.chunk_id]
+                supports, best = _support(answer_terms[ref.sentence], profile, p.support_threshold)
+                quote = None if best is None else profile.sentences[best][0]
+            elif ref.chunk_id not in profiles and item.chunk_text(ref.chunk_id) is None and any(
                 c.chunk_id == ref.chunk_id for c in item.chunks
             ):
                 supports = None  # the chunk was in the context but its text was not sent: cannot tell
             citations.append(citation_verdict(item, ref, supports, judge_quote=quote))
 
         relevance = None
-        if item.behaviour == "answer" and observed is None and question_terms:
-            relevance = round(coverage(question_terms, set(content_terms(item.answer))), 6)
-        chunk_cov = {cid: coverage(question_terms, terms) for cid, terms in chunk_terms.items()}
+        if item.behaviour == "answer" and observed is None and question:
+            relevance = round(coverage(question, set(content_terms(item.answer))), 6)
+        chunk_cov = {cid: _share(question, profile.terms) for cid, profile in profiles.items()}
         answerable = None
-        if question_terms and chunk_cov:
+        if question and chunk_cov:
             answerable = max(chunk_cov.values()) >= p.answerable_threshold
-        elif question_terms and not item.chunks:
+        elif question and not item.chunks:
             answerable = False  # nothing was retrieved: the context cannot answer anything
         verdicts = Verdicts(
             judge_fingerprint=self.fingerprint,
@@ -116,33 +122,35 @@ class HeuristicJudge:
         )
         return Judgement(verdicts)
 
-    def _claim(self, item: JudgeInput, sentence: str, terms: list[str], chunk_terms: dict[str, set[str]],
-               chunk_sentences: dict[str, list[tuple[str, set[str]]]]) -> ClaimVerdict:
-        if not chunk_terms:
+    def _claim(self, item: JudgeInput, sentence: str, terms: list[str],
+               profiles: dict[str, ChunkProfile]) -> ClaimVerdict:
+        if not profiles:
             return ClaimVerdict(sentence, None)  # no chunk text to check against
-        best_id = max(chunk_terms, key=lambda cid: coverage(terms, chunk_terms[cid]))
-        if not _supported(terms, chunk_terms[best_id], chunk_sentences[best_id], self.params.support_threshold):
+        distinct = frozenset(terms)
+        best_id = max(profiles, key=lambda cid: _share(distinct, profiles[cid].terms))
+        profile = profiles[best_id]
+        supported, best = _support(terms, profile, self.params.support_threshold)
+        if not supported:
             return ClaimVerdict(sentence, False)
-        quote = _best_sentence(terms, chunk_sentences[best_id])
-        evidence = (verify_evidence(item, best_id, quote),) if quote else ()
-        return ClaimVerdict(sentence, True, evidence)
+        if best is None:  # unreachable (support needs a best sentence), kept for the old code's shape
+            return ClaimVerdict(sentence, True)
+        quote = profile.sentences[best][0]
+        text = item.chunk_text(best_id)
+        verified = profile.evidence_holds(best) if text == profile.text else evidence_holds(quote, text)
+        return ClaimVerdict(sentence, True, (Evidence(best_id, quote, verified),))
 
 
-def _supported(terms: list[str], chunk: set[str], chunk_sentences: list[tuple[str, set[str]]],
-               threshold: float) -> bool:
-    """Enough of the claim's words are in the chunk, and the closest chunk sentence agrees on negation
-    ("can be withdrawn" is not supported by "cannot be withdrawn", nor the reverse)."""
-    if coverage([t for t in terms if t != "not"], chunk) < threshold:
-        return False
-    best = _best_sentence(terms, chunk_sentences)
-    if best is None:
-        return False
-    return ("not" in terms) == ("not" in set(content_terms(best)))
+def _share(distinct: frozenset[str], against: frozenset[str]) -> float:
+    """``coverage`` for terms already made distinct (the same float: shared / distinct, 0 when empty)."""
+    return len(distinct & against) / len(distinct) if distinct else 0.0
 
 
-def _best_sentence(terms: list[str], chunk_sentences: list[tuple[str, set[str]]]) -> str | None:
-    if not chunk_sentences:
-        return None
-    plain = [t for t in terms if t != "not"]
-    text, sentence_terms = max(chunk_sentences, key=lambda s: coverage(plain, s[1]))
-    return text if coverage(plain, sentence_terms) > 0 else None
+def _support(terms: list[str], profile: ChunkProfile, threshold: float) -> tuple[bool, int | None]:
+    """(supported, closest sentence): enough of the claim's words are in the chunk, and the closest chunk
+    sentence agrees on negation ("can be withdrawn" is not supported by "cannot be withdrawn", nor the reverse).
+    The closest sentence is also the evidence quote, whatever the verdict."""
+    plain = frozenset(t for t in terms if t != "not")
+    best = profile.best_sentence(plain)
+    if _share(plain, profile.terms) < threshold or best is None:
+        return False, best
+    return ("not" in terms) == ("not" in profile.sentences[best][1]), best

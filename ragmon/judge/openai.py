@@ -3,14 +3,18 @@
 Owns the HTTP exchange: strict JSON-schema structured output at temperature 0 by default, retries with
 exponential backoff and full jitter on 429, 5xx, timeouts and connection errors (``Retry-After`` honoured up to
 the cap) within one deadline per trace, malformed output retried once more, token and cost accounting per
-call, and a verdict cache keyed by (trace content hash, fingerprint). httpx exceptions are translated here
-into ``JudgeError``/``RetryableJudgeError``; nothing above sees an httpx exception. The API key is a
-``SecretStr`` and never appears in a message or log line. Thread-safe if the injected callables are.
+call, and a verdict cache keyed by (trace content hash, fingerprint). Every HTTP attempt passes the judge's
+``CallLimiter`` (``judge.requests_per_minute``, ``judge.tokens_per_minute``, the rate learnt from 429s and
+``Retry-After`` pauses), which all threads calling this judge share; the connection pool holds ``max_in_flight``
+connections, one per concurrent call. httpx exceptions are translated here into ``JudgeError``/
+``RetryableJudgeError``; nothing above sees an httpx exception. The API key is a ``SecretStr`` and never appears
+in a message or log line. Thread-safe if the injected callables are.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -23,6 +27,7 @@ from pydantic import SecretStr
 from ragmon.errors import JudgeError, RetryableJudgeError
 from ragmon.judge.base import JudgeInput, Judgement, Usage, fingerprint
 from ragmon.judge.cache import VerdictCache
+from ragmon.judge.limits import CallLimiter, Permit, estimate_tokens
 from ragmon.judge.parse import MalformedOutput, parse_verdicts
 from ragmon.judge.prompt import PARSER_VERSION, render_messages, response_format, template_text
 from ragmon.metrics.verdicts import Verdicts
@@ -36,6 +41,8 @@ class OpenAIJudge:
     """An LLM judge pinned by its fingerprint. See the module docstring for the retry and cache rules."""
 
     name = "openai"
+    #: a call waits on the network: worth running many at once (see ``ragmon.judge.pool``)
+    io_bound = True
 
     def __init__(
         self,
@@ -55,6 +62,10 @@ class OpenAIJudge:
         input_usd_per_million_tokens: float = 0.0,
         output_usd_per_million_tokens: float = 0.0,
         cache_max_entries: int = 10_000,
+        max_in_flight: int = 8,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        limiter: CallLimiter | None = None,
         telemetry: Telemetry | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -75,6 +86,11 @@ class OpenAIJudge:
         self.price_in = input_usd_per_million_tokens
         self.price_out = output_usd_per_million_tokens
         self.cache = VerdictCache(cache_max_entries)
+        self.max_in_flight = max_in_flight
+        # the limiter keeps real time even when a test injects ``clock``: its waits are real waits
+        self.limiter = limiter or CallLimiter(requests_per_minute=requests_per_minute,
+                                              tokens_per_minute=tokens_per_minute,
+                                              max_pause_seconds=backoff_max_seconds, telemetry=telemetry)
         self.telemetry = telemetry
         self._sleep, self._clock, self._jitter = sleep, clock, jitter
         self.fingerprint = fingerprint(
@@ -85,7 +101,9 @@ class OpenAIJudge:
         if api_key is not None and api_key.get_secret_value():
             headers["Authorization"] = f"Bearer {api_key.get_secret_value()}"
         self._http = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
-                                  timeout=httpx.Timeout(timeout_seconds))
+                                  timeout=httpx.Timeout(timeout_seconds),
+                                  limits=httpx.Limits(max_connections=max_in_flight,
+                                                      max_keepalive_connections=max_in_flight))
         self._served_model_warned = False
 
     @classmethod
@@ -99,11 +117,20 @@ class OpenAIJudge:
             backoff_max_seconds=s.backoff_max_seconds, max_output_tokens=s.max_output_tokens,
             max_chunk_chars=s.max_chunk_chars, input_usd_per_million_tokens=s.input_usd_per_million_tokens,
             output_usd_per_million_tokens=s.output_usd_per_million_tokens, cache_max_entries=s.cache_max_entries,
-            **kwargs,
+            max_in_flight=s.max_in_flight, requests_per_minute=s.requests_per_minute,
+            tokens_per_minute=s.tokens_per_minute, **kwargs,
         )
 
     def judge(self, trace: Any) -> Verdicts:
         return self.assess(JudgeInput.of(trace)).verdicts
+
+    def estimate_cost_usd(self, item: JudgeInput) -> float:
+        """What one judgement of ``item`` may cost at most, before it is made: the prompt at ``CHARS_PER_TOKEN``
+        and a full ``max_output_tokens`` answer. The daily budget reserves it while the call is in flight."""
+        if (self.price_in == 0 and self.price_out == 0) or self.cache.peek(item.content_hash, self.fingerprint):
+            return 0.0
+        prompt = estimate_tokens(render_messages(item, max_chunk_chars=self.max_chunk_chars))
+        return (prompt * self.price_in + self.max_output_tokens * self.price_out) / 1_000_000
 
     def assess(self, item: JudgeInput) -> Judgement:
         """Judge one trace, retrying within the deadline; raise ``JudgeError`` rather than guess.
@@ -136,12 +163,15 @@ class OpenAIJudge:
             "response_format": response_format(),
         }
         start = self._clock()
+        reserve = estimate_tokens(body["messages"]) + self.max_output_tokens
         prompt_tokens = completion_tokens = attempts = 0
         malformed_left = 1
         while True:
             attempts += 1
             remaining = self.deadline_seconds - (self._clock() - start)
             retry_after: float | None = None
+            permit = self._permit(reserve, remaining)
+            status, used = None, None
             try:
                 response = self._http.post("chat/completions", json=body,
                                            timeout=max(0.05, min(self.timeout_seconds, remaining)))
@@ -151,18 +181,22 @@ class OpenAIJudge:
             except httpx.TransportError as exc:
                 error = RetryableJudgeError(f"cannot reach the judge endpoint {self.base_url}: {type(exc).__name__}")
             else:
+                status = response.status_code
                 error, retry_after, usage = self._read(response, item)
                 prompt_tokens += usage[0]
                 completion_tokens += usage[1]
-                if isinstance(error, Verdicts):
-                    verdicts = error
-                    self._count("ok")
-                    self.cache.put(key, self.fingerprint, verdicts)
-                    return Judgement(verdicts, self._usage(prompt_tokens, completion_tokens, attempts))
-                if isinstance(error, MalformedOutput):
-                    if malformed_left == 0:
-                        error.retryable = False
-                    malformed_left -= 1
+                used = usage[0] + usage[1] if status == 200 else None
+            finally:
+                self.limiter.release(permit, status=status, retry_after=retry_after, tokens_used=used)
+            if isinstance(error, Verdicts):
+                verdicts = error
+                self._count("ok")
+                self.cache.put(key, self.fingerprint, verdicts)
+                return Judgement(verdicts, self._usage(prompt_tokens, completion_tokens, attempts))
+            if isinstance(error, MalformedOutput):
+                if malformed_left == 0:
+                    error.retryable = False
+                malformed_left -= 1
             if not error.retryable:
                 self._count("error")
                 self._account(prompt_tokens, completion_tokens)
@@ -181,6 +215,16 @@ class OpenAIJudge:
                 )
             self._count("retry")
             self._sleep(delay)
+
+    def _permit(self, tokens: int, remaining: float) -> Permit:
+        """Wait for the limiter (rate, tokens, Retry-After pause) within what is left of the deadline."""
+        permit = self.limiter.acquire(tokens, timeout=max(0.0, remaining))
+        if permit is None:
+            self._count("error")
+            raise RetryableJudgeError(
+                f"judge call not sent: the rate limit (judge.requests_per_minute, judge.tokens_per_minute, 429 "
+                f"answers) would hold it past judge.deadline_seconds={self.deadline_seconds:g}")
+        return permit
 
     def _read(self, response: httpx.Response, item: JudgeInput) -> tuple[Any, float | None, tuple[int, int]]:
         """(Verdicts or the error, Retry-After seconds, (prompt tokens, completion tokens))."""
@@ -237,11 +281,18 @@ class OpenAIJudge:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+    """Seconds from ``retry-after-ms`` (OpenAI, Azure OpenAI: finer than whole seconds) or ``Retry-After``."""
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    return None
 
 
 def _excerpt(response: httpx.Response) -> str:

@@ -22,6 +22,8 @@ _SPACE = re.compile(r"\s+")
 # a sentence ends at . ! ? (optionally followed by a closing quote/bracket) and whitespace, or at a newline
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+_NO_TERM = frozenset({""})
 # numbers written like 1,000 or 3.5 stay one token
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -71,7 +73,22 @@ def stem(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """Stemmed content words (stopwords dropped, negations kept as the token 'not'), in order."""
-    return [t for t in map(_term, _WORD.findall(normalize(text))) if t]
+    return [t for t in map(_term, _words(text)) if t]
+
+
+def content_term_set(text: str) -> frozenset[str]:
+    """``frozenset(content_terms(text))``, looking each distinct word up once."""
+    return frozenset(map(_term, set(_words(text)))) - _NO_TERM
+
+
+def _words(text: str) -> list[str]:
+    # ASCII text skips ``normalize``: NFKC and the typographic fold change no ASCII character, casefold is lower
+    # there, and collapsing whitespace cannot change which words the pattern finds (words hold no whitespace);
+    # on lowercase ASCII, _ASCII_WORD finds exactly what _WORD finds, twice as fast. Most chunk text is ASCII,
+    # and normalizing was a third of the heuristic judge's time (``str.isascii`` is O(1)).
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return _WORD.findall(normalize(text))
 
 
 @lru_cache(maxsize=200_000)

@@ -9,6 +9,10 @@ Two guards are stateful and per replica (documented in docs/judges.md): a cap on
 hour and a judge budget per UTC day, read from an INJECTED clock. Once a query id has been admitted in the
 current hour, its twins are admitted too, so a cap never splits a pair inside the hour. Every decision has a
 reason: ``sampled``, ``not_sampled``, ``capped`` or ``over_budget``. Thread-safe.
+
+With many judge calls in flight the budget must count money not yet spent: ``decide`` may reserve what the call
+may cost (``cost_estimate``), a query is admitted only while today's spend plus the reservations in flight plus
+its own fits the budget, and ``settle`` swaps a reservation for what the call really cost.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class SamplingDecision:
     decision: Decision
     rate: float
     position: float
+    #: judge spend reserved for this trace until ``ScoreSampler.settle`` (0 without a budget)
+    reserved_usd: float = 0.0
 
     @property
     def sampled(self) -> bool:
@@ -96,6 +102,7 @@ class ScoreSampler:
         self._admitted: set[str] = set()
         self._day = -1
         self._spent = 0.0
+        self._reserved = 0.0  # not reset with the day: the calls it covers are still in flight
 
     @classmethod
     def from_settings(cls, settings: Any, clock: Callable[[], float] = time.time) -> ScoreSampler:
@@ -113,8 +120,12 @@ class ScoreSampler:
             found = self._category.get(category)
         return self.rate if found is None else found
 
-    def decide(self, query_id: str, retriever: str = "", category: str = "") -> SamplingDecision:
-        """Decide for one trace. Never raises for any query id."""
+    def decide(self, query_id: str, retriever: str = "", category: str = "", *,
+               cost_estimate: Callable[[], float] | None = None) -> SamplingDecision:
+        """Decide for one trace. Never raises for any query id (``cost_estimate`` may, if it raises).
+
+        ``cost_estimate`` gives the most the trace's judgement may cost; it is called only when a daily budget is
+        set and the trace is admitted, and the amount is reserved until ``settle``."""
         rate = self.rate_for(retriever, category)
         position = int.from_bytes(_blake(self._prefix + query_id.encode("utf-8"), digest_size=8).digest(),
                                   "big") / _SCALE  # == hash_position(self.salt, query_id), inlined: hot path
@@ -122,17 +133,24 @@ class ScoreSampler:
             return SamplingDecision(Decision.not_sampled, rate, position)
         if self.max_per_hour is None and self.daily_budget_usd is None:
             return SamplingDecision(Decision.sampled, rate, position)
+        estimate = cost_estimate() if cost_estimate is not None and self.daily_budget_usd is not None else 0.0
+        if not (math.isfinite(estimate) and estimate >= 0):
+            raise ValueError(f"a cost estimate must be a finite non-negative number, got {estimate!r}")
         now = self._clock()
         with self._lock:
             self._roll(now)
-            if query_id in self._admitted:
-                return SamplingDecision(Decision.sampled, rate, position)  # a twin of an admitted query
-            if self.daily_budget_usd is not None and self._spent >= self.daily_budget_usd:
-                return SamplingDecision(Decision.over_budget, rate, position)
+            if query_id in self._admitted:  # a twin of an admitted query: admitted even past the budget
+                self._reserved += estimate
+                return SamplingDecision(Decision.sampled, rate, position, estimate)
+            if self.daily_budget_usd is not None:
+                committed = self._spent + self._reserved
+                if committed >= self.daily_budget_usd or committed + estimate > self.daily_budget_usd:
+                    return SamplingDecision(Decision.over_budget, rate, position)
             if self.max_per_hour is not None and len(self._admitted) >= self.max_per_hour:
                 return SamplingDecision(Decision.capped, rate, position)
             self._admitted.add(query_id)
-            return SamplingDecision(Decision.sampled, rate, position)
+            self._reserved += estimate
+            return SamplingDecision(Decision.sampled, rate, position, estimate)
 
     def decide_trace(self, trace: Any) -> SamplingDecision:
         """``decide`` for a trace object or dict (query_id, retriever.name, category)."""
@@ -148,6 +166,21 @@ class ScoreSampler:
         with self._lock:
             self._roll(self._clock())
             self._spent += usd
+
+    def settle(self, reserved_usd: float, usd: float) -> None:
+        """A judgement is over: release its reservation (``SamplingDecision.reserved_usd``) and add its cost."""
+        if not math.isfinite(usd) or usd < 0:
+            raise ValueError(f"judge cost must be a finite non-negative number, got {usd!r}")
+        with self._lock:
+            self._roll(self._clock())
+            self._reserved = max(0.0, self._reserved - reserved_usd)
+            self._spent += usd
+
+    @property
+    def reserved_usd(self) -> float:
+        """Spend reserved by judgements in flight."""
+        with self._lock:
+            return self._reserved
 
     @property
     def spent_today_usd(self) -> float:

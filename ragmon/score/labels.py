@@ -51,8 +51,10 @@ def pairs_from_store(store: Any, *, since: datetime | None = None, until: dateti
 
 
 def pairs_by_rejudging(store: Any, judge: Any, *, since: datetime | None = None, until: datetime | None = None,
-                       thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
-    """Human labels paired with a fresh verdict of ``judge`` on the labelled traces (nothing is written)."""
+                       thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS,
+                       max_in_flight: int = 1) -> list[Pair]:
+    """Human labels paired with a fresh verdict of ``judge`` on the labelled traces, up to ``max_in_flight``
+    judge calls at once (nothing is written)."""
     from ragmon.store import SELECT_TRACE_COLUMNS, row_to_trace
 
     labels = _labels(store, since, until)
@@ -64,7 +66,7 @@ def pairs_by_rejudging(store: Any, judge: Any, *, since: datetime | None = None,
     traces = {r["trace_id"]: row_to_trace(r) for r in rows}
     items = [(traces[r["trace_id"]], {k: r.get(k) for k in thresholds}, r["reviewer"])
              for r in labels if r["trace_id"] in traces]
-    return pairs_from_items(items, judge, thresholds)
+    return pairs_from_items(items, judge, thresholds, max_in_flight=max_in_flight)
 
 
 def _labels(store: Any, since: datetime | None, until: datetime | None) -> list[dict[str, Any]]:

@@ -1,11 +1,14 @@
 """``LiveScorer``: trace → sampler → judge → the metrics library → ``scores`` and ``sampling_decisions`` rows.
 
-Owns one scoring round over a batch of traces: every trace gets a sampling decision row with its reason; a
-sampled trace is judged (``judge.scoring.score_trace``, the path the gate uses) with ``judge_attempts`` tries,
-and its metric values are written with the judge fingerprint. A judge that still fails — or returns verdicts
-the metrics reject — is written as ``status='failed'`` rows with the error and a NaN value: a failure, never a
-score. Rows go in two columnar inserts per batch with deduplication tokens; retryable store errors are retried
-with backoff, others propagate (the caller must not commit the batch's offsets). Not thread-safe: one per loop.
+Owns the three steps of scoring a trace: ``decide`` (a sampling decision row with its reason; a sampled trace
+reserves its possible cost against the daily budget), ``start`` (the judge, in a ``JudgePool`` of up to
+``max_in_flight`` calls: ``judge.scoring.score_trace``, the path the gate uses, with ``judge_attempts`` tries)
+and ``write`` (the finished traces' rows with the judge fingerprint, two columnar inserts with deduplication
+tokens). ``process`` runs all three over one batch. A judge that still fails — or returns verdicts the metrics
+reject — is written as ``status='failed'`` rows with the error and a NaN value: a failure, never a score.
+Retryable store errors are retried with backoff, others propagate (the caller must not commit those offsets).
+Which offsets may be committed is the caller's business (``ragmon.score.ledger``). ``decide``/``start``/``write``
+belong to one thread (the loop); the judge calls run in the pool's.
 """
 
 from __future__ import annotations
@@ -18,14 +21,16 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ragmon.errors import JudgeError, RetryableStoreError
 from ragmon.judge.base import Judge, JudgeInput
+from ragmon.judge.pool import JudgePool
 from ragmon.judge.scoring import METRICS, TraceScores, score_trace
-from ragmon.sampling.sampler import ScoreSampler
+from ragmon.sampling.sampler import SamplingDecision, ScoreSampler
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
@@ -59,16 +64,32 @@ class BatchResult:
             acc[1] += n
 
 
+@dataclass(slots=True)
+class Scoring:
+    """One trace on its way through the scorer: its decision, then (if sampled) the judge's outcome."""
+
+    item: JudgeInput
+    meta: dict[str, Any]
+    decision: SamplingDecision
+    decided_at: datetime
+    #: the trace itself while it waits for the judge (None once judged, and for traces not sampled)
+    trace: Any = None
+    #: scores, or the judge's error text; None until judged (and for traces not sampled)
+    outcome: TraceScores | str | None = None
+    scored_at: datetime | None = None
+
+
 class LiveScorer:
-    """Scores batches of traces into the store. See the module docstring."""
+    """Scores traces into the store. See the module docstring."""
 
     def __init__(self, store: Any, judge: Judge, sampler: ScoreSampler, telemetry: Telemetry | None = None, *,
                  judge_attempts: int = 2, store_attempts: int = 5, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, max_in_flight: int = 1, pool: JudgePool | None = None):
         self.store = store
         self.judge = judge
         self.sampler = sampler
         self.telemetry = telemetry or Telemetry()
+        self.pool = pool or JudgePool.for_judge(judge, max_in_flight, self.telemetry)
         self.judge_attempts = judge_attempts
         self.store_attempts = store_attempts
         self._clock = clock
@@ -96,43 +117,71 @@ class LiveScorer:
         log.info("judge %s (model %r) fingerprint %s", self.judge.name, self.judge.model, self.judge.fingerprint)
         return None
 
+    def decide(self, trace: Any) -> Scoring:
+        """The sampling decision for one trace (counted now; its row is written with the batch). A sampled trace
+        reserves what its judgement may cost against the daily budget until it is judged."""
+        item = JudgeInput.of(trace)
+        estimate = getattr(self.judge, "estimate_cost_usd", None)
+        decision = self.sampler.decide(item.query_id, item.retriever, item.category,
+                                       cost_estimate=None if estimate is None else lambda: estimate(item))
+        self.telemetry.score_sampling_decisions.labels(decision.decision.value).inc()
+        return Scoring(item, _meta(trace), decision, datetime.fromtimestamp(self._clock(), UTC),
+                       trace if decision.sampled else None)
+
+    def start(self, scoring: Scoring) -> Future[Scoring] | None:
+        """Judge a sampled trace in the pool (None for one not sampled). The future's result is ``scoring``
+        itself, with ``outcome`` set; the future never raises."""
+        if not scoring.decision.sampled:
+            return None
+        return self.pool.submit(self._judge_one, scoring)
+
     def process(self, traces: Sequence[Any], *, batch_key: str | None = None) -> BatchResult:
-        """Decide, judge and store one batch. ``batch_key`` (e.g. topic/partition/offsets) seeds the dedup tokens."""
-        with span("ragmon.score.batch", {"ragmon.batch.traces": len(traces), "ragmon.judge.name": self.judge.name,
+        """Decide, judge (up to ``max_in_flight`` at once) and store one batch; ``batch_key`` (e.g.
+        topic/partition/offsets) seeds the dedup tokens. Returns once the batch's rows are stored."""
+        done = []
+        for trace in traces:  # started as decided: an inline judge settles its cost before the next decision
+            scoring = self.decide(trace)
+            done.append((scoring, self.start(scoring)))
+        for _, future in done:
+            if future is not None:
+                future.result()
+        return self.write([scoring for scoring, _ in done], batch_key)
+
+    def write(self, done: Sequence[Scoring], batch_key: str | None) -> BatchResult:
+        """Store the rows of finished ``Scoring``s (every decision; scores of the sampled ones) in two inserts.
+        Raises the store's error when it still fails after retries: then nothing of this batch may be committed.
+        Traced as one span per batch (the judge calls have their own)."""
+        with span("ragmon.score.batch", {"ragmon.batch.traces": len(done), "ragmon.judge.name": self.judge.name,
                                           "ragmon.judge.fingerprint": self.judge.fingerprint}) as current:
-            result = self._process(traces, batch_key)
+            result = self._write(done, batch_key)
             current.set_attributes({"ragmon.score.scored": result.scored, "ragmon.score.failed": result.failed,
                                     "ragmon.score.cost_usd": result.cost_usd})
             return result
 
-    def _process(self, traces: Sequence[Any], batch_key: str | None) -> BatchResult:
+    def _write(self, done: Sequence[Scoring], batch_key: str | None) -> BatchResult:
         result = BatchResult()
         decisions: dict[str, list[Any]] = {c: [] for c in DECISION_COLUMNS}
         scores: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
-        for trace in traces:
-            item = JudgeInput.of(trace)
-            meta = _meta(trace)
-            decision = self.sampler.decide(item.query_id, item.retriever, item.category)
-            now = datetime.fromtimestamp(self._clock(), UTC)
+        fp = self.judge.fingerprint
+        for s in done:
+            item, meta, decision = s.item, s.meta, s.decision
             for col, value in zip(DECISION_COLUMNS, (
-                item.trace_id, item.query_id, meta["ts"], now, item.retriever, item.variant, item.category,
+                item.trace_id, item.query_id, meta["ts"], s.decided_at, item.retriever, item.variant, item.category,
                 self.sampler.name, decision.decision.value, decision.rate,
             ), strict=True):
                 decisions[col].append(value)
             result.decisions[decision.decision.value] += 1
-            self.telemetry.score_sampling_decisions.labels(decision.decision.value).inc()
-            if not decision.sampled:
+            outcome = s.outcome
+            if outcome is None:
                 continue
-            outcome = self._judge(trace)
             if isinstance(outcome, TraceScores):
                 result.scored += 1
                 result.cost_usd += outcome.usage.cost_usd
-                self.sampler.record_cost(outcome.usage.cost_usd)
                 rows = [(v.metric, v.value, "ok" if v.value is not None else "not_applicable", "", v.details)
                         for v in outcome.values]
                 for metric, value, _, _, _ in rows:
                     if value is not None:
-                        acc = result.sums.setdefault((self.judge.fingerprint, metric), [0.0, 0])
+                        acc = result.sums.setdefault((fp, metric), [0.0, 0])
                         acc[0] += value
                         acc[1] += 1
             else:
@@ -140,9 +189,9 @@ class LiveScorer:
                 rows = [(metric, None, "failed", outcome, {}) for metric in METRICS]
             for metric, value, status, error, details in rows:
                 for col, v in zip(SCORE_COLUMNS, (
-                    item.trace_id, item.query_id, meta["ts"], now, item.retriever, meta["retriever_version"],
+                    item.trace_id, item.query_id, meta["ts"], s.scored_at or s.decided_at, item.retriever, meta["retriever_version"],
                     item.variant, item.category, metric, math.nan if value is None else float(value), status,
-                    error, self.judge.name, self.judge.fingerprint, json.dumps(details, sort_keys=True),
+                    error, self.judge.name, fp, json.dumps(details, sort_keys=True),
                 ), strict=True):
                     scores[col].append(v)
         self._insert("sampling_decisions", decisions, batch_key)
@@ -151,6 +200,18 @@ class LiveScorer:
         self.telemetry.score_failures.inc(result.failed)
         self.telemetry.score_last_batch.set(self._clock())
         return result
+
+    def close(self) -> None:
+        """Abandon judge calls still queued (see ``JudgePool.close``)."""
+        self.pool.close()
+
+    def _judge_one(self, scoring: Scoring) -> Scoring:
+        outcome = self._judge(scoring.trace)
+        scoring.outcome, scoring.trace = outcome, None  # the trace is not needed any more: let it go
+        scoring.scored_at = datetime.fromtimestamp(self._clock(), UTC)
+        cost = outcome.usage.cost_usd if isinstance(outcome, TraceScores) else 0.0
+        self.sampler.settle(scoring.decision.reserved_usd, cost if math.isfinite(cost) and cost >= 0 else 0.0)
+        return scoring
 
     def _judge(self, trace: Any) -> TraceScores | str:
         """Scores, or the error text after ``judge_attempts`` tries (permanent errors are not retried)."""

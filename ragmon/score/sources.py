@@ -2,10 +2,12 @@
 
 ``KafkaScoreSource`` reads the traces topic in its own consumer group (``ragmon-score``), so scoring scales out
 like ingest: partitions split the load between replicas, and since the sampling decision is a hash of the
-query id every replica decides the same for the same query. Offsets are committed only after the batch's rows
-are stored (``commit`` is called by the loop), auto-commit is off, and a new group starts at the earliest
-offset so no trace is skipped. Messages that do not decode are skipped and counted: dead-lettering them is
-the ingest role's job. kafka-python exceptions are translated into ``SourceError`` here.
+query id every replica decides the same for the same query. Each record comes with its partition and offset;
+the loop commits explicit offsets, only up to what is stored (``ragmon.score.ledger``), and only for partitions
+it still owns; auto-commit is off, and a new group starts at the earliest offset so no trace is skipped.
+``pause``/``resume`` stop fetching while the judges are behind. Messages that do not decode are skipped and
+counted: dead-lettering them is the ingest role's job. kafka-python exceptions are translated into
+``SourceError`` here.
 
 ``StoreScoreSource`` pages through stored traces in [since, until) with keyset pagination on (ts, trace_id).
 """
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragmon.contracts.decode import DecodedTrace, decode_trace
 from ragmon.errors import RetryableSourceError, SourceError
@@ -58,6 +60,14 @@ class StoreScoreSource:
             yield [row_to_trace(r) for r in rows], key
 
 
+class Polled(NamedTuple):
+    """One record read from the traces topic: where it was, and the trace (None: not a valid trace)."""
+
+    partition: tuple[str, int]
+    offset: int
+    trace: Any
+
+
 class KafkaScoreSource:
     """The traces topic, read by the score role's consumer group. Not thread-safe."""
 
@@ -79,44 +89,67 @@ class KafkaScoreSource:
         from ragmon.ingest.source import warn_if_topic_missing
 
         warn_if_topic_missing(self._consumer, topic, k.bootstrap_servers)
-        self._pending: dict[Any, int] = {}
 
-    def poll(self) -> tuple[list[Any], str | None]:
-        """Decoded traces of one poll and a batch key naming their offsets (None when nothing came)."""
+    def poll(self, timeout_seconds: float | None = None) -> list[Polled]:
+        """The records of one poll, each with its partition and offset (``trace`` None: not a valid trace)."""
         from kafka.errors import KafkaError
 
+        timeout_ms = self.poll_timeout_ms if timeout_seconds is None else int(timeout_seconds * 1000)
         try:
-            polled = self._consumer.poll(timeout_ms=self.poll_timeout_ms, max_records=self.max_records)
+            polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.max_records)
         except KafkaError as exc:
             raise RetryableSourceError(f"Kafka poll failed: {exc}") from None
-        traces: list[Any] = []
-        spans = []
+        out: list[Polled] = []
         for tp, records in sorted(polled.items(), key=lambda kv: kv[0].partition):
-            if not records:
-                continue
             for record in records:
                 decoded = decode_trace(record.value or b"")
-                if isinstance(decoded, DecodedTrace):
-                    traces.append(decoded.trace)
-                else:
+                if not isinstance(decoded, DecodedTrace):
                     self.skipped += 1
-            self._pending[tp] = records[-1].offset + 1
-            spans.append(f"{tp.topic}/{tp.partition}/{records[0].offset}-{records[-1].offset}")
-        return traces, (";".join(spans) if spans else None)
+                out.append(Polled((tp.topic, tp.partition), record.offset,
+                                  decoded.trace if isinstance(decoded, DecodedTrace) else None))
+        return out
 
-    def commit(self) -> None:
-        """Commit the offsets of everything polled so far (call after the batch is stored)."""
-        from kafka import OffsetAndMetadata
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``{(topic, partition): next offset}`` for the partitions this consumer still owns (call only
+        once everything before those offsets is stored)."""
+        from kafka import OffsetAndMetadata, TopicPartition
         from kafka.errors import KafkaError
 
-        if not self._pending:
+        owned = {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+        mine = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items() if (t, p) in owned}
+        if not mine:
             return
-        offsets = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in self._pending.items()}
         try:
-            self._consumer.commit(offsets)
+            self._consumer.commit(mine)
         except KafkaError as exc:  # a rebalance took the partitions: the next owner re-scores (rows dedup)
             raise SourceError(f"offset commit failed: {exc}") from None
-        self._pending.clear()
+
+    def assignment(self) -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+
+    def pause(self) -> None:
+        """Stop fetching (backpressure: the judges are behind); polling keeps the group membership alive."""
+        parts = self._consumer.assignment()
+        if parts:
+            self._consumer.pause(*parts)
+
+    def resume(self) -> None:
+        parts = self._consumer.paused()
+        if parts:
+            self._consumer.resume(*parts)
+
+    def lag(self) -> int:
+        """Messages behind the ends of this consumer's partitions, from the last fetch (no extra request)."""
+        total = 0
+        for tp in self._consumer.assignment():
+            high = self._consumer.highwater(tp)
+            try:
+                position = self._consumer.position(tp, timeout_ms=100) if high is not None else None
+            except Exception:  # noqa: BLE001 - lag is best effort
+                position = None
+            if position is not None:
+                total += max(0, high - position)
+        return total
 
     def close(self) -> None:
         try:

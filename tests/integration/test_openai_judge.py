@@ -148,6 +148,16 @@ def test_429_with_retry_after_then_success():
     assert get("ragmon_judge_calls_total", {"judge": "openai", "outcome": "ok"}) == 1
 
 
+def test_retry_after_ms_is_read_before_retry_after_and_pauses_the_other_calls():
+    sleeps: list[float] = []
+    headers = {"retry-after-ms": "150", "Retry-After": "3"}
+    with FakeOpenAI([status(429, "slow down", headers=headers), ok(good())]) as srv:
+        j = judge_for(srv, sleep=sleeps.append, jitter=lambda: 0.0, backoff_max_seconds=1.0)
+        j.assess(JudgeInput.of(make_trace()))
+    assert sleeps == [pytest.approx(0.15)]  # the finer header wins
+    assert j.limiter.overloads == 1 and j.limiter.limit is not None  # the 429 taught the judge a rate
+
+
 def test_timeout_is_retried():
     with FakeOpenAI([Step(delay_seconds=1.0, content=good()), ok(good())]) as srv:
         result = judge_for(srv, timeout_seconds=0.2).assess(JudgeInput.of(make_trace()))

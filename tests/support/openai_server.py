@@ -8,6 +8,7 @@ given) builds the answer from the request.
 
 from __future__ import annotations
 
+import heapq
 import json
 import threading
 import time
@@ -40,6 +41,14 @@ def status(code: int, text: str = "", **kw: Any) -> Step:
     return Step(status=code, body=json.dumps({"error": {"message": text or f"status {code}"}}).encode(), **kw)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away (killed, timed out)
+            super().handle_error(request, client_address)
+
+
 class FakeOpenAI:
     """Context manager: ``with FakeOpenAI([ok({...}), status(429)]) as srv: srv.base_url``."""
 
@@ -50,7 +59,7 @@ class FakeOpenAI:
         self.auth_headers: list[str | None] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
@@ -126,3 +135,105 @@ class FakeOpenAI:
                     pass  # the client timed out and went away: that is the point of a slow step
 
         return Handler
+
+
+# -- a provider with latency, a request limit and occasional failures (tests and bench/judge_throughput.py) ------
+
+def verdicts_for(request: dict) -> dict:
+    """A well-formed verdict for the trace in a judge request: every answer sentence a claim supported by a quote
+    that really is in the first context chunk, every citation supporting, every chunk relevant."""
+    user = next(m["content"] for m in request.get("messages", []) if m.get("role") == "user")
+    payload = json.loads(user[user.index("{"): user.rindex("}") + 1])
+    chunks = [c for c in payload.get("context_chunks", []) if c.get("text")]
+    evidence = [{"chunk_id": chunks[0]["chunk_id"], "quote": chunks[0]["text"][:60]}] if chunks else []
+    return {
+        "claims": [{"claim": s["text"], "supported": "yes" if evidence else "unsure", "evidence": evidence}
+                   for s in payload.get("answer_sentences", [])],
+        "citations": [{"index": c["index"], "supports": "yes", "quote": ""} for c in payload.get("citations", [])],
+        "answer_relevance": 0.8,
+        "answerable": "yes" if chunks else "no",
+        "chunks": [{"chunk_id": c["chunk_id"], "relevant": True} for c in payload.get("context_chunks", [])],
+        "answer_is_refusal": False,
+    }
+
+
+@dataclass
+class Provider:
+    """A responder that behaves like a busy provider: ``latency_seconds`` ± ``jitter_seconds`` (uniform) per answer,
+    at most ``requests_per_minute`` (a token bucket with one second of burst; beyond it an immediate 429 with
+    ``retry-after-ms``, the time until the next request would pass), and a share ``error_rate`` of 500s.
+    Counts what it answered and the most requests it held at once. Seeded: the same seed, the same dice."""
+
+    latency_seconds: float = 0.0
+    jitter_seconds: float = 0.0
+    requests_per_minute: float | None = None
+    error_rate: float = 0.0
+    seed: int = 1
+    prompt_tokens: int = 900
+    completion_tokens: int = 150
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "429": 0, "500": 0})
+    in_flight: int = 0
+    peak_in_flight: int = 0
+
+    def __post_init__(self) -> None:
+        import random
+
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+        self._level = max(1.0, (self.requests_per_minute or 0) / 60.0)
+        self._at = time.monotonic()
+        self._ends: list[float] = []
+
+    def __call__(self, request: dict) -> Step:
+        with self._lock:
+            if self.requests_per_minute:
+                per_second = self.requests_per_minute / 60.0
+                now = time.monotonic()
+                self._level = min(max(1.0, per_second), self._level + (now - self._at) * per_second)
+                self._at = now
+                if self._level < 1.0:
+                    self.counts["429"] += 1
+                    wait = (1.0 - self._level) / per_second
+                    return status(429, "rate limit reached for requests", headers={
+                        "retry-after-ms": str(int(wait * 1000) + 1), "retry-after": str(int(wait) + 1)})
+                self._level -= 1.0
+            delay = max(0.0, self.latency_seconds + self._rng.uniform(-1, 1) * self.jitter_seconds)
+            failed = self._rng.random() < self.error_rate
+            self.counts["500" if failed else "ok"] += 1
+            now = time.monotonic()
+            while self._ends and self._ends[0] <= now:
+                heapq.heappop(self._ends)
+            heapq.heappush(self._ends, now + delay)  # the answer is on its way until then
+            self.in_flight = len(self._ends)
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if failed:
+            return status(500, "internal error", delay_seconds=delay)
+        return ok(verdicts_for(request), delay_seconds=delay, prompt_tokens=self.prompt_tokens,
+                  completion_tokens=self.completion_tokens)
+
+
+def main() -> None:
+    """Serve a ``Provider`` on 127.0.0.1 until SIGTERM; print the base URL, then (on exit) the counts as JSON."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--latency-ms", type=float, default=800)
+    parser.add_argument("--jitter-ms", type=float, default=300)
+    parser.add_argument("--rpm", type=float, default=None, help="requests per minute before 429s (default: none)")
+    parser.add_argument("--error-rate", type=float, default=0.01, help="share of requests answered 500")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    provider = Provider(args.latency_ms / 1000, args.jitter_ms / 1000, args.rpm, args.error_rate, args.seed)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    with FakeOpenAI(responder=provider) as server:
+        print(server.base_url, flush=True)
+        done.wait()
+    print(json.dumps({**provider.counts, "peak_in_flight": provider.peak_in_flight}), flush=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -244,3 +244,49 @@ def test_a_judge_that_keeps_failing_stops_being_called() -> None:
     # answerer failures are the system's, not the judge's: they never stop the run
     flaky = generate_cases(cases, runs, setup_for(lambda q, c: 1 / 0))
     assert all(r.error and r.error.startswith("answerer:") and not r.judge_failed for r in flaky)
+
+
+class SlowJudge(HeuristicJudge):
+    """The heuristic judge in threads, each call waiting until ``width`` calls run at once (a barrier)."""
+
+    io_bound = True
+
+    def __init__(self, width: int):
+        super().__init__()
+        import threading
+
+        self.barrier = threading.Barrier(width, timeout=30)
+
+    def assess(self, item: Any) -> Any:
+        self.barrier.wait()  # breaks (BrokenBarrierError) unless ``width`` calls are in flight together
+        return super().assess(item)
+
+
+def test_cases_are_judged_concurrently_and_reported_in_case_order() -> None:
+    from ragmon.gate.generation import generate_cases
+
+    cases = [case(f"q{i}") for i in range(12)]
+    seen: list[str] = []
+    setup = setup_for(cited, judge=SlowJudge(width=4))
+    runs = [run_case(c, setup.retriever, k=2, depth=3) for c in cases]
+    out = generate_cases(cases, runs, setup, max_in_flight=4, on_case=lambda r: seen.append(r.case_id))
+    assert [r.case_id for r in out] == seen == [c.id for c in cases]
+    assert all(r.error is None for r in out)
+    one_at_a_time = generate_cases(cases, runs, setup_for(cited))
+    assert [r.values for r in out] == [r.values for r in one_at_a_time]
+
+
+def test_a_failing_judge_stops_at_the_same_case_with_calls_in_flight() -> None:
+    from ragmon.gate.generation import generate_cases
+
+    class ThreadedBrokenJudge(CountingBrokenJudge):
+        io_bound = True
+
+    cases = [case(f"q{i}") for i in range(20)]
+    setup = setup_for(cited, judge=ThreadedBrokenJudge())
+    runs = [run_case(c, setup.retriever, k=2, depth=3) for c in cases]
+    CountingBrokenJudge.calls = 0
+    out = generate_cases(cases, runs, setup, max_in_flight=4)
+    sequential = generate_cases(cases, runs, setup_for(cited, judge=CountingBrokenJudge()))
+    assert [(r.case_id, r.error) for r in out] == [(r.case_id, r.error) for r in sequential]
+    assert CountingBrokenJudge.calls <= 3 + 3 + 2 * 4  # the sequential run's 3, plus at most a window ahead

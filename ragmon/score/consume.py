@@ -1,0 +1,224 @@
+"""The live score loop: poll → decide → judge many at once → store as they finish → commit what is safe.
+
+Owns the order of things between the traces topic and the store. Every record read gets a ledger ticket
+(``ragmon.score.ledger``); a sampled trace goes to the judge pool at once and comes back whenever its judgement
+is done, in any order. Finished traces are buffered and written together, up to ``max_batch`` or every
+``flush_interval_seconds`` (inserts stay large and about one a second, as ClickHouse wants); after each write
+the loop commits, per partition, up to the oldest trace whose rows are not stored yet, never past it.
+
+Backpressure: when ``2 × max_in_flight`` sampled traces are waiting for or in a judge call, the loop pauses
+fetching (and keeps polling, so the group keeps it as a member); memory is bounded by that window plus one poll
+of ``max_batch`` records, whatever the backlog on the topic. On stop it reads nothing more, waits up to
+``drain_seconds`` for judgements in flight, writes what finished, commits what is safe and returns: calls still
+running are abandoned uncommitted, and scored again by whoever reads those offsets next (rows are keyed by trace
+and fingerprint, so a FINAL read sees each once). Must not build its own source or judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.score.ledger import OffsetLedger, Ticket
+from ragmon.score.pipeline import BatchResult, LiveScorer, Scoring
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, BatchResult], None]
+
+#: poll timeout while judgements are in flight: finished ones should not wait a whole poll to be written
+BUSY_POLL_SECONDS = 0.05
+#: how often the consumer lag behind the backlog gauge is read
+LAG_EVERY_SECONDS = 5.0
+
+
+class ScoreLoop:
+    """One run of the loop over one source. Not thread-safe: ``run`` is its only entry point."""
+
+    def __init__(self, scorer: LiveScorer, source: Any, *, max_batch: int, flush_interval_seconds: float,
+                 clock: Callable[[], float], progress: Progress | None):
+        self.scorer, self.source = scorer, source
+        self.max_batch, self.flush_interval = max_batch, flush_interval_seconds
+        self.clock, self.progress = clock, progress
+        self.window = 2 * scorer.pool.max_in_flight
+        self.ledger = OffsetLedger()
+        self.total = BatchResult()
+        self.read = 0
+        self.judging = 0
+        self._finished: queue.SimpleQueue[tuple[Scoring, Ticket]] = queue.SimpleQueue()
+        self._ready: list[tuple[Scoring, Ticket]] = []
+        self._ready_since: float | None = None
+        self._dirty = False  # read something whose offset is not committed yet
+        self._paused = False
+        self._lag_at = float("-inf")
+
+    @property
+    def busy(self) -> bool:
+        """Judgements in flight or rows waiting to be written."""
+        return self.judging > 0 or bool(self._ready)
+
+    def take(self, polled: list[Any]) -> None:
+        """Decide each record read and send the sampled ones to the judges."""
+        for record in polled:
+            ticket = self.ledger.read(record.partition, record.offset)
+            self.read += 1
+            self._dirty = True
+            if record.trace is None:  # not a trace: nothing to write, nothing holds its offset back
+                self.ledger.stored(ticket)
+                continue
+            scoring = self.scorer.decide(record.trace)
+            future = self.scorer.start(scoring)
+            if future is None or future.done():
+                self._finish(scoring, ticket)
+            else:
+                self.judging += 1
+                future.add_done_callback(lambda f, s=scoring, t=ticket: self._finished.put((_settled(f, s), t)))
+
+    def collect(self, wait_seconds: float = 0.0) -> None:
+        """Move judgements that finished into the write buffer (waiting up to ``wait_seconds`` for one)."""
+        try:
+            while True:
+                scoring, ticket = self._finished.get(timeout=wait_seconds) if wait_seconds > 0 \
+                    else self._finished.get_nowait()
+                wait_seconds = 0.0
+                self.judging -= 1
+                self._finish(scoring, ticket)
+        except queue.Empty:
+            pass
+
+    def backpressure(self) -> None:
+        """Pause fetching while the judges are a full window behind; resume when they catch up."""
+        full = self.judging >= self.window
+        if full != self._paused and hasattr(self.source, "pause"):
+            (self.source.pause if full else self.source.resume)()
+            self._paused = full
+
+    def due(self, now: float, idle: bool) -> bool:
+        """Time to write and commit: a full buffer, the flush interval, or nothing else coming."""
+        if self._ready:
+            return (len(self._ready) >= self.max_batch or now - (self._ready_since or now) >= self.flush_interval
+                    or (idle and self.judging == 0))
+        return self._dirty and idle
+
+    def flush(self) -> None:
+        """Write the finished traces, then commit up to the oldest trace not stored."""
+        if self._ready:
+            done, self._ready, self._ready_since = self._ready, [], None
+            result = self.scorer.write([s for s, _ in done], _batch_key(t for _, t in done))
+            for _, ticket in done:
+                self.ledger.stored(ticket)
+            self.total.merge(result)
+        self._commit()
+        if self.progress:
+            self.progress(self.read, self.total)
+
+    def drain(self, seconds: float, heartbeat: Callable[[], None] | None) -> None:
+        """On stop: wait up to ``seconds`` for the judgements in flight, then write and commit what is safe."""
+        deadline = self.clock() + seconds
+        while self.judging > 0:
+            left = deadline - self.clock()
+            if left <= 0:
+                log.warning("stopping with %d judge call(s) still running: abandoned, not committed; they are scored "
+                            "again on the next start", self.judging)
+                break
+            if heartbeat is not None:
+                heartbeat()
+            self.collect(wait_seconds=min(0.2, left))
+        self.flush()
+
+    def gauges(self, now: float) -> None:
+        telemetry = self.scorer.telemetry
+        telemetry.score_backlog.labels("read").set(self.judging)
+        if now - self._lag_at >= LAG_EVERY_SECONDS and hasattr(self.source, "lag"):
+            self._lag_at = now
+            telemetry.score_backlog.labels("unread").set(self.source.lag() * self.scorer.sampler.rate)
+
+    def _finish(self, scoring: Scoring, ticket: Ticket) -> None:
+        if not self._ready:
+            self._ready_since = self.clock()
+        self._ready.append((scoring, ticket))
+
+    def _commit(self) -> None:
+        if hasattr(self.source, "assignment"):
+            self.ledger.forget(self.ledger.partitions() - self.source.assignment())
+        offsets = self.ledger.committable()
+        self._dirty = False
+        if not offsets:
+            return
+        try:
+            self.source.commit(offsets)
+        except SourceError as exc:  # partitions moved in a rebalance: their new owner re-scores (rows dedup)
+            log.warning("%s; those traces will be scored again by the partition's new owner", exc)
+            return
+        self.ledger.committed(offsets)
+
+
+def consume(scorer: LiveScorer, source: Any, *, stop: threading.Event, max_traces: int | None = None,
+            idle_exit_seconds: float | None = None, progress: Progress | None = None,
+            clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] | None = None,
+            max_batch: int = 500, flush_interval_seconds: float = 1.0, drain_seconds: float = 10.0) -> BatchResult:
+    """Poll, judge, store, commit until ``stop`` is set (or ``max_traces`` read and scored, or idle long enough).
+
+    ``source`` has ``poll(timeout_seconds) -> [Polled]`` and ``commit({partition: offset})`` (``pause``,
+    ``resume``, ``assignment`` and ``lag`` are used when it has them). See the module docstring for the order.
+    """
+    loop = ScoreLoop(scorer, source, max_batch=max_batch, flush_interval_seconds=flush_interval_seconds,
+                     clock=clock, progress=progress)
+    last_data = clock()
+    backoff = 0.5
+    while not stop.is_set():
+        if heartbeat is not None:
+            heartbeat()
+        loop.collect()
+        loop.backpressure()
+        reading = max_traces is None or loop.read < max_traces
+        polled: list[Any] = []
+        if reading:
+            try:
+                polled = source.poll(BUSY_POLL_SECONDS if loop.busy else None)
+            except RetryableSourceError as exc:
+                log.warning("%s; retrying in %.1fs", exc, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            backoff = 0.5
+            loop.take(polled)
+        else:
+            loop.collect(wait_seconds=BUSY_POLL_SECONDS)
+        now = clock()
+        if polled:
+            last_data = now
+        loop.gauges(now)
+        if loop.due(now, idle=not polled):
+            loop.flush()
+        if not reading and loop.judging == 0:
+            break
+        if (not polled and idle_exit_seconds is not None and now - last_data >= idle_exit_seconds
+                and loop.judging == 0):
+            break
+    loop.drain(drain_seconds if stop.is_set() else float("inf"), heartbeat)
+    return loop.total
+
+
+def _settled(future: Future[Scoring], scoring: Scoring) -> Scoring:
+    """The finished ``scoring``; a call that raised or was cancelled is a failure, recorded as one."""
+    if future.cancelled():
+        scoring.outcome = "judge call abandoned: the judge pool was closed"
+    elif (exc := future.exception()) is not None:
+        scoring.outcome = f"internal error in the score loop: {type(exc).__name__}: {exc}"[:2000]
+    return scoring
+
+
+def _batch_key(tickets: Any) -> str:
+    """Names the rows of one write by the records they come from: the same records give the same dedup token."""
+    digest = hashlib.sha256()
+    for ticket in tickets:
+        digest.update(f"{ticket.partition}:{ticket.offset};".encode())
+    return "live:" + digest.hexdigest()[:32]
