@@ -151,10 +151,22 @@ class OpenAIJudge:
             return judgement
 
     def _assess(self, item: JudgeInput) -> Judgement:
-        key = item.content_hash
-        cached = self.cache.get(key, self.fingerprint)
-        if cached is not None:
-            return Judgement(cached, Usage(cached=True))
+        key, start = item.content_hash, self._clock()
+        while True:
+            cached = self.cache.get(key, self.fingerprint)
+            if cached is not None:
+                return Judgement(cached, Usage(cached=True))
+            owner = self.cache.claim(key, self.fingerprint)
+            if owner is None:
+                break
+            # the same content is being judged by another thread: its verdict is ours (or, if it failed, a retry)
+            owner.wait(max(0.0, self.deadline_seconds - (self._clock() - start)))
+        try:
+            return self._call(item, key, start)
+        finally:
+            self.cache.release(key, self.fingerprint)
+
+    def _call(self, item: JudgeInput, key: str, start: float) -> Judgement:
         body = {
             "model": self.model,
             "temperature": self.temperature,
@@ -162,7 +174,6 @@ class OpenAIJudge:
             "messages": render_messages(item, max_chunk_chars=self.max_chunk_chars),
             "response_format": response_format(),
         }
-        start = self._clock()
         reserve = estimate_tokens(body["messages"]) + self.max_output_tokens
         prompt_tokens = completion_tokens = attempts = 0
         malformed_left = 1

@@ -18,24 +18,20 @@ from typing import Any
 
 from ragmon.errors import InputError
 from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize, pairs_from_items
-from ragmon.where import Where
+from ragmon.score import queries
+from ragmon.score.queries import ScoreStore
+from ragmon.store.trace_rows import row_to_trace
 
 
-def pairs_from_store(store: Any, *, since: datetime | None = None, until: datetime | None = None,
+def pairs_from_store(store: ScoreStore, *, since: datetime | None = None, until: datetime | None = None,
                      fingerprint: str | None = None,
                      thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS) -> list[Pair]:
     """Human labels joined with stored judge scores (status ok), one pair per (trace, reviewer, label)."""
-    labels = _labels(store, since, until)
+    labels = queries.review_labels(store, since, until)
     if not labels:
         return []
     metric_of = {label: metric for label, (metric, _) in thresholds.items()}
-    where, params = (Where().require("trace_id", "IN", "Array(String)", sorted({r["trace_id"] for r in labels}),
-                                     name="ids")
-                     .require("metric", "IN", "Array(String)", sorted(metric_of.values()), name="metrics")
-                     .optional("judge_fingerprint", "=", "String", fingerprint or None, name="fp").clause())
-    scores = store.query_rows(
-        f"SELECT trace_id, category, metric, value, judge_fingerprint, judge_name FROM {store.table('scores')} FINAL "
-        f"WHERE status = 'ok' AND {where}", params)
+    scores = queries.ok_scores(store, [r["trace_id"] for r in labels], list(metric_of.values()), fingerprint)
     by_trace: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in scores:
         by_trace[s["trace_id"]].append(s)
@@ -50,31 +46,19 @@ def pairs_from_store(store: Any, *, since: datetime | None = None, until: dateti
     return out
 
 
-def pairs_by_rejudging(store: Any, judge: Any, *, since: datetime | None = None, until: datetime | None = None,
+def pairs_by_rejudging(store: ScoreStore, judge: Any, *, since: datetime | None = None, until: datetime | None = None,
                        thresholds: Mapping[str, tuple[str, float]] = LABEL_METRICS,
                        max_in_flight: int = 1) -> list[Pair]:
     """Human labels paired with a fresh verdict of ``judge`` on the labelled traces, up to ``max_in_flight``
     judge calls at once (nothing is written)."""
-    from ragmon.store import SELECT_TRACE_COLUMNS, row_to_trace
-
-    labels = _labels(store, since, until)
+    labels = queries.review_labels(store, since, until)
     if not labels:
         return []
-    rows = store.query_rows(
-        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL WHERE trace_id IN {{ids:Array(String)}}",
-        {"ids": sorted({r["trace_id"] for r in labels})})
+    rows = queries.traces_by_id(store, [r["trace_id"] for r in labels])
     traces = {r["trace_id"]: row_to_trace(r) for r in rows}
     items = [(traces[r["trace_id"]], {k: r.get(k) for k in thresholds}, r["reviewer"])
              for r in labels if r["trace_id"] in traces]
     return pairs_from_items(items, judge, thresholds, max_in_flight=max_in_flight)
-
-
-def _labels(store: Any, since: datetime | None, until: datetime | None) -> list[dict[str, Any]]:
-    where, params = (Where().optional("labelled_at", ">=", "DateTime64(3, 'UTC')", since, name="since")
-                     .optional("labelled_at", "<", "DateTime64(3, 'UTC')", until, name="until").clause())
-    return store.query_rows(
-        f"SELECT trace_id, reviewer, answer_correct, grounded, citations_supported, refusal_appropriate "
-        f"FROM {store.table('review_labels')} FINAL WHERE {where}", params)
 
 
 _TRUE = {"1", "true", "yes", "y", "t"}

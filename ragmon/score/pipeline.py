@@ -31,6 +31,8 @@ from ragmon.judge.base import Judge, JudgeInput
 from ragmon.judge.pool import JudgePool
 from ragmon.judge.scoring import METRICS, TraceScores, score_trace
 from ragmon.sampling.sampler import SamplingDecision, ScoreSampler
+from ragmon.score import queries
+from ragmon.score.queries import ScoreStore
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
@@ -82,7 +84,7 @@ class Scoring:
 class LiveScorer:
     """Scores traces into the store. See the module docstring."""
 
-    def __init__(self, store: Any, judge: Judge, sampler: ScoreSampler, telemetry: Telemetry | None = None, *,
+    def __init__(self, store: ScoreStore, judge: Judge, sampler: ScoreSampler, telemetry: Telemetry | None = None, *,
                  judge_attempts: int = 2, store_attempts: int = 5, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, max_in_flight: int = 1, pool: JudgePool | None = None):
         self.store = store
@@ -103,12 +105,7 @@ class LiveScorer:
 
         Returns the previous fingerprint when it changed (None otherwise).
         """
-        rows = self.store.query_rows(
-            f"SELECT judge_fingerprint FROM {self.store.table('scores')} WHERE judge_name = {{name:String}} "
-            "AND ts >= now() - INTERVAL 30 DAY ORDER BY scored_at DESC LIMIT 1",  # partition-pruned at start-up
-            {"name": self.judge.name},
-        )
-        previous = rows[0]["judge_fingerprint"] if rows else None
+        previous = queries.last_fingerprint(self.store, self.judge.name)
         if previous is not None and previous != self.judge.fingerprint:
             log.warning("judge fingerprint changed: %s judge %s was %s. Scores of different fingerprints are never "
                         "compared; calibrate the new one with `ragmon calibrate --min-kappa`.", self.judge.name,

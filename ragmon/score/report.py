@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from ragmon.where import Where
+from ragmon.score import queries
+from ragmon.score.queries import ScoreStore
 
 #: the stratum label of the all-strata row
 ALL = "*"
@@ -36,25 +36,10 @@ class ScoreReportRow:
     mean: float | None
 
 
-def score_report(store: Any, since: datetime, until: datetime, *, retriever: str | None = None,
+def score_report(store: ScoreStore, since: datetime, until: datetime, *, retriever: str | None = None,
                  variant: str | None = None) -> list[ScoreReportRow]:
     """Rows ordered by fingerprint, retriever, variant, metric, stratum; the all-strata row of each (ALL) first."""
-    where, params = (Where().require("ts", ">=", "DateTime64(3, 'UTC')", since, name="since")
-                     .require("ts", "<", "DateTime64(3, 'UTC')", until, name="until")
-                     .optional("retriever_name", "=", "String", retriever, name="retriever")
-                     .optional("variant", "=", "String", variant).clause())
-    rows = store.query_rows(
-        f"SELECT judge_fingerprint, any(judge_name) AS judge_name, "
-        f"concat(retriever_name, '@', retriever_version) AS retriever, variant, metric, "
-        f"category, grouping(category) AS whole, "
-        f"countIf(status = 'ok') AS n_ok, countIf(status = 'not_applicable') AS n_na, "
-        f"countIf(status = 'failed') AS n_failed, avgIf(value, status = 'ok') AS mean "
-        f"FROM {store.table('scores')} FINAL WHERE {where} "
-        f"GROUP BY GROUPING SETS ((judge_fingerprint, retriever, variant, metric, category), "
-        f"(judge_fingerprint, retriever, variant, metric)) "
-        f"ORDER BY judge_fingerprint, retriever, variant, metric, whole DESC, category",
-        params,
-    )
+    rows = queries.report_rows(store, since, until, retriever=retriever, variant=variant)
     out = []
     for r in rows:
         mean = r["mean"]

@@ -8,11 +8,10 @@ The loop itself is ``runner.ScoreRole``. Must not open the store or bind a port;
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragmon.config import Settings
 from ragmon.daemon import RoleParts
 from ragmon.judge import make_judge
+from ragmon.score.queries import ScoreStore
 from ragmon.score.runner import ScoreRole
 from ragmon.server import heartbeat_check
 from ragmon.telemetry import Telemetry
@@ -23,7 +22,7 @@ def check(settings: Settings) -> None:
     make_judge(settings.judge)
 
 
-def build(settings: Settings, store: Any, telemetry: Telemetry, *, max_traces: int | None = None,
+def build(settings: Settings, store: ScoreStore, telemetry: Telemetry, *, max_traces: int | None = None,
           idle_exit_seconds: float | None = None) -> RoleParts:
     """The consume loop (its consumer created now, so an unreachable broker fails at start-up) and its liveness:
     the loop polled within ``process.score_liveness_seconds``. ``max_traces`` and ``idle_exit_seconds`` end the

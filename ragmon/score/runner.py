@@ -18,6 +18,7 @@ from ragmon.judge import make_judge
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.score.consume import Progress, consume
 from ragmon.score.pipeline import BatchResult, LiveScorer
+from ragmon.score.queries import ScoreStore
 from ragmon.score.sources import KafkaScoreSource, StoreScoreSource
 from ragmon.telemetry import Telemetry
 
@@ -26,7 +27,7 @@ __all__ = ["ScoreRole", "backfill", "build_scorer", "consume"]
 log = logging.getLogger(__name__)
 
 
-def build_scorer(settings: Any, store: Any, telemetry: Telemetry, *, judge: Any = None,
+def build_scorer(settings: Any, store: ScoreStore, telemetry: Telemetry, *, judge: Any = None,
                  sampler: ScoreSampler | None = None) -> LiveScorer:
     """A scorer with the judge and sampler the settings pin (either may be passed in instead)."""
     judge = judge or make_judge(settings.judge, telemetry)
@@ -35,7 +36,7 @@ def build_scorer(settings: Any, store: Any, telemetry: Telemetry, *, judge: Any 
                       max_in_flight=settings.judge.max_in_flight)
 
 
-def backfill(scorer: LiveScorer, store: Any, since: datetime, until: datetime, *, page_size: int = 500,
+def backfill(scorer: LiveScorer, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,
              progress: Progress | None = None, stop: threading.Event | None = None) -> BatchResult:
     """Score stored traces with ``since <= ts < until``. Re-running it rewrites the same rows (idempotent)."""
     total = BatchResult()
@@ -59,7 +60,7 @@ class ScoreRole:
 
     name = "score"
 
-    def __init__(self, settings: Any, store: Any, telemetry: Telemetry, *, judge: Any = None,
+    def __init__(self, settings: Any, store: ScoreStore, telemetry: Telemetry, *, judge: Any = None,
                  sampler: ScoreSampler | None = None, max_traces: int | None = None,
                  idle_exit_seconds: float | None = None, progress: Progress | None = None):
         self.scorer = build_scorer(settings, store, telemetry, judge=judge, sampler=sampler)

@@ -23,7 +23,9 @@ from typing import Any, NamedTuple
 from ragmon.contracts.decode import DecodedTrace, decode_trace
 from ragmon.errors import RetryableSourceError, SourceError
 from ragmon.kafka_options import consumer_options
-from ragmon.store import SELECT_TRACE_COLUMNS, row_to_trace
+from ragmon.score import queries
+from ragmon.score.queries import ScoreStore
+from ragmon.store.trace_rows import row_to_trace
 
 log = logging.getLogger(__name__)
 
@@ -31,28 +33,19 @@ log = logging.getLogger(__name__)
 class StoreScoreSource:
     """Stored traces with ``since <= ts < until``, oldest first, in pages of ``page_size``."""
 
-    def __init__(self, store: Any, since: datetime, until: datetime, *, page_size: int = 500):
+    def __init__(self, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500):
         if until <= since:
             raise ValueError(f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})")
         self.store, self.since, self.until, self.page_size = store, since, until, page_size
 
     def count(self) -> int:
-        return int(self.store.command(
-            f"SELECT count() FROM {self.store.table('traces')} FINAL WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
-            "AND ts < {until:DateTime64(3, 'UTC')}", {"since": self.since, "until": self.until}))
+        return queries.count_traces(self.store, self.since, self.until)
 
     def batches(self) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """(trace documents, batch key) pages; the key names the page so re-running a backfill dedups."""
         last_ts, last_id = self.since, ""
         while True:
-            rows = self.store.query_rows(
-                f"SELECT {SELECT_TRACE_COLUMNS} FROM {self.store.table('traces')} FINAL "
-                "WHERE ts >= {since:DateTime64(3, 'UTC')} AND ts < {until:DateTime64(3, 'UTC')} "
-                "AND (ts, trace_id) > ({last_ts:DateTime64(3, 'UTC')}, {last_id:String}) "
-                "ORDER BY ts, trace_id LIMIT {limit:UInt32}",
-                {"since": self.since, "until": self.until, "last_ts": last_ts, "last_id": last_id,
-                 "limit": self.page_size},
-            )
+            rows = queries.traces_after(self.store, self.since, self.until, (last_ts, last_id), self.page_size)
             if not rows:
                 return
             last_ts, last_id = rows[-1]["ts"], rows[-1]["trace_id"]
