@@ -23,7 +23,10 @@ def _why(reasons: tuple[str, ...]) -> str:
 
 def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
     s = r.scenario
-    console.rule("[bold]ragmon demo")
+    if console.is_terminal:
+        console.rule("[bold]ragmon demo")
+    else:  # off a terminal the console is wide (tables are never cut), a rule would be 1,000 characters
+        console.print("== ragmon demo ==")
     console.print(
         f"Injected: from {s.incident_start(r.now):%Y-%m-%d %H:%M} UTC on, stratum [bold]{s.incident_stratum}[/] of "
         f"hybrid@v1 (production): retrieval scores ×{s.score_scale} (stale index) and unsupported answers "

@@ -101,7 +101,9 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     expected_var = (tau2 + float(sum_v[0] / d)) / d
     var = tau2 + v0 + expected_var
     deviation = s0 - expected
-    standardised = r / np.sqrt(a * tau2 + b)
+    scale = np.sqrt(a * tau2 + b)
+    # a window whose value and variance equal the others' exactly (a constant feature) deviates by nothing
+    standardised = np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
     rho = _lag_one(idx[loo], standardised)
     nu, df_eff = _tail_df(standardised, df), _effective_df(standardised, df, rho)
     previous = _previous(values, variances, current, idx, s, v, slot, m, tau2, period) if rho > 0 else None
