@@ -77,7 +77,11 @@ def tune_malloc() -> bool:
 
 
 class Role(Protocol):
-    """A daemon role. ``run`` blocks until ``stop`` is set; it must return within the shutdown grace period."""
+    """A daemon role. ``run`` blocks until ``stop`` is set; it must return within the shutdown grace period.
+
+    A role that can never work again as configured (the ingest source's ``FatalSourceError``) returns with a
+    ``fatal_error`` attribute set: the daemon then stops every role, so a process with a dead role does not
+    look alive, and the command exits ``EXIT_FATAL`` naming it."""
 
     name: str
 
@@ -175,6 +179,9 @@ class Daemon:
             first = False
             try:
                 role.run(self.stop_event)
+                if getattr(role, "fatal_error", None) is not None:
+                    log.error("role %s stopped for good: %s; stopping the process", role.name, role.fatal_error)
+                    self.stop_event.set()
                 return
             except Exception:  # noqa: BLE001
                 log.exception("role %s crashed; restarting in %.0fs", role.name, self.restart_pause_seconds)

@@ -133,6 +133,11 @@ class Process:
         self.still_running = [name for name, p in self.parts.items() if any(lp.name in loops for lp in p.loops)]
         return self.still_running
 
+    def fatal_errors(self) -> dict[str, BaseException]:
+        """The roles whose loop ended because it can never work as configured, with why (``Role``)."""
+        return {name: loop.fatal_error for name, part in self.parts.items() for loop in part.loops
+                if getattr(loop, "fatal_error", None) is not None}
+
     def stop_server(self) -> None:
         for handle in self.listeners.values():
             handle.stop()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragmon.cli.common import console, exit_if_stuck, settings_of
+from ragmon.cli.common import EXIT_FATAL, console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 
@@ -29,7 +29,8 @@ def run(
     OTLP/HTTP POST /v1/traces on otlp.host:otlp.port (4318). Without Kafka, switch ingest and score off
     (RAGMON_ROLES__INGEST=false RAGMON_ROLES__SCORE=false) and send traces to /v1/traces.
     A role that cannot start is reported at start-up, one line per problem, with the setting to change.
-    SIGTERM/SIGINT stops every role within process.shutdown_grace_seconds.
+    SIGTERM/SIGINT stops every role within process.shutdown_grace_seconds. A role that can never work as
+    configured (a topic compressed with a codec whose library is missing) stops the process with exit code 5.
     """
     from ragmon.process import Process, serve_roles
 
@@ -45,4 +46,8 @@ def run(
                       f"health {base}/healthz {base}/readyz" + (f" · review UI {base}/review/" if process.routers else "")
                       + otlp, highlight=False, soft_wrap=True)
 
-    exit_if_stuck(serve_roles(settings, title="ragmon", started=started))
+    process = serve_roles(settings, title="ragmon", started=started)
+    fatal = process.fatal_errors()
+    if fatal:  # one role can never work as configured: every role was stopped, and the exit code says so
+        raise fail("; ".join(f"{name} stopped: {why}" for name, why in fatal.items()), EXIT_FATAL)
+    exit_if_stuck(process)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -223,3 +224,23 @@ def test_a_trace_id_sent_again_with_other_content_replaces_it_only_within_its_ke
     rows = store.query(f"SELECT category, answer FROM {store.table('traces')} FINAL WHERE trace_id = 'same' "
                        "ORDER BY category").result_rows
     assert [tuple(r) for r in rows] == [("billing", "second answer"), ("privacy", "third answer")]
+
+
+def test_ragmon_run_stops_every_role_when_ingest_can_never_read_its_topic(kafka_bootstrap, new_topic, tmp_path):
+    # the same unreadable codec under `ragmon run`: the ingest loop ends for good, and the process must not go on
+    # half alive (drift still running, /healthz red, nothing ingested): every role stops and the exit code is 5
+    topic = new_topic(1)
+    producer = real_producer(kafka_bootstrap, compression="zstd")
+    send_all(producer, topic, [(b"q", json.dumps(realistic_trace(1, random.Random(4))).encode(), [])])
+    producer.close()
+    code = "import sys; sys.modules['zstandard'] = None; from ragmon.cli.app import main; main()"
+    env = dict(ingest_env(tmp_path / "chdb"), RAGMON_KAFKA__BOOTSTRAP_SERVERS=kafka_bootstrap,
+               RAGMON_KAFKA__TOPIC=topic, RAGMON_KAFKA__GROUP_ID=f"g-{topic}",
+               RAGMON_KAFKA__DEAD_LETTER_TOPIC=f"{topic}.dlq", RAGMON_ROLES__SCORE="false",
+               RAGMON_ROLES__REVIEW="false", RAGMON_ROLES__OTLP="false", RAGMON_ROLES__SHADOW="false")
+    proc = subprocess.run([sys.executable, "-c", code, "run", "--port", "0"], env=env, capture_output=True,
+                          text=True, timeout=180, cwd=ROOT)
+    assert proc.returncode == 5, proc.stderr[-3000:]
+    assert "ragmon running roles: ingest, drift" in proc.stdout
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("error: ")]
+    assert line.startswith("error: ingest stopped:") and "zstandard" in line, line
