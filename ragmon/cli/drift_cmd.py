@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.common import console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
+from ragmon.cli.store_open import is_remote
 from ragmon.config import Settings, override
 
 app = typer.Typer(
@@ -22,10 +23,10 @@ app = typer.Typer(
 )
 
 
-def _open(settings: Settings) -> Any:
-    from ragmon.store import ClickHouseStore
+def _open(settings: Settings, *, writes: bool = False) -> Any:
+    from ragmon.cli.store_open import open_store
 
-    return ClickHouseStore.open(settings.store)
+    return open_store(settings, writes=writes)
 
 
 @app.callback()
@@ -90,7 +91,11 @@ def check(
         raise fail("--at runs one check as of a past time; it cannot be combined with --loop")
     when = parse_when(at, datetime.now(UTC), "--at") if at is not None else None
     settings = settings_of(ctx)
-    store = _open(settings)
+    store = _open(settings, writes=not once)
+    if when is None and is_remote(store):  # the daemon holding the store stores its own checks
+        when = datetime.now(UTC)
+        err_console.print("the store is held by a running ragmon: this check is run through it and printed, not "
+                          "stored (the daemon's drift role stores its own)", highlight=False, soft_wrap=True)
     checker = DriftChecker(store, settings.drift)
     found = False
 
@@ -245,7 +250,6 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                     extra_empty: float, stale_index: bool, drifting: tuple[str, ...] | None) -> None:
     from rich.progress import Progress
 
-    from ragmon.cli.common import err_console
     from ragmon.drift.simulate import ShapedSpec, insert_shaped
     from ragmon.drift.traffic import Shift
 
@@ -257,7 +261,7 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                           run_id=f"{shape}{datetime.now(UTC):%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
-    store = _open(settings_of(ctx))
+    store = _open(settings_of(ctx), writes=True)
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task(f"simulating {spec.hours} hours of {shape} traffic", total=spec.hours)
         total = insert_shaped(store, spec, progress=lambda done, _n: bar.update(task, completed=done))
@@ -283,7 +287,7 @@ def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, s
         base = SyntheticSpec(0, start, now, retrievers=(retriever,), strata=names, run_id=f"sim{now:%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
-    store = _open(settings_of(ctx))
+    store = _open(settings_of(ctx), writes=True)
     total = 0
     for day in range(1, 8):
         total += insert_synthetic(store, _with(base, n=reference_per_day, start=start - timedelta(days=day),

@@ -79,12 +79,12 @@ def score(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
+    from ragmon.cli.store_open import open_store
     from ragmon.score.runner import BatchResult, backfill, build_scorer
-    from ragmon.store import ClickHouseStore
     from ragmon.telemetry import Telemetry
 
     telemetry = Telemetry()
-    store = ClickHouseStore.open(settings.store)
+    store = open_store(settings, writes=True)
     started = time.monotonic()
     scorer = build_scorer(settings, store, telemetry)
     scorer.announce()
@@ -152,8 +152,8 @@ def report(
     retrievers and variants are never pooled."""
     if output not in ("table", "json"):
         raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    from ragmon.cli.store_open import open_store
     from ragmon.score.report import score_report
-    from ragmon.store import ClickHouseStore
 
     variants = [v.value for v in Variant]
     if variant is not None and variant not in variants:
@@ -162,7 +162,7 @@ def report(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
-    store = ClickHouseStore.open(settings_of(ctx).store)
+    store = open_store(settings_of(ctx))
     rows = score_report(store, start, end, retriever=retriever, variant=variant)
     if output == "json":
         console.print_json(json.dumps([asdict(r) for r in rows]))

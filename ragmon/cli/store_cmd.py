@@ -6,8 +6,9 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import console, settings_of
+from ragmon.cli.store_open import open_store
 from ragmon.config import mask_dsn, secret_value
-from ragmon.store import TABLES, ClickHouseStore
+from ragmon.store import TABLES
 
 app = typer.Typer(help="The ClickHouse store (embedded chDB by default).", no_args_is_help=True)
 
@@ -16,7 +17,7 @@ app = typer.Typer(help="The ClickHouse store (embedded chDB by default).", no_ar
 def migrate(ctx: typer.Context) -> None:
     """Apply pending schema migrations (idempotent: a second run applies nothing)."""
     settings = settings_of(ctx)
-    store = ClickHouseStore.open(settings.store, migrate=False)
+    store = open_store(settings, migrate=False, writes=True)
     applied = store.migrate()
     where = mask_dsn(secret_value(settings.store.dsn) or "")
     if applied:
@@ -29,7 +30,7 @@ def migrate(ctx: typer.Context) -> None:
 def status(ctx: typer.Context) -> None:
     """Show applied migrations and the row count of each table (read with FINAL)."""
     settings = settings_of(ctx)
-    store = ClickHouseStore.open(settings.store)
+    store = open_store(settings)
     table = Table("table", "rows", title=f"ragmon store {mask_dsn(secret_value(settings.store.dsn) or '')}")
     for name in TABLES:
         final = "FINAL" if name != "drift_checks" else ""

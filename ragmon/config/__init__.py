@@ -17,6 +17,7 @@ from ragmon.config.ingest import IngestSettings
 from ragmon.config.loading import MAX_PROBLEM_LINES, load_settings, masked_dump, override
 from ragmon.config.otlp import OtlpSettings
 from ragmon.config.process import ProcessSettings, RolesSettings
+from ragmon.config.read_api import ReadApiSettings
 from ragmon.config.review import ReviewSettings, ReviewUser, ServerSettings
 from ragmon.config.score import JudgeSettings, RateOverride, SamplingSettings, ScoreSettings
 from ragmon.config.section import secret_value
@@ -37,6 +38,7 @@ __all__ = [
     "OtlpSettings",
     "ProcessSettings",
     "RateOverride",
+    "ReadApiSettings",
     "ReviewSettings",
     "ReviewUser",
     "RolesSettings",
