@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,14 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
-from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
+from ragmon.cli.options import (
+    FormatOption,
+    LogLevelOption,
+    check_format,
+    check_output_file,
+    configure_logging,
+    parse_when,
+)
 from ragmon.cli.store_open import is_remote
 from ragmon.config import Settings, override
 
@@ -55,15 +63,6 @@ def drift(
     exit_if_stuck(serve_roles(settings, only=["drift"], title="ragmon drift", started=announce))
 
 
-FormatOption = Annotated[str, typer.Option("--format", help="table (default) or json.")]
-
-
-def _format(value: str) -> str:
-    if value not in ("table", "json"):
-        raise fail(f"--format {value!r} is not one of table, json")
-    return value
-
-
 @app.command("check")
 def check(
     ctx: typer.Context,
@@ -86,7 +85,7 @@ def check(
     from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
     from ragmon.drift.schedule import DriftRole
 
-    output = _format(output)
+    output = check_format(output)
     if at is not None and not once:
         raise fail("--at runs one check as of a past time; it cannot be combined with --loop")
     when = parse_when(at, datetime.now(UTC), "--at") if at is not None else None
@@ -147,7 +146,7 @@ def report(
     """Show a stored drift check (the latest by default) as a table or JSON, and optionally as an HTML page."""
     from ragmon.drift.report import html_report, json_rows, load_check, terminal_table
 
-    output = _format(output)
+    output = check_format(output)
     if html is not None:
         check_output_file(html, "--html")
     store = _open(settings_of(ctx))
@@ -168,11 +167,20 @@ def report(
 
 
 @app.command("features")
-def features() -> None:
+def features(output: FormatOption = "table") -> None:
     """List the drift features and tests (names for drift.features and drift.overrides)."""
     from ragmon.drift.features import FEATURES
     from ragmon.drift.registry import REGISTRY
 
+    if check_format(output) == "json":
+        console.print_json(json.dumps({
+            "features": [{"feature": f.name, "kind": f.kind, "source": f.source, "default_tests": list(f.default_tests),
+                          "description": f.description} for f in FEATURES.values()],
+            "tests": [{"test": t.name, "unit": t.unit, "kinds": sorted(t.kinds), "alpha": t.default_threshold,
+                       "effect": t.effect_name, "effect_threshold": t.default_effect_threshold,
+                       "min_samples": t.default_min_samples, "description": t.description}
+                      for t in REGISTRY.values()]}))
+        return
     table = Table("feature", "kind", "source", "default tests", "description", title="drift features")
     for f in FEATURES.values():
         table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests), f.description)
@@ -321,7 +329,7 @@ def backtest_cmd(
     """
     from ragmon.cli.drift_backtest import run_backtest
 
-    output = _format(output)
+    output = check_format(output)
     now = datetime.now(UTC)
     lo, hi = parse_when(start, now, "--from"), parse_when(end, now, "--to")
     if hi <= lo:

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.common import err_console, fail, settings_of
+from ragmon.cli.common import UNCUT_WIDTH, err_console, fail, settings_of
 from ragmon.cli.gate_generation import (
     generation_notes,
     generation_result,
@@ -59,8 +59,8 @@ class Format(StrEnum):
 
 
 def _out_console(fmt: Format) -> Console:
-    # wide when piped (CI logs), so the 12-column table is not folded into an unreadable shape
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False, soft_wrap=fmt != Format.table)
+    # as wide as needed when piped (CI logs, files): the 12-column table is never folded or cut
+    return Console(width=None if sys.stdout.isatty() else UNCUT_WIDTH, highlight=False, soft_wrap=fmt != Format.table)
 
 
 def _set_name(golden: GoldenFile, chosen: SetName | None) -> str:

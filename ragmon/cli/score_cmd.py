@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import EXIT_USAGE, console, err_console, exit_if_stuck, fail, settings_of
-from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
+from ragmon.cli.options import FormatOption, LogLevelOption, check_format, configure_logging, parse_when
 from ragmon.config import Settings, override
 from ragmon.contracts.trace import Variant
 
@@ -146,12 +146,11 @@ def report(
     retriever: Annotated[str | None, typer.Option(help="Only this retriever name.", show_default=False)] = None,
     variant: Annotated[str | None, typer.Option(
         help="Only this variant: production, shadow or canary.", show_default=False)] = None,
-    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    output: FormatOption = "table",
 ) -> None:
     """Stored scores per judge fingerprint, retriever, variant, metric and stratum ('*' = all strata). Fingerprints,
     retrievers and variants are never pooled."""
-    if output not in ("table", "json"):
-        raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    check_format(output)
     from ragmon.cli.store_open import open_store
     from ragmon.score.report import score_report
 

@@ -24,7 +24,7 @@ from ragmon.config.section import secret_value
 from ragmon.config.settings import Settings
 from ragmon.config.shadow import ShadowComparisonSettings, ShadowSettings
 from ragmon.config.store import DEFAULT_DSN, KafkaSettings, StoreSettings
-from ragmon.store.dsn import mask_dsn
+from ragmon.store.dsn import mask_dsn, mask_url
 
 __all__ = [
     "DEFAULT_DSN",
@@ -51,6 +51,7 @@ __all__ = [
     "StoreSettings",
     "load_settings",
     "mask_dsn",
+    "mask_url",
     "masked_dump",
     "override",
     "secret_value",
