@@ -100,6 +100,9 @@ def router(store: Any, token: str) -> APIRouter:
             result = await run_in_threadpool(store.query, sql, parameters, READ_ONLY)
             return _answer(200, columns=list(result.column_names), rows=[wire.encode(list(r)) for r in result.result_rows])
         except StoreError as exc:
+            if "(READONLY)" in str(exc):  # a write, a setting or a table function reaching out: not a read
+                return _answer(403, error="refused: the read API runs queries read-only (no writes, settings, "
+                                          "file() or url())")
             return _answer(503 if exc.retryable else 400, error=_one_line(exc), retryable=exc.retryable)
         except TypeError as exc:  # a column type the wire format does not carry
             return _answer(500, error=str(exc))
