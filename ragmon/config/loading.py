@@ -171,13 +171,19 @@ def _resolve_secret_files(settings: Settings) -> Settings:
     updates: dict[str, dict[str, Any]] = {}
     for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file"),
                                              ("review", "session_secret", "session_secret_file"),
-                                             ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file")):
+                                             ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file"),
+                                             ("read_api", "token", "token_file")):
         section = getattr(settings, section_name)
         file_path = getattr(section, file_field)
         if file_path is None:
             continue
         try:
             value = Path(file_path).read_text(encoding="utf-8").strip()
+        except FileNotFoundError as exc:
+            if section_name == "read_api":  # the daemon creates it with a random token when it starts
+                continue
+            problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
+            continue
         except OSError as exc:
             problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
             continue

@@ -2,8 +2,8 @@
 
 chDB lets one process open a data directory. While ``ragmon run`` (or any daemon) holds it, ``ragmon drift
 report``, ``store status`` and every other read command ask that process over its HTTP port instead
-(``ragmon.store.read_api`` serves, ``ragmon.store.remote`` asks). Owns this model only; must not bind a port or
-read the token file (the daemon may create it, so it is read when used, not at load time).
+(``ragmon.store.read_api`` serves, ``ragmon.store.remote`` asks). Owns this model only; must not bind a port.
+The token file is read at load time when it exists (like every ``*_file`` secret); a daemon creates a missing one.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class ReadApiSettings(Section):
         f"makes a random one and writes it in {ANNOUNCE_FILE}, readable by whoever may read the store's files. Masked.",
     )
     token_file: Path | None = Field(
-        None, description="Read the bearer token from this file (a mounted Secret). The daemon creates it (mode "
-        "0600, a random token) when it does not exist yet.",
+        None, description="Read the bearer token from this file (a mounted Secret); wins over token. A daemon "
+        "creates it (mode 0600, a random token) when it does not exist yet.",
     )
     timeout_seconds: float = Field(120.0, gt=0, le=3600, description="How long a read command waits for one answer.")
 

@@ -65,7 +65,8 @@ def read_access(settings: Settings, store: Any) -> ReadAccess | None:
     path = embedded_path(settings)
     if path is None or not settings.read_api.enabled or not hasattr(store, "query"):
         return None
-    token = secret_value(settings.read_api.token) or _file_token(settings.read_api.token_file)
+    given = settings.read_api.token_file is None or settings.read_api.token_file.exists()
+    token = (secret_value(settings.read_api.token) if given else None) or _file_token(settings.read_api.token_file)
     return ReadAccess(router(store, token), token, path / ANNOUNCE_FILE)
 
 

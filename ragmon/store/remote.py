@@ -143,7 +143,7 @@ def connect_remote(settings: Settings) -> RemoteReadStore:
     """The read store of the daemon holding ``settings.store``'s embedded directory; ``StoreError`` (what to do)
     when its address or token is unknown or it does not answer."""
     url, token = settings.read_api.url, secret_value(settings.read_api.token)
-    if token is None and settings.read_api.token_file is not None:
+    if settings.read_api.token_file is not None:  # read at load time when it existed: here to name it if not
         token = _read_token(settings.read_api.token_file)
     if url is None or token is None:
         announced = _announcement(embedded_path(settings))
