@@ -139,9 +139,9 @@ def decide(
                        + tuple(f"ok {x}" for x in passed))
     changed = _retrieval_change(top1_rate, score_ks)
     if changed and not passed_metrics & RETRIEVAL_QUALITY:
-        unsure.insert(0, f"retrieval changed a lot ({changed}) and no measure of retrieval quality judges it: add "
-                         "--golden with --max-quality-drop ndcg_at_k=… (or recall_at_k, mrr), or judge "
-                         "context_precision on both variants")
+        unsure.insert(0, f"retrieval changed a lot ({changed}) and no measure of retrieval quality passed: gate "
+                         "one (--golden with --max-quality-drop ndcg_at_k=…, recall_at_k or mrr; or the judge's "
+                         "context_precision / context_relevant_share)")
     if unsure:
         return Verdict("hold", tuple(f"? {x}" for x in unsure) + tuple(f"ok {x}" for x in passed))
     return Verdict("promote", tuple(f"ok {x}" for x in passed))
