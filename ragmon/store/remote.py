@@ -25,6 +25,7 @@ from ragmon.config import Settings, secret_value
 from ragmon.config.read_api import ANNOUNCE_FILE
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
 from ragmon.store import wire
+from ragmon.store.clickhouse import ClickHouseStore
 from ragmon.store.read_api import PATH, embedded_path
 
 READ_ONLY = ("the store is read through the running ragmon that holds it, which answers reads only; run this "
@@ -56,20 +57,12 @@ class RemoteReadStore:
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                   timeout=settings.read_api.timeout_seconds, transport=transport)
 
-    def table(self, name: str) -> str:
-        from ragmon.store.clickhouse import ClickHouseStore
-
-        return ClickHouseStore.table(self, name)  # type: ignore[arg-type] - the same identifier check
+    # the same identifier check and readiness rule as the local store (they need only ``database`` and ``ping``)
+    table = ClickHouseStore.table
+    readiness = ClickHouseStore.readiness
 
     def ping(self) -> None:
         self.command("SELECT 1")
-
-    def readiness(self) -> tuple[bool, str]:
-        try:
-            self.ping()
-        except StoreError as exc:
-            return False, f"store unreachable: {exc}"
-        return True, "store answers (through the daemon that holds it)"
 
     def migrate(self) -> list[str]:
         """Nothing to apply: the daemon migrated the store when it opened it."""
