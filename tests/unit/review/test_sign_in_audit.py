@@ -62,3 +62,19 @@ def test_cookies_are_secure_unless_the_server_binds_loopback(host: str, loopback
     assert cookie_secure(ReviewSettings(), server) is (not loopback)
     assert cookie_secure(ReviewSettings(cookie_secure=True), server) is True
     assert cookie_secure(ReviewSettings(cookie_secure=False), server) is False
+
+
+@pytest.mark.parametrize(("host", "secure", "warned"), [("127.0.0.1", False, False), ("0.0.0.0", True, True)])
+def test_the_review_role_resolves_the_cookie_flag_and_warns_about_plain_http(
+        host: str, secure: bool, warned: bool, caplog: pytest.LogCaptureFixture) -> None:
+    from ragmon.config import Settings
+    from ragmon.review.role import build
+    from ragmon.telemetry import Telemetry
+    from tests.integration.review.support import review_settings
+
+    settings = Settings(server=ServerSettings(host=host),
+                        review=review_settings().model_copy(update={"cookie_secure": None}))
+    caplog.set_level(logging.WARNING, logger="ragmon.review")
+    role = build(settings, InMemoryReviewStore(), Telemetry(), select=False).service
+    assert role.context.auth.cookie_secure is secure
+    assert ("over plain HTTP" in caplog.text) is warned
