@@ -49,10 +49,15 @@ class ReadAccess:
     announce_path: Path
 
     def publish(self, host: str, port: int) -> None:
-        """Write ``{"url", "token"}`` to the announce file (mode 0600) once the port is bound."""
+        """Write ``{"url", "token"}`` to the announce file (mode 0600) once the port is bound. A file that cannot
+        be written is logged, not fatal: read commands then need ``read_api.url`` and a token setting."""
         shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
         url = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
-        _write_private(self.announce_path, json.dumps({"url": url, "token": self.token}))
+        try:
+            _write_private(self.announce_path, json.dumps({"url": url, "token": self.token}))
+        except OSError as exc:
+            log.warning("cannot write %s (%s): read commands need read_api.url and read_api.token_file to reach "
+                        "this process", self.announce_path, exc.strerror or exc)
 
     def withdraw(self) -> None:
         with contextlib.suppress(OSError):
