@@ -151,7 +151,11 @@ def _file_token(path: Path | None) -> str:
         token = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         token = secrets.token_urlsafe(32)
-        _write_private(path, token + "\n")
+        try:
+            _write_private(path, token + "\n")
+        except OSError as exc:
+            raise ConfigError([f"read_api.token_file: {path} does not exist and cannot be created "
+                               f"({exc.strerror or exc}); create it with a long random token"]) from None
         log.info("wrote a new read API token to %s", path)
         return token
     except (OSError, UnicodeDecodeError) as exc:
