@@ -23,7 +23,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragmon.config import IngestSettings  # noqa: E402
-from ragmon.ingest.redact import Redactor  # noqa: E402
+from ragmon.contracts.redact import Redactor  # noqa: E402
 
 UNANCHORED = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
 SHAPES = {

@@ -57,6 +57,8 @@ class Process:
             if p.readiness is not None:
                 self.health.add_readiness(name, p.readiness)
         self.server: ServerHandle | None = None
+        #: the read API other ragmon processes' read commands use while this one holds the embedded store
+        self.read_access: Any = None
         #: the roles' own ports (``RoleParts.listeners``), by listener name, while serving
         self.listeners: dict[str, ServerHandle] = {}
         #: the roles with a loop still running after the grace period (set by ``run``)
@@ -93,10 +95,16 @@ class Process:
     def serve(self) -> int:
         """Bind ``server.host:server.port`` and serve /metrics, /healthz, /readyz and the roles' routers; return the
         port. Raises ``ConfigError`` (one line naming what to change) when the port cannot be bound."""
+        from ragmon.store.read_api import read_access
+
         server = self.settings.server
-        app = create_app(self.telemetry, self.health, self.routers, title=self.title)
+        self.read_access = read_access(self.settings, self.store)
+        extra = [self.read_access.router] if self.read_access is not None else []
+        app = create_app(self.telemetry, self.health, [*self.routers, *extra], title=self.title)
         self.server = serve(app, server.host, server.port, forwarded_allow_ips=server.forwarded_allow_ips)
         try:
+            if self.read_access is not None:
+                self.read_access.publish(server.host, self.server.port)
             for role, listener in ((r, lr) for r, p in self.parts.items() for lr in p.listeners):
                 try:
                     self.listeners[listener.name] = serve(
@@ -139,6 +147,8 @@ class Process:
                 if getattr(loop, "fatal_error", None) is not None}
 
     def stop_server(self) -> None:
+        if self.read_access is not None:
+            self.read_access.withdraw()
         for handle in self.listeners.values():
             handle.stop()
         self.listeners = {}

@@ -114,12 +114,14 @@ class ServerHandle:
 
 
 def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
-          forwarded_allow_ips: str = "127.0.0.1", section: str = "server") -> ServerHandle:
+          forwarded_allow_ips: str = "", section: str = "server") -> ServerHandle:
     """Start ``app`` on ``host:port`` (0 = any free port) in a background thread; return once listening.
-    ``forwarded_allow_ips``: proxies whose X-Forwarded-For header gives the client address (server settings).
+    ``forwarded_allow_ips``: proxies whose X-Forwarded-For header gives the client address (server settings);
+    empty: none (the header is ignored).
     ``section``: the settings section whose ``host`` and ``port`` these are, named when they cannot be bound."""
+    # no trusted proxy: X-Forwarded-For is ignored, so a client cannot choose the address it is counted under
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
-                            proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+                            proxy_headers=bool(forwarded_allow_ips), forwarded_allow_ips=forwarded_allow_ips or None)
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
     sock = _bind(host, port, section)  # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback

@@ -161,6 +161,11 @@ class Telemetry:
         )
 
         # -- review ---------------------------------------------------------------------------------------
+        self.review_signin_failures = Counter(
+            "ragmon_review_signin_failures_total",
+            "Failed review sign-ins by reason: bad_credentials (wrong user name or password), locked_out (refused "
+            "while too many recent failures), bad_token (unknown API bearer token).", ["reason"], registry=r,
+        )
         self.review_items_due = Gauge(
             "ragmon_review_items_due", "Items in the newest selected review week's queue, by stratum.", ["stratum"],
             registry=r,

@@ -72,9 +72,9 @@ def calibrate(
         pairs = load_label_file(labels, make_judge(settings.judge), thresholds)
         source = str(labels)
     else:
-        from ragmon.store import ClickHouseStore
+        from ragmon.cli.store_open import open_store
 
-        store = ClickHouseStore.open(settings.store)
+        store = open_store(settings)
         if rejudge:
             pairs = pairs_by_rejudging(store, make_judge(settings.judge), since=start, until=end,
                                        thresholds=thresholds, max_in_flight=settings.judge.max_in_flight)

@@ -31,8 +31,8 @@ def load(
     strings (use ISO dates or zero-padded numbers). Bad lines are reported with their number and skipped; the good
     ones are loaded; the exit code is 2 when any line was bad. Loading the same file twice changes nothing.
     """
+    from ragmon.cli.store_open import open_store
     from ragmon.drift.corpus import Problem, Version, load_versions, read_versions
-    from ragmon.store import ClickHouseStore
 
     if path == "-":
         stream = sys.stdin.buffer
@@ -56,7 +56,7 @@ def load(
             stream.close()
     if problems > MAX_SHOWN:
         err_console.print(f"… and {problems - MAX_SHOWN} more bad lines", highlight=False)
-    store = ClickHouseStore.open(settings_of(ctx).store)
+    store = open_store(settings_of(ctx), writes=True)
     loaded = load_versions(store, good)
     console.print(f"loaded {loaded:,} document versions" + (f"; skipped {problems:,} bad lines" if problems else ""),
                   highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,8 +11,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli.common import console, exit_if_stuck, fail, settings_of
-from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
+from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.options import (
+    FormatOption,
+    LogLevelOption,
+    check_format,
+    check_output_file,
+    configure_logging,
+    parse_when,
+)
+from ragmon.cli.store_open import is_remote
 from ragmon.config import Settings, override
 
 app = typer.Typer(
@@ -22,10 +31,10 @@ app = typer.Typer(
 )
 
 
-def _open(settings: Settings) -> Any:
-    from ragmon.store import ClickHouseStore
+def _open(settings: Settings, *, writes: bool = False) -> Any:
+    from ragmon.cli.store_open import open_store
 
-    return ClickHouseStore.open(settings.store)
+    return open_store(settings, writes=writes)
 
 
 @app.callback()
@@ -54,15 +63,6 @@ def drift(
     exit_if_stuck(serve_roles(settings, only=["drift"], title="ragmon drift", started=announce))
 
 
-FormatOption = Annotated[str, typer.Option("--format", help="table (default) or json.")]
-
-
-def _format(value: str) -> str:
-    if value not in ("table", "json"):
-        raise fail(f"--format {value!r} is not one of table, json")
-    return value
-
-
 @app.command("check")
 def check(
     ctx: typer.Context,
@@ -85,12 +85,16 @@ def check(
     from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
     from ragmon.drift.schedule import DriftRole
 
-    output = _format(output)
+    output = check_format(output)
     if at is not None and not once:
         raise fail("--at runs one check as of a past time; it cannot be combined with --loop")
     when = parse_when(at, datetime.now(UTC), "--at") if at is not None else None
     settings = settings_of(ctx)
-    store = _open(settings)
+    store = _open(settings, writes=not once)
+    if when is None and is_remote(store):  # the daemon holding the store stores its own checks
+        when = datetime.now(UTC)
+        err_console.print("the store is held by a running ragmon: this check is run through it and printed, not "
+                          "stored (the daemon's drift role stores its own)", highlight=False, soft_wrap=True)
     checker = DriftChecker(store, settings.drift)
     found = False
 
@@ -142,7 +146,7 @@ def report(
     """Show a stored drift check (the latest by default) as a table or JSON, and optionally as an HTML page."""
     from ragmon.drift.report import html_report, json_rows, load_check, terminal_table
 
-    output = _format(output)
+    output = check_format(output)
     if html is not None:
         check_output_file(html, "--html")
     store = _open(settings_of(ctx))
@@ -163,11 +167,20 @@ def report(
 
 
 @app.command("features")
-def features() -> None:
+def features(output: FormatOption = "table") -> None:
     """List the drift features and tests (names for drift.features and drift.overrides)."""
     from ragmon.drift.features import FEATURES
     from ragmon.drift.registry import REGISTRY
 
+    if check_format(output) == "json":
+        console.print_json(json.dumps({
+            "features": [{"feature": f.name, "kind": f.kind, "source": f.source, "default_tests": list(f.default_tests),
+                          "description": f.description} for f in FEATURES.values()],
+            "tests": [{"test": t.name, "unit": t.unit, "kinds": sorted(t.kinds), "alpha": t.default_threshold,
+                       "effect": t.effect_name, "effect_threshold": t.default_effect_threshold,
+                       "min_samples": t.default_min_samples, "description": t.description}
+                      for t in REGISTRY.values()]}))
+        return
     table = Table("feature", "kind", "source", "default tests", "description", title="drift features")
     for f in FEATURES.values():
         table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests), f.description)
@@ -245,7 +258,6 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                     extra_empty: float, stale_index: bool, drifting: tuple[str, ...] | None) -> None:
     from rich.progress import Progress
 
-    from ragmon.cli.common import err_console
     from ragmon.drift.simulate import ShapedSpec, insert_shaped
     from ragmon.drift.traffic import Shift
 
@@ -257,7 +269,7 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                           run_id=f"{shape}{datetime.now(UTC):%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
-    store = _open(settings_of(ctx))
+    store = _open(settings_of(ctx), writes=True)
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task(f"simulating {spec.hours} hours of {shape} traffic", total=spec.hours)
         total = insert_shaped(store, spec, progress=lambda done, _n: bar.update(task, completed=done))
@@ -283,7 +295,7 @@ def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, s
         base = SyntheticSpec(0, start, now, retrievers=(retriever,), strata=names, run_id=f"sim{now:%H%M%S%f}")
     except ValueError as exc:
         raise fail(str(exc)) from None
-    store = _open(settings_of(ctx))
+    store = _open(settings_of(ctx), writes=True)
     total = 0
     for day in range(1, 8):
         total += insert_synthetic(store, _with(base, n=reference_per_day, start=start - timedelta(days=day),
@@ -317,7 +329,7 @@ def backtest_cmd(
     """
     from ragmon.cli.drift_backtest import run_backtest
 
-    output = _format(output)
+    output = check_format(output)
     now = datetime.now(UTC)
     lo, hi = parse_when(start, now, "--from"), parse_when(end, now, "--to")
     if hi <= lo:

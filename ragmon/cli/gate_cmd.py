@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragmon.cli.common import err_console, fail, settings_of
+from ragmon.cli.common import UNCUT_WIDTH, err_console, fail, settings_of
 from ragmon.cli.gate_generation import (
     generation_notes,
     generation_result,
@@ -38,7 +38,14 @@ from ragmon.gate.generation_report import (
     render_generation_table,
 )
 from ragmon.gate.golden_io import GoldenFile, load_golden
-from ragmon.gate.report import Thresholds, build_result, render_json, render_markdown, render_table
+from ragmon.gate.report import (
+    Thresholds,
+    build_result,
+    render_json,
+    render_markdown,
+    render_table,
+    small_strata_notes,
+)
 from ragmon.gate.runner import load_retriever, run_gate_cases
 
 
@@ -59,8 +66,8 @@ class Format(StrEnum):
 
 
 def _out_console(fmt: Format) -> Console:
-    # wide when piped (CI logs), so the 12-column table is not folded into an unreadable shape
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False, soft_wrap=fmt != Format.table)
+    # as wide as needed when piped (CI logs, files): the 12-column table is never folded or cut
+    return Console(width=None if sys.stdout.isatty() else UNCUT_WIDTH, highlight=False, soft_wrap=fmt != Format.table)
 
 
 def _set_name(golden: GoldenFile, chosen: SetName | None) -> str:
@@ -116,6 +123,7 @@ def gate(
     depth: Annotated[int | None, typer.Option("--depth", help="A second, larger cut-off: recall at this depth is reported beside coverage@k (the gap is what a reranker could win). The retriever is asked for this many. Default: k.", show_default=False)] = None,
     min_ndcg: Annotated[float | None, typer.Option("--min-ndcg", help="Optional minimum mean nDCG@k (linear gain, log2 discount, trec_eval's convention), 0–1, per stratum.", show_default=False)] = None,
     max_p95_ms: Annotated[float | None, typer.Option("--max-p95-ms", help="Optional maximum p95 retriever latency per stratum, in milliseconds.", show_default=False)] = None,
+    min_cases: Annotated[int | None, typer.Option("--min-cases", help="A stratum with fewer scored cases is reported (verdict 'too few', with its coverage interval) but not gated on its own; its cases still count in ALL. Default: every stratum is gated; strata under 5 cases get a note with their 95% interval either way.", show_default=False)] = None,
     set_name: Annotated[SetName | None, typer.Option("--set", help="Which set this is: dev (tune against it) or release (frozen, run rarely, never tuned against). Recorded in the artifact; must match the file's \"set\" if it declares one.", show_default=False)] = None,
     compare: Annotated[Path | None, typer.Option("--compare", metavar="ARTIFACT", help="A previous run artifact: print the queries with the largest gains and losses against it. Refused when the golden set version differs.", show_default=False)] = None,
     allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Compare with --compare ARTIFACT even when its golden set version or content differs (only shared case ids are diffed).")] = False,
@@ -145,7 +153,7 @@ def gate(
     depth = k if depth is None else depth
     if depth < k:
         raise fail(f"--depth ({depth}) must be at least --k ({k}); it is the deeper cut-off")
-    thresholds = Thresholds(min_coverage, min_mrr, min_ndcg, max_p95_ms)
+    thresholds = Thresholds(min_coverage, min_mrr, min_ndcg, max_p95_ms, min_cases)
     gen_thresholds = GenerationThresholds(min_faithfulness, min_citation_precision, max_wrong_refusal_rate,
                                           max_missed_refusal_rate)  # fmt: skip
     if problems := thresholds.problems() + gen_thresholds.problems():
@@ -199,7 +207,7 @@ def gate(
     except InputError as exc:
         raise fail(str(exc)) from None
 
-    notes = _notes(golden, runs, retriever_corpus, chosen_set, prior)
+    notes = _notes(golden, runs, retriever_corpus, chosen_set, prior) + small_strata_notes(result)
     if gen_section is not None:
         notes += generation_notes(gen_section)
     passed = result.passed and (gen_result is None or gen_result.passed)
@@ -250,6 +258,10 @@ def _verdict(result: Any, gen_result: GenerationResult | None) -> str:
     for row in (*result.rows, *(gen_result.rows if gen_result is not None else ())):
         if row.failures:
             failures.setdefault(row.stratum, []).extend(row.failures)
+    few = [row.stratum for row in result.rows if row.too_few]
     if not failures:
+        if few:
+            return (f"PASS: every stratum gated met every threshold; {', '.join(few)} missed with too few cases to "
+                    "gate (--min-cases): add cases")
         return "PASS: every stratum met every threshold"
     return "FAIL: " + ", ".join(f"{stratum} ({', '.join(names)})" for stratum, names in failures.items())

@@ -1,6 +1,6 @@
 """Options that several ``ragmon`` commands share, and how their values are checked.
 
-Owns the ``--log-level`` option, the ``--since``/``--until`` time forms, and the check of output paths (a report
+Owns the ``--log-level`` and report ``--format`` options, the ``--since``/``--until`` time forms, and the check of output paths (a report
 file, an artifact directory) before any work is done. A bad value is a usage error (exit 2) raised before the
 command does anything else; nothing here opens a store or the network.
 """
@@ -26,6 +26,18 @@ _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 LogLevelOption = Annotated[str, typer.Option("--log-level", help="Logging level: DEBUG, INFO, WARNING or ERROR "
                                                                  "(any case).")]
+
+
+#: ``--format`` of the report commands (drift, score, review and store reports): a table, or JSON for scripts
+FormatOption = Annotated[str, typer.Option("--format", help="table (default) or json.")]
+FORMATS = ("table", "json")
+
+
+def check_format(value: str) -> str:
+    """A valid ``--format`` value; a usage error (exit 2) naming the choices otherwise."""
+    if value not in FORMATS:
+        raise fail(f"--format {value!r} is not one of {', '.join(FORMATS)}", EXIT_USAGE)
+    return value
 
 
 def configure_logging(level: str, *, quiet: tuple[str, ...] = ()) -> None:

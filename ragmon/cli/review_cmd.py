@@ -3,6 +3,7 @@ and make the credentials the ``review`` config section takes."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 from datetime import UTC, datetime
@@ -13,13 +14,13 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
-from ragmon.cli.options import check_output_file
+from ragmon.cli.options import FormatOption, check_format, check_output_file
+from ragmon.cli.store_open import open_store
 from ragmon.config import override
 from ragmon.review.auth import hash_password, token_digest
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.queue import NO_STRATUM, load_week
 from ragmon.review.selection import parse_week, previous_week, select_week
-from ragmon.store import ClickHouseStore
 
 app = typer.Typer(
     help="Weekly human review of a random sample of production traces. Without a subcommand: serve the UI.",
@@ -102,7 +103,7 @@ def select(
     if week_end > now and not partial and not dry_run:
         raise fail(f"{week} has not ended yet (it ends {week_end:%Y-%m-%d %H:%M} UTC); a selection is final, so "
                    "select it after it ends, or pass --partial to sample only the traffic so far")
-    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
+    store = ClickHouseReviewQueries(open_store(settings, writes=True))
     result = select_week(store, week, size, seed=seed, stratify=stratify, min_per_stratum=min_per,
                          now=now, dry_run=dry_run)
     if result.already_selected:
@@ -126,12 +127,14 @@ def select(
 @app.command("status")
 def status(ctx: typer.Context,
            week: Annotated[str | None, typer.Option(help="ISO week (default: the newest selected).",
-                                                    show_default=False)] = None) -> None:
+                                                    show_default=False)] = None,
+           output: FormatOption = "table") -> None:
     """Show a week's progress per stratum: items, reviewed (at least one label), and disagreements."""
+    check_format(output)
     if week is not None:
         parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
-    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
+    store = ClickHouseReviewQueries(open_store(settings))
     from ragmon.review.labels import disagreements
 
     names = store.weeks()
@@ -143,6 +146,11 @@ def status(ctx: typer.Context,
     for item in data.items:
         if disagreements(list(item.labels)):
             disputed[item.category or NO_STRATUM] = disputed.get(item.category or NO_STRATUM, 0) + 1
+    if output == "json":
+        console.print_json(json.dumps({"week": data.week, "seed": data.seed, "strata": [
+            {"stratum": p.stratum, "items": p.total, "reviewed": p.reviewed, "disagreements": disputed.get(p.stratum, 0)}
+            for p in data.progress()]}))
+        return
     table = Table("stratum", "items", "reviewed", "disagreements", title=f"review {data.week} (seed {data.seed})")
     for p in data.progress():
         table.add_row(p.stratum, str(p.total), str(p.reviewed), str(disputed.get(p.stratum, 0)))
@@ -164,7 +172,7 @@ def export(
     if week is not None:
         parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
-    store = ClickHouseReviewQueries(ClickHouseStore.open(settings.store))
+    store = ClickHouseReviewQueries(open_store(settings))
     result = export_golden(store, golden, week=week)
     console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present",
                   highlight=False, soft_wrap=True)

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import EXIT_USAGE, console, err_console, exit_if_stuck, fail, settings_of
-from ragmon.cli.options import LogLevelOption, configure_logging, parse_when
+from ragmon.cli.options import FormatOption, LogLevelOption, check_format, configure_logging, parse_when
 from ragmon.config import Settings, override
 from ragmon.contracts.trace import Variant
 
@@ -79,12 +79,12 @@ def score(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
+    from ragmon.cli.store_open import open_store
     from ragmon.score.runner import BatchResult, backfill, build_scorer
-    from ragmon.store import ClickHouseStore
     from ragmon.telemetry import Telemetry
 
     telemetry = Telemetry()
-    store = ClickHouseStore.open(settings.store)
+    store = open_store(settings, writes=True)
     started = time.monotonic()
     scorer = build_scorer(settings, store, telemetry)
     scorer.announce()
@@ -146,14 +146,13 @@ def report(
     retriever: Annotated[str | None, typer.Option(help="Only this retriever name.", show_default=False)] = None,
     variant: Annotated[str | None, typer.Option(
         help="Only this variant: production, shadow or canary.", show_default=False)] = None,
-    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    output: FormatOption = "table",
 ) -> None:
     """Stored scores per judge fingerprint, retriever, variant, metric and stratum ('*' = all strata). Fingerprints,
     retrievers and variants are never pooled."""
-    if output not in ("table", "json"):
-        raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    check_format(output)
+    from ragmon.cli.store_open import open_store
     from ragmon.score.report import score_report
-    from ragmon.store import ClickHouseStore
 
     variants = [v.value for v in Variant]
     if variant is not None and variant not in variants:
@@ -162,7 +161,7 @@ def report(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
-    store = ClickHouseStore.open(settings_of(ctx).store)
+    store = open_store(settings_of(ctx))
     rows = score_report(store, start, end, retriever=retriever, variant=variant)
     if output == "json":
         console.print_json(json.dumps([asdict(r) for r in rows]))

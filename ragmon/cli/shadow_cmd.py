@@ -73,10 +73,10 @@ def compare_cmd(
 
     Exit codes: 0 promote · 1 reject · 4 hold (also when no thresholds are given) · 2 bad arguments · 3 store unavailable.
     """
+    from ragmon.cli.store_open import open_store
     from ragmon.shadow.canary import load_golden
     from ragmon.shadow.compare import CompareOptions, compare
     from ragmon.shadow.report import FORMATS, render, rich_renderable
-    from ragmon.store import ClickHouseStore
 
     if fmt not in FORMATS:
         raise fail(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -101,7 +101,7 @@ def compare_cmd(
     options.check()  # bad arguments are exit 2 before the store is opened (or found down)
     if out is not None:
         check_output_file(out, "--out")
-    store = ClickHouseStore.open(settings_of(ctx).store)
+    store = open_store(settings_of(ctx))
     result = compare(store, options)
     if out is not None:
         try:

@@ -7,7 +7,7 @@ at start-up and raises ``ConfigError`` with one line per problem. Field names ca
 
 Layout: ``loading`` (file, environment, secret files, problem lines), ``settings`` (the root model), and the
 sections by role: ``store`` (store, kafka), ``ingest``, ``otlp``, ``score`` (judge, sampling, score), ``drift``,
-``review`` (server, review), ``shadow``, ``process`` (process, roles). Import from ``ragmon.config``; the
+``review`` (server, review), ``read_api``, ``shadow``, ``process`` (process, roles). Import from ``ragmon.config``; the
 modules are its parts. This package must not import the store adapter, clickhouse-connect or chDB: the DSN is
 checked by the pure ``ragmon.store.dsn``.
 """
@@ -17,13 +17,14 @@ from ragmon.config.ingest import IngestSettings
 from ragmon.config.loading import MAX_PROBLEM_LINES, load_settings, masked_dump, override
 from ragmon.config.otlp import OtlpSettings
 from ragmon.config.process import ProcessSettings, RolesSettings
+from ragmon.config.read_api import ReadApiSettings
 from ragmon.config.review import ReviewSettings, ReviewUser, ServerSettings
 from ragmon.config.score import JudgeSettings, RateOverride, SamplingSettings, ScoreSettings
 from ragmon.config.section import secret_value
 from ragmon.config.settings import Settings
 from ragmon.config.shadow import ShadowComparisonSettings, ShadowSettings
 from ragmon.config.store import DEFAULT_DSN, KafkaSettings, StoreSettings
-from ragmon.store.dsn import mask_dsn
+from ragmon.store.dsn import mask_dsn, mask_url
 
 __all__ = [
     "DEFAULT_DSN",
@@ -37,6 +38,7 @@ __all__ = [
     "OtlpSettings",
     "ProcessSettings",
     "RateOverride",
+    "ReadApiSettings",
     "ReviewSettings",
     "ReviewUser",
     "RolesSettings",
@@ -49,6 +51,7 @@ __all__ = [
     "StoreSettings",
     "load_settings",
     "mask_dsn",
+    "mask_url",
     "masked_dump",
     "override",
     "secret_value",

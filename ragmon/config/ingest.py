@@ -22,9 +22,13 @@ class IngestSettings(Section):
     redact_fields: list[str] = Field(
         default_factory=lambda: ["question", "answer"],
         description=(
-            "Trace fields the redaction patterns apply to: any of question, answer, retrieved_text, quotes, error, "
-            "feedback_comment."
+            "Trace fields the redaction patterns apply to, before storage and before a judge sees the trace: any "
+            "of question, answer, retrieved_text (chunk text), quotes, error, feedback_comment."
         ),
+    )
+    redact_attributes: list[str] = Field(
+        default_factory=list,
+        description="Keys of a trace's attributes whose values the redaction patterns apply to too (e.g. user_note).",
     )
     redact_patterns: dict[str, str] = Field(
         default_factory=lambda: {

@@ -3,7 +3,7 @@
 
 Owns turning a file and an environment into a validated ``Settings``, or a ``ConfigError`` with one line per
 problem (capped at ``MAX_PROBLEM_LINES``, never echoing a secret); also ``override`` (command-line options) and
-``masked_dump`` (``config show``). Must not connect anywhere: the DSN is checked by the pure
+``masked_dump`` (``config show``: secrets, and the credentials inside the store DSN and ``judge.base_url``). Must not connect anywhere: the DSN is checked by the pure
 ``ragmon.store.dsn``, never by opening the store.
 """
 
@@ -20,7 +20,7 @@ from pydantic_settings import SettingsError
 from ragmon.config.section import secret_value
 from ragmon.config.settings import Settings
 from ragmon.errors import ConfigError, StoreError
-from ragmon.store.dsn import mask_dsn, parse_dsn
+from ragmon.store.dsn import mask_dsn, mask_url, parse_dsn
 
 #: a config with thousands of wrong list items still fits on a screen
 MAX_PROBLEM_LINES = 30
@@ -98,6 +98,7 @@ def masked_dump(settings: Settings) -> dict[str, Any]:
     """The effective settings as plain data, every secret (and any password inside a DSN) masked."""
     data = settings.model_dump(mode="json")
     data["store"]["dsn"] = mask_dsn(secret_value(settings.store.dsn) or "")
+    data["judge"]["base_url"] = mask_url(settings.judge.base_url)
     return data
 
 
@@ -170,13 +171,19 @@ def _resolve_secret_files(settings: Settings) -> Settings:
     updates: dict[str, dict[str, Any]] = {}
     for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file"),
                                              ("review", "session_secret", "session_secret_file"),
-                                             ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file")):
+                                             ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file"),
+                                             ("read_api", "token", "token_file")):
         section = getattr(settings, section_name)
         file_path = getattr(section, file_field)
         if file_path is None:
             continue
         try:
             value = Path(file_path).read_text(encoding="utf-8").strip()
+        except FileNotFoundError as exc:
+            if section_name == "read_api":  # the daemon creates it with a random token when it starts
+                continue
+            problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
+            continue
         except OSError as exc:
             problems.append(f"{section_name}.{file_field}: cannot read {file_path} ({exc.strerror or exc})")
             continue

@@ -18,6 +18,7 @@ from ragmon.config.drift import DriftSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.otlp import OtlpSettings
 from ragmon.config.process import ProcessSettings, RolesSettings
+from ragmon.config.read_api import ReadApiSettings
 from ragmon.config.review import ReviewSettings, ServerSettings
 from ragmon.config.score import JudgeSettings, SamplingSettings, ScoreSettings
 from ragmon.config.shadow import ShadowSettings
@@ -43,6 +44,10 @@ class Settings(BaseSettings):
         default_factory=OtlpSettings, description="OTLP/HTTP receiver: POST /v1/traces straight from an application."
     )
     server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP server.")
+    read_api: ReadApiSettings = Field(
+        default_factory=ReadApiSettings,
+        description="Read commands while a daemon holds the embedded store: they ask it over its HTTP port.",
+    )
     process: ProcessSettings = Field(
         default_factory=ProcessSettings, description="Shutdown grace and liveness limits every daemon process applies."
     )

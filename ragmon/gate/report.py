@@ -2,7 +2,10 @@
 
 Every stratum is gated, not only the total: one collapsed category averages away against nine healthy ones.
 Thresholds are required inputs with no defaults here either. A stratum with no answerable case has nothing to
-gate and cannot fail (its row says so). This module aggregates and renders; it does not call retrievers.
+gate and cannot fail (its row says so). Each row carries a 95% interval of its coverage (Wilson, over its scored
+cases), so a verdict on 1 of 2 cases shows how little it knows; with ``min_cases`` a stratum with fewer scored
+cases is not gated on its own (its misses are listed as ``too_few``, its cases still count in ALL). This module
+aggregates and renders; it does not call retrievers.
 """
 
 from __future__ import annotations
@@ -30,9 +33,13 @@ class Thresholds:
     min_mrr: float
     min_ndcg: float | None = None
     max_p95_ms: float | None = None
+    #: strata with fewer scored cases are reported, not gated on their own (None: every stratum is gated)
+    min_cases: int | None = None
 
     def problems(self) -> list[str]:
         out = []
+        if self.min_cases is not None and self.min_cases < 1:
+            out.append(f"--min-cases must be at least 1, got {self.min_cases}")
         for name in ("min_coverage", "min_mrr", "min_ndcg"):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or not 0 <= value <= 1):
@@ -59,6 +66,10 @@ class StratumRow:
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     failures: tuple[str, ...]
+    #: 95% Wilson interval of coverage_at_k over the scored cases (None when nothing was scored)
+    coverage_ci: tuple[float, float] | None = None
+    #: thresholds missed by a stratum with fewer than ``min_cases`` scored cases: shown, not failing the gate
+    too_few: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +107,42 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
     p95 = row["latency_p95_ms"]
     if t.max_p95_ms is not None and p95 is not None and p95 > t.max_p95_ms:
         failures.append("latency_p95_ms")
+    n_cov = sum(1 for m in metrics if m.recall_at_k is not None)
+    coverage = row["coverage_at_k"]
+    tiny = t.min_cases is not None and name != ALL and len(scored) < t.min_cases
     return StratumRow(
         stratum=name,
         n_cases=len(runs),
         n_scored=len(scored),
         n_excluded=len(runs) - len(scored),
         n_errors=sum(1 for r in scored if r.error is not None),
-        failures=tuple(failures),
+        failures=() if tiny else tuple(failures),
+        coverage_ci=wilson_interval(coverage, n_cov) if coverage is not None and n_cov else None,
+        too_few=tuple(failures) if tiny else (),
         **row,
     )
+
+
+def wilson_interval(share: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval (95% by default) of a share observed over ``n`` cases. Exact in form for a
+    hit rate; for a mean of per-case values in [0, 1] (coverage) an approximation that stays inside [0, 1] and is
+    honest about small n: 1 of 2 cases gives [0.09, 0.91]."""
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def small_strata_notes(result: GateResult, below: int = 5) -> list[str]:
+    """One note per stratum gated (or not) on fewer than ``below`` scored cases: its coverage interval."""
+    notes = []
+    for row in result.rows[:-1]:
+        if 0 < row.n_scored < below and row.coverage_ci is not None and row.coverage_at_k is not None:
+            low, high = row.coverage_ci
+            verdict = (f"not gated on its own (--min-cases {result.thresholds.min_cases}; missed "
+                       f"{', '.join(row.too_few)})" if row.too_few else "FAIL" if row.failures else "pass")
+            notes.append(f"{row.stratum}: {verdict} on {row.n_scored} case(s): coverage@{result.k} "
+                         f"{row.coverage_at_k:.3f}, 95% CI [{low:.2f}, {high:.2f}]; add cases before trusting it")
+    return notes
 
 
 def build_result(runs: Sequence[CaseRun], thresholds: Thresholds, k: int, depth: int) -> GateResult:
@@ -154,7 +192,7 @@ def render_table(result: GateResult) -> Table:
     for row in result.rows:
         cells = [_cell(row, field) for _, field in COLUMNS]
         styled = [f"[bold red]{c}[/]" if c.endswith("FAIL") else c for c in cells]
-        verdict = "[bold red]FAIL[/]" if row.failures else "[green]pass[/]"
+        verdict = "[bold red]FAIL[/]" if row.failures else "[yellow]too few[/]" if row.too_few else "[green]pass[/]"
         table.add_row(escape(row.stratum) if row is not result.rows[-1] else "[bold]ALL[/]", *styled, verdict,
                       end_section=row is result.rows[-2] if len(result.rows) > 1 else False)  # fmt: skip
     return table
@@ -167,7 +205,8 @@ def render_markdown(result: GateResult) -> str:
     for row in result.rows:
         cells = [_cell(row, field).replace(" FAIL", " **FAIL**") for _, field in COLUMNS]
         name = row.stratum.replace("|", "\\|")
-        lines.append("| " + " | ".join([name, *cells, "**FAIL**" if row.failures else "pass"]) + " |")
+        verdict = "**FAIL**" if row.failures else "too few" if row.too_few else "pass"
+        lines.append("| " + " | ".join([name, *cells, verdict]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -19,12 +19,12 @@ from datetime import UTC, datetime, timedelta
 
 from ragmon.config import IngestSettings
 from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
+from ragmon.contracts.redact import Redactor
 from ragmon.ingest.batcher import Produced
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
 from ragmon.ingest.otlp import Span, detect_format, parse_otlp
 from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
-from ragmon.ingest.redact import Redactor
 from ragmon.ingest.source import Partition, RawMessage
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.telemetry import Telemetry
@@ -47,7 +47,7 @@ class Intake:
         self.input_format = input_format
         self.retention = timedelta(days=retention_days)
         self.clock = clock
-        self._redactor = Redactor(settings.redact_patterns, settings.redact_fields)
+        self._redactor = Redactor(settings.redact_patterns, settings.redact_fields, settings.redact_attributes)
         self._assembler = OtlpAssembler(
             settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces, settings.otlp_max_pending_bytes,
             settle_seconds=settings.otlp_settle_seconds, repair_seconds=settings.otlp_repair_window_seconds,

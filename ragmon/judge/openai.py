@@ -24,6 +24,7 @@ import httpx
 from opentelemetry.trace import SpanKind
 from pydantic import SecretStr
 
+from ragmon.config import mask_url
 from ragmon.errors import JudgeError, RetryableJudgeError
 from ragmon.judge.base import JudgeInput, Judgement, Usage, fingerprint
 from ragmon.judge.cache import VerdictCache
@@ -190,7 +191,8 @@ class OpenAIJudge:
                 error: JudgeError = RetryableJudgeError(
                     f"judge request timed out after {min(self.timeout_seconds, remaining):.1f}s")
             except httpx.TransportError as exc:
-                error = RetryableJudgeError(f"cannot reach the judge endpoint {self.base_url}: {type(exc).__name__}")
+                error = RetryableJudgeError(f"cannot reach the judge endpoint {mask_url(self.base_url)}: "
+                                            f"{type(exc).__name__}")
             else:
                 status = response.status_code
                 error, retry_after, usage = self._read(response, item)

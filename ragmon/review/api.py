@@ -52,7 +52,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
     def caller(request: Request,
                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
         if credentials is not None:
-            user = ctx.auth.check_token(credentials.credentials)
+            user = ctx.auth.check_token(credentials.credentials, request.client.host if request.client else "-")
             if user is not None:
                 return Caller(user, False, "")
         else:

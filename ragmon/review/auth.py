@@ -5,8 +5,10 @@ stored only as scrypt hashes and API tokens only as SHA-256 digests, compared in
 cookie signed with HMAC (itsdangerous) holding the user name, an expiry, the session's CSRF token and a mark of
 the user's password hash, so no session table is needed; every replica sharing ``session_secret`` accepts it.
 Rotating the secret, changing the user's password hash, or removing the user from config ends every session of
-theirs; signing out ends one (``sessions.py`` records it in the store). Must not: render pages, touch the store,
-or log secrets.
+theirs; signing out ends one (``sessions.py`` records it in the store). Failed sign-ins, refusals of a locked-out
+user and address, and unknown API tokens are logged (user name and address, never the password or token) and
+counted in ``ragmon_review_signin_failures_total{reason}``. Must not: render pages, touch the store, or log
+secrets.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import logging
 import secrets
 import threading
 from collections import deque
@@ -30,6 +33,9 @@ from pydantic import TypeAdapter, ValidationError
 from ragmon.config import ReviewSettings, ReviewUser, secret_value
 from ragmon.errors import ConfigError
 
+log = logging.getLogger("ragmon.review.auth")
+#: ``reason`` label values of ``ragmon_review_signin_failures_total``
+SIGNIN_FAILURE_REASONS = ("bad_credentials", "locked_out", "bad_token")
 SESSION_COOKIE = "ragmon_review_session"
 LOGIN_COOKIE = "ragmon_review_login"
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -128,8 +134,11 @@ class LoginThrottle:
     AddressFactor = 10
     UserFactor = 10
 
-    def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float], max_keys: int = 10_000):
+    def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float], max_keys: int = 10_000,
+                 on_failure: Callable[[str, str, str], None] | None = None):
         self.max_failures, self.window, self._clock, self._max_keys = max_failures, window_seconds, clock, max_keys
+        #: called with (reason, username, address) for each failed sign-in and each refusal while locked out
+        self._on_failure = on_failure or (lambda reason, username, address: None)
         self._failures: dict[bytes, deque[float]] = {}
         self._lock = threading.Lock()
 
@@ -159,9 +168,12 @@ class LoginThrottle:
     def blocked(self, username: str, address: str) -> bool:
         pair, addr, user = self._keys(username, address)
         with self._lock:
-            return (self._recent(pair) >= self.max_failures
-                    or self._recent(addr) >= self.AddressFactor * self.max_failures
-                    or self._recent(user) >= self.UserFactor * self.max_failures)
+            locked = (self._recent(pair) >= self.max_failures
+                      or self._recent(addr) >= self.AddressFactor * self.max_failures
+                      or self._recent(user) >= self.UserFactor * self.max_failures)
+        if locked:
+            self._on_failure("locked_out", username, address)
+        return locked
 
     def failed(self, username: str, address: str) -> None:
         now = self._clock()
@@ -174,6 +186,7 @@ class LoginThrottle:
                         del self._failures[key]
             for key in self._keys(username, address):
                 self._failures.setdefault(key, deque()).append(now)
+        self._on_failure("bad_credentials", username, address)
 
     def succeeded(self, username: str, address: str) -> None:
         pair, _, _ = self._keys(username, address)
@@ -184,10 +197,12 @@ class LoginThrottle:
 class Authenticator:
     """Checks credentials and issues/reads session cookies. Thread-safe; ``clock`` is injected for tests."""
 
-    def __init__(self, settings: ReviewSettings, clock: Callable[[], float]):
+    def __init__(self, settings: ReviewSettings, clock: Callable[[], float], telemetry: Any = None):
         self.users = load_users(settings)
         self.max_age = settings.session_max_age_seconds
-        self.cookie_secure = settings.cookie_secure
+        # unset: secure (the review role resolves it from server.host before it gets here)
+        self.cookie_secure = settings.cookie_secure is not False
+        self._failures = telemetry.review_signin_failures if telemetry is not None else None
         self._clock = clock
         key = secret_value(settings.session_secret)
         if key is not None and len(key) < 32:
@@ -197,7 +212,17 @@ class Authenticator:
         self._serializer = URLSafeSerializer(key, salt="ragmon-review-session")
         self._login_serializer = URLSafeSerializer(key, salt="ragmon-review-login")
         self._mark_key = hashlib.sha256(f"ragmon-review-credential\0{key}".encode()).digest()
-        self.throttle = LoginThrottle(settings.login_max_failures, settings.login_lockout_seconds, clock)
+        self.throttle = LoginThrottle(settings.login_max_failures, settings.login_lockout_seconds, clock,
+                                      on_failure=self.record_failure)
+
+    def record_failure(self, reason: str, username: str, address: str) -> None:
+        """Log and count a failed sign-in (``reason`` one of ``SIGNIN_FAILURE_REASONS``). The user name is what the
+        client typed (shown quoted and cut, so it cannot forge log lines); the password never reaches here."""
+        what = {"bad_credentials": "wrong user name or password", "locked_out": "refused: too many failures (locked "
+                "out)", "bad_token": "unknown API token"}[reason]
+        log.warning("review sign-in failed: %s; user %r, address %s", what, username[:64], address[:64])
+        if self._failures is not None:
+            self._failures.labels(reason=reason).inc()
 
     # -- credentials ------------------------------------------------------------------------------------------
 
@@ -207,7 +232,7 @@ class Authenticator:
         ok = verify_password(password, encoded or _DUMMY_HASH)
         return ok and encoded is not None
 
-    def check_token(self, token: str) -> str | None:
+    def check_token(self, token: str, address: str = "-") -> str | None:
         """The user whose API token this is, or None. Every user is compared, in constant time."""
         digest = token_digest(token)
         found = None
@@ -215,6 +240,8 @@ class Authenticator:
             expected = secret_value(user.token_sha256)
             if expected is not None and hmac.compare_digest(digest, expected.strip().lower()):
                 found = name
+        if found is None:
+            self.record_failure("bad_token", "", address)
         return found
 
     # -- sessions ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter
 
 from ragmon.config import ReviewSettings, Settings, secret_value
+from ragmon.config.review import cookie_secure, is_loopback
 from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.review.api import api_router
 from ragmon.review.auth import Authenticator
@@ -34,11 +36,13 @@ from ragmon.review.web import web_router
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 
+log = logging.getLogger("ragmon.review")
+
 
 class ReviewRole:
     def __init__(self, settings: ReviewSettings, store: ClickHouseStore, telemetry: Telemetry | None = None,
                  clock: Callable[[], float] = time.time):
-        self.context = ReviewContext(store, Authenticator(settings, clock), settings, telemetry, clock)
+        self.context = ReviewContext(store, Authenticator(settings, clock, telemetry), settings, telemetry, clock)
         self.router = APIRouter()
         self.router.include_router(web_router(self.context))
         self.router.include_router(api_router(self.context))
@@ -74,6 +78,11 @@ def check(settings: Settings) -> None:
 
 def build(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, *, select: bool = True) -> RoleParts:
     """The pages and API to mount, the gauges loop, and (unless ``select`` is False) the weekly selection."""
-    role = ReviewRole(settings.review, store, telemetry)
+    secure = cookie_secure(settings.review, settings.server)
+    if not is_loopback(settings.server.host):
+        log.warning("the review UI is served on %s over plain HTTP: serve it to browsers through an HTTPS proxy "
+                    "(review.cookie_secure is %s%s)", settings.server.host, "on" if secure else "OFF",
+                    "" if secure else ": session cookies would cross the network in clear text")
+    role = ReviewRole(settings.review.model_copy(update={"cookie_secure": secure}), store, telemetry)
     gauges, selection = role.roles()
     return RoleParts(loops=(gauges, selection) if select else (gauges,), service=role, routers=(role.router,))

@@ -14,6 +14,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from ragmon.contracts.redact import Redactor
 from ragmon.judge import make_judge
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.score.consume import Progress, consume
@@ -77,8 +78,10 @@ class ScoreRole:
 
     def _open_source(self) -> KafkaScoreSource:
         s = self._settings
+        redactor = Redactor(s.ingest.redact_patterns, s.ingest.redact_fields, s.ingest.redact_attributes)
         return KafkaScoreSource(s.kafka, topic=s.score.topic or s.kafka.topic, group_id=s.score.group_id,
-                                max_records=s.score.max_batch_traces, poll_timeout_seconds=s.score.poll_timeout_seconds)
+                                max_records=s.score.max_batch_traces, poll_timeout_seconds=s.score.poll_timeout_seconds,
+                                redact=redactor.trace)
 
     def run(self, stop: threading.Event) -> None:
         """Consume until stopped. After a crash the daemon calls this again: a fresh consumer joins the group."""

@@ -6,7 +6,8 @@ query id every replica decides the same for the same query. Each record comes wi
 the loop commits explicit offsets, only up to what is stored (``ragmon.score.ledger``), and only for partitions
 it still owns; auto-commit is off, and a new group starts at the earliest offset so no trace is skipped.
 ``pause``/``resume`` stop fetching while the judges are behind. Messages that do not decode are skipped and
-counted: dead-lettering them is the ingest role's job. kafka-python exceptions are translated into
+counted: dead-lettering them is the ingest role's job. Traces are redacted as ingest redacts them before storage
+(``ingest.redact_*``), so a judge never sees what the store would not hold. kafka-python exceptions are translated into
 ``SourceError`` here.
 
 ``StoreScoreSource`` pages through stored traces in [since, until) with keyset pagination on (ts, trace_id).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -64,7 +65,8 @@ class Polled(NamedTuple):
 class KafkaScoreSource:
     """The traces topic, read by the score role's consumer group. Not thread-safe."""
 
-    def __init__(self, settings: Any, *, topic: str, group_id: str, max_records: int, poll_timeout_seconds: float):
+    def __init__(self, settings: Any, *, topic: str, group_id: str, max_records: int, poll_timeout_seconds: float,
+                 redact: Callable[[Any], Any] | None = None):
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError
 
@@ -72,6 +74,8 @@ class KafkaScoreSource:
         self.max_records = max_records
         self.poll_timeout_ms = int(poll_timeout_seconds * 1000)
         self.skipped = 0
+        #: the ingest redaction, applied before the judge sees a trace (the topic holds what the app sent)
+        self._redact = redact or (lambda trace: trace)
         k = settings
         # the same client options as the ingest consumer (security, SASL, fetch sizes, reconnect backoff)
         options = consumer_options(k, group_id=group_id, client_id="ragmon-score")
@@ -99,7 +103,7 @@ class KafkaScoreSource:
                 if not isinstance(decoded, DecodedTrace):
                     self.skipped += 1
                 out.append(Polled((tp.topic, tp.partition), record.offset,
-                                  decoded.trace if isinstance(decoded, DecodedTrace) else None))
+                                  self._redact(decoded.trace) if isinstance(decoded, DecodedTrace) else None))
         return out
 
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:

@@ -195,14 +195,17 @@ def _stratum(name: str, row: dict[str, Any], deltas: Sequence[QualityDelta], k: 
                           int(row["n_top1"]), _f(row["mean_tau"]), int(row["n_tau"]))
     ops = Operational(opts.latency_stage, _side(row, "b"), _side(row, "c"))
     latency = ops.latency_delta_ms()
+    shift = distribution_shift(row.get("b_scores") or [], row.get("c_scores") or [])
     if verdict is None:
         verdict = decide(opts.thresholds, pairs=int(row["pairs"]), overlap=agreement.mean_overlap, k=k,
                          latency_p95_delta_ms=latency[1] if latency else None,
-                         error_rate_delta=ops.candidate.error_rate - ops.baseline.error_rate, quality=tuple(deltas))
+                         error_rate_delta=ops.candidate.error_rate - ops.baseline.error_rate, quality=tuple(deltas),
+                         top1_rate=agreement.top1_rate if agreement.n_top1 else None,
+                         score_ks=shift.ks_statistic if shift is not None else None)
     return StratumComparison(
         stratum=name, pairs=int(row["pairs"]), baseline_only=int(row["baseline_only"]),
         candidate_only=int(row["candidate_only"]), duplicates=int(row["duplicates"]), agreement=agreement,
-        shift=distribution_shift(row.get("b_scores") or [], row.get("c_scores") or []), operational=ops,
+        shift=shift, operational=ops,
         quality=tuple(deltas), verdict=verdict,
     )
 

@@ -36,8 +36,10 @@ class JudgedPairs:
                            "each is reported separately, never averaged together")
             b, c = self.baseline_only.get(metric, 0), self.candidate_only.get(metric, 0)
             if b or c:
-                out.append(f"{metric}: {b} pairs judged on the baseline only and {c} on the candidate only "
-                           f"({matched} judged on both): is live scoring sampling both variants by query_id?")
+                out.append(f"{metric}: {b} pairs have a value on the baseline only and {c} on the candidate only "
+                           f"({matched} on both): the judge gave none on the other side (not applicable there, e.g. "
+                           "a refusal or an answer without citations, or the call failed: `ragmon score report` "
+                           "counts both); they are left out of the paired comparison")
             if self.mixed_pairs.get(metric):
                 combos = "; ".join(f"{x[:12]} vs {y[:12]}" for x, y in sorted(self.mixed[metric]))
                 out.append(f"{metric}: {self.mixed_pairs[metric]} pairs judged with different judge fingerprints "

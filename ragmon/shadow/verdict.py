@@ -11,6 +11,11 @@ Rules (also in docs/shadow.md):
   metric has no judged pairs in the stratum, or fewer than ``MIN_QUALITY_PAIRS`` (10). For a rate of wrong
   decisions (``wrong_refusal``, ``missed_refusal``: lower is better) x bounds the rise instead: reject when the
   whole interval is above +x, pass when it is at or below +x.
+* A stratum whose retrieval changed a lot (top-1 agreement below ``MIN_TOP1_AGREEMENT`` or a KS distance between
+  the two sides' score distributions above ``MAX_SCORE_KS``) is **hold**, not promote, unless a quality measure of
+  retrieval (``RETRIEVAL_QUALITY``: nDCG, recall or MRR on golden canaries, or the judge's context metrics) passed
+  its threshold in that stratum: passing latency, error-rate or faithfulness bars says nothing about whether the
+  other chunks are better. The reason names the change and what would measure it.
 * A stratum is **promote** only when every threshold passes. The overall verdict is reject if any stratum
   rejects, else hold if any holds, else promote. Exit codes: 0 promote, 1 reject, 4 hold.
 
@@ -28,6 +33,12 @@ from ragmon.shadow.result import Decision, QualityDelta, Verdict
 #: paired values a quality threshold needs before it may promote or reject: with fewer, a bootstrap interval
 #: can be a single point (one pair, or a run of equal differences) that says nothing about the population
 MIN_QUALITY_PAIRS = 10
+#: retrieval changed "a lot" below this share of pairs with the same top-1 chunk …
+MIN_TOP1_AGREEMENT = 0.5
+#: … or above this KS distance between the baseline's and the candidate's retrieval-score distributions
+MAX_SCORE_KS = 0.3
+#: metrics that measure whether the retrieved chunks are good: only a pass on one of them promotes a changed retrieval
+RETRIEVAL_QUALITY = frozenset({"ndcg_at_k", "recall_at_k", "mrr", "context_precision", "context_relevant_share"})
 EXIT_PROMOTE = 0
 EXIT_REJECT = 1
 EXIT_HOLD = 4
@@ -69,9 +80,12 @@ class Thresholds:
 
 def decide(
     t: Thresholds, *, pairs: int, overlap: float, k: int, latency_p95_delta_ms: float | None,
-    error_rate_delta: float, quality: tuple[QualityDelta, ...],
+    error_rate_delta: float, quality: tuple[QualityDelta, ...], top1_rate: float | None = None,
+    score_ks: float | None = None,
 ) -> Verdict:
-    """The verdict for one stratum, with one reason per threshold checked (each says value vs bar)."""
+    """The verdict for one stratum, with one reason per threshold checked (each says value vs bar).
+    ``top1_rate`` (share of pairs with the same top-1 chunk) and ``score_ks`` (KS distance of the retrieval
+    scores) say how much retrieval changed; None: unknown."""
     if not t.given:
         return Verdict("hold", ("no thresholds given (pass --min-overlap, --max-latency-p95-delta-ms, "
                                 "--max-error-rate-delta, --max-quality-drop or --min-pairs)",))
@@ -84,6 +98,7 @@ def decide(
     failed: list[str] = []
     unsure: list[str] = []
     passed: list[str] = []
+    passed_metrics: set[str] = set()
     if t.min_overlap is not None:
         line = f"overlap@{k} {overlap:.3f} vs min {t.min_overlap:.3f}"
         (passed if overlap >= t.min_overlap else failed).append(line)
@@ -116,14 +131,30 @@ def decide(
                 failed.append(line)
             elif worst <= drop:
                 passed.append(line)
+                passed_metrics.add(metric)
             else:
                 unsure.append(line + ": inconclusive")
     if failed:
         return Verdict("reject", tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
                        + tuple(f"ok {x}" for x in passed))
+    changed = _retrieval_change(top1_rate, score_ks)
+    if changed and not passed_metrics & RETRIEVAL_QUALITY:
+        unsure.insert(0, f"retrieval changed a lot ({changed}) and no measure of retrieval quality passed: gate "
+                         "one (--golden with --max-quality-drop ndcg_at_k=…, recall_at_k or mrr; or the judge's "
+                         "context_precision / context_relevant_share)")
     if unsure:
         return Verdict("hold", tuple(f"? {x}" for x in unsure) + tuple(f"ok {x}" for x in passed))
     return Verdict("promote", tuple(f"ok {x}" for x in passed))
+
+
+def _retrieval_change(top1_rate: float | None, score_ks: float | None) -> str:
+    """What says retrieval changed a lot ('' when nothing does)."""
+    parts = []
+    if top1_rate is not None and top1_rate < MIN_TOP1_AGREEMENT:
+        parts.append(f"top-1 agreement {top1_rate:.0%} < {MIN_TOP1_AGREEMENT:.0%}")
+    if score_ks is not None and score_ks > MAX_SCORE_KS:
+        parts.append(f"score KS D {score_ks:.2f} > {MAX_SCORE_KS:.2f}")
+    return ", ".join(parts)
 
 
 def combine(verdicts: list[Verdict], strata: list[str]) -> Verdict:

@@ -124,10 +124,11 @@ class ClickHouseStore:
             return False, f"store unreachable: {exc}"
         return True, "store answers"
 
-    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None,
+                settings: Mapping[str, Any] | None = None) -> Any:
         with self._lock:
             try:
-                return self._client.command(sql, parameters=parameters)
+                return self._client.command(sql, parameters=parameters, settings=settings)
             except StoreError:
                 raise
             except Exception as exc:  # noqa: BLE001 - translated at the boundary

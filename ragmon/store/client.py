@@ -87,20 +87,45 @@ def _open_chdb(path: Path) -> Any:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PermanentStoreError(f"cannot create the chDB data directory {key}: {exc.strerror or exc}") from None
+        locked = StoreLockedError(
+            f"the embedded ClickHouse data directory {key} is in use by another process (chDB allows one "
+            "process per directory). Stop the other ragmon process, point this one at a server with "
+            "RAGMON_STORE__DSN=http://…, or give it its own directory with RAGMON_STORE__DSN=chdb:///other/dir.")
+        if _held_elsewhere(path):  # asked first: the engine would print its own "Cannot lock file" line on stderr
+            raise locked
         try:
             client = clickhouse_connect.get_client(dsn=f"chdb://{key}", chdb_options=EMBEDDED_ENGINE_OPTIONS)
             client.command("SELECT 1")
         except Exception as exc:  # noqa: BLE001
             text = str(exc)
             if "EmbeddedServer" in text or "Cannot lock file" in text or "already running" in text:
-                raise StoreLockedError(
-                    f"the embedded ClickHouse data directory {key} is in use by another process (chDB allows one "
-                    "process per directory). Stop the other ragmon process, point this one at a server with "
-                    "RAGMON_STORE__DSN=http://…, or give it its own directory with RAGMON_STORE__DSN=chdb:///other/dir."
-                ) from None
+                raise locked from None
             raise translate(exc, f"cannot open the embedded ClickHouse engine at {key}") from None
         _CHDB_CLIENTS[key] = client
         return client
+
+
+def _held_elsewhere(path: Path) -> bool:
+    """Whether another process holds the engine's lock on ``path`` (ClickHouse ``flock``s its ``status`` file
+    while it runs). Checked with a lock taken and dropped at once; where ``flock`` is missing, False (the engine
+    then reports it)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return False
+    try:
+        fd = os.open(path / "status", os.O_RDONLY)
+    except OSError:  # no status file: no engine has run here yet
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False
 
 
 def translate(exc: BaseException, context: str) -> StoreError:

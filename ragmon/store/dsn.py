@@ -1,4 +1,5 @@
-"""The store DSN as data: parsing and checking ``store.dsn``, and masking the password in it for display.
+"""The store DSN as data: parsing and checking ``store.dsn``, and masking the password in it (or in any service
+URL, such as ``judge.base_url``) for display.
 
 Owns the DSN's grammar only (``chdb:///abs/dir``, ``chdb://./rel/dir``, ``http(s)://user:password@host:port/db``).
 Pure: it must not import clickhouse-connect, chDB, the store adapter or ``ragmon.config``, because settings
@@ -7,12 +8,17 @@ validation imports it to check the DSN at start-up without opening anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ragmon.errors import PermanentStoreError
 
+#: query parameters whose value is a credential (Azure's api-key, SAS signatures, OAuth tokens, …)
+_SECRET_QUERY = re.compile(
+    r"([?&;](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|signature|credential)[A-Za-z0-9_.-]*|sig|code|auth)=)"
+    r"[^&;#]*", re.IGNORECASE)
 _EXAMPLE = "use chdb:///absolute/dir, chdb://./relative/dir or http(s)://user:password@host:8123/database"
 
 
@@ -75,3 +81,10 @@ def mask_dsn(dsn: str) -> str:
     userinfo, _, host = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")
     return f"{scheme}://{user}{':****' if colon else ''}@{host}"
+
+
+def mask_url(url: str) -> str:
+    """Hide the credentials of a service URL: the password of ``user:password@`` (as ``mask_dsn``) and the values of
+    query parameters that hold one (``api-key=``, ``token=``, ``sig=``, …): ``https://u:pw@h/v1?api-key=k`` →
+    ``https://u:****@h/v1?api-key=****``."""
+    return _SECRET_QUERY.sub(r"\1****", mask_dsn(url))

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragmon.contracts.decode import DecodedTrace, FastTrace, decode_trace
-from ragmon.ingest.redact import Redactor
+from ragmon.contracts.redact import Redactor
 from ragmon.store import ClickHouseStore, SourcePosition, TraceColumns
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, TRACE_COLUMNS, row_to_trace

@@ -419,3 +419,40 @@ def test_sasl_without_its_mechanism_and_credentials_is_refused(monkeypatch: pyte
     monkeypatch.setenv("RAGMON_KAFKA__SASL_USERNAME", "ragmon")
     monkeypatch.setenv("RAGMON_KAFKA__SASL_PASSWORD", "pw")
     assert load_settings().kafka.sasl_mechanism == "SCRAM-SHA-512"
+
+
+def test_config_show_masks_credentials_inside_the_judge_url(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAGMON_JUDGE__BASE_URL", "https://judge:Pw-in-url@llm.example/openai?api-version=1&api-key=K3y-in-url")
+    result = CliRunner().invoke(app, ["config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Pw-in-url" not in result.output and "K3y-in-url" not in result.output
+    assert json.loads(result.output)["judge"]["base_url"] == (
+        "https://judge:****@llm.example/openai?api-version=1&api-key=****")
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    ("https://llm.example/v1", "https://llm.example/v1"),
+    ("https://u:p@h/v1?token=t&x=1", "https://u:****@h/v1?token=****&x=1"),
+    ("https://h/v1?sig=s;apikey=k#frag", "https://h/v1?sig=****;apikey=****#frag"),
+    ("https://h/v1?API-KEY=k", "https://h/v1?API-KEY=****"),
+])
+def test_mask_url(url: str, masked: str):
+    from ragmon.config import mask_url
+
+    assert mask_url(url) == masked
+
+
+def test_the_shipped_example_config_loads_and_would_start():
+    """README's `ragmon -c ragmon.yaml …` examples use the file at the repository root."""
+    root = Path(__file__).resolve().parents[2]
+    settings = load_settings(root / "ragmon.yaml")
+    assert settings.read_api.enabled and settings.server.port == 9108
+    result = CliRunner().invoke(app, ["--config", str(root / "ragmon.yaml"), "config", "check"])
+    assert result.exit_code == 0, result.output
+
+
+def test_no_proxy_is_trusted_by_default():
+    from ragmon.config import ServerSettings
+
+    assert ServerSettings().forwarded_allow_ips == ""
+    assert ServerSettings(forwarded_allow_ips=" ").forwarded_allow_ips == ""

@@ -272,3 +272,28 @@ def test_behind_a_trusted_proxy_sign_in_failures_count_per_forwarded_client(stor
         assert attempt("198.51.100.7", PASSWORDS["alice"]) == 303  # the reviewer, from elsewhere, signs in
     finally:
         handle.stop()
+
+
+def test_without_a_trusted_proxy_x_forwarded_for_cannot_dodge_the_sign_in_limit(store, queue):
+    """The default trusts no proxy: a client rotating X-Forwarded-For is still counted under its own address."""
+    import httpx
+
+    from ragmon.server import serve
+
+    app, telemetry = review_app(store, login_max_failures=2)
+    handle = serve(app, "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{handle.port}"
+
+    def attempt(claimed: str) -> int:
+        with httpx.Client(base_url=base, timeout=30, headers={"X-Forwarded-For": claimed}) as client:
+            token = csrf_of(client.get("/review/login").text)
+            return client.post("/review/login", data={"username": "alice", "password": "guess",
+                                                      "csrf_token": token}).status_code
+
+    try:
+        assert [attempt(f"203.0.113.{i}") for i in range(3)] == [401, 401, 429]
+    finally:
+        handle.stop()
+    failures = telemetry.registry.get_sample_value
+    assert failures("ragmon_review_signin_failures_total", {"reason": "bad_credentials"}) == 2
+    assert failures("ragmon_review_signin_failures_total", {"reason": "locked_out"}) == 1

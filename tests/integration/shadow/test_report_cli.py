@@ -104,11 +104,15 @@ def test_cli_verdicts_and_exit_codes(store, store_settings, monkeypatch, capsys,
     assert verdicts["billing"] == "reject" and verdicts["consent"] == "promote"
     assert data["exit_code"] == 1 and data["thresholds"]["max_quality_drop"] == {"ndcg_at_k": 0.02}
 
+    # a different retriever passing only a point threshold: nothing measured whether its chunks are better
     code, out, _ = cli(monkeypatch, capsys, store_settings, *base, "--min-overlap", "0.01", "--format", "markdown")
+    assert code == 4 and "HOLD" in out and "retrieval changed a lot" in out
+    judged = ["--golden", str(golden), "--max-quality-drop", "ndcg_at_k=1", "--min-overlap", "0.01"]
+    code, out, _ = cli(monkeypatch, capsys, store_settings, *base, *judged, "--format", "markdown")
     assert code == 0 and "PROMOTE" in out and "## Verdict per stratum" in out
 
     table = tmp_path / "report.txt"  # the terminal table, written to a file: stdout stays empty
-    code, out, err = cli(monkeypatch, capsys, store_settings, *base, "--min-overlap", "0.01", "--out", str(table))
+    code, out, err = cli(monkeypatch, capsys, store_settings, *base, *judged, "--out", str(table))
     assert code == 0 and out == "" and "wrote table report" in err
     assert "PROMOTE" in table.read_text()
 

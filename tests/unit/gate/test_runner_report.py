@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from ragmon.contracts.golden import GoldenCase
 from ragmon.gate.compare import GoldenMismatchError, check_same_golden
-from ragmon.gate.report import ALL, Thresholds, build_result, render_markdown
+from ragmon.gate.report import (
+    ALL,
+    Thresholds,
+    build_result,
+    render_markdown,
+    small_strata_notes,
+    wilson_interval,
+)
 from ragmon.gate.runner import RetrieverOutputError, normalise_output, run_case, run_gate_cases
 
 
@@ -91,6 +98,28 @@ def test_latency_threshold_is_a_maximum() -> None:
     slow = build_result(runs, Thresholds(0.0, 0.0, max_p95_ms=400), k=1, depth=1)
     assert slow.rows[-1].latency_p95_ms == pytest.approx(500.0) and "latency_p95_ms" in slow.rows[-1].failures
     assert build_result(runs, Thresholds(0.0, 0.0, max_p95_ms=600), k=1, depth=1).passed
+
+
+def test_tiny_strata_carry_an_interval_and_a_minimum_cases_rule() -> None:
+    """1 of 2 cases found: the verdict shows its interval; with --min-cases it is not gated on its own."""
+    cases = [case("t1", "tiny"), case("t2", "tiny", ("zz",))] + [case(f"b{i}", "big") for i in range(6)]
+    runs = run_gate_cases(cases, lambda q, k: ["a"], k=1, depth=1)
+    gated = build_result(runs, Thresholds(min_coverage=0.7, min_mrr=0.6), k=1, depth=1)
+    tiny = {r.stratum: r for r in gated.rows}["tiny"]
+    assert tiny.failures == ("coverage_at_k", "mrr_at_k") and not gated.passed
+    low, high = tiny.coverage_ci
+    assert (low, high) == (pytest.approx(0.0945, abs=1e-3), pytest.approx(0.9055, abs=1e-3))  # Wilson, 1 of 2
+    [note] = small_strata_notes(gated)
+    assert note.startswith("tiny: FAIL on 2 case(s)") and "95% CI [0.09, 0.91]" in note
+    lenient = build_result(runs, Thresholds(min_coverage=0.7, min_mrr=0.6, min_cases=3), k=1, depth=1)
+    rows = {r.stratum: r for r in lenient.rows}
+    assert rows["tiny"].failures == () and rows["tiny"].too_few == ("coverage_at_k", "mrr_at_k")
+    assert lenient.passed and "too few" in render_markdown(lenient)
+    assert rows[ALL].n_scored == 8  # its cases still count in ALL
+    assert {r.stratum: r for r in build_result(
+        runs, Thresholds(0.7, 0.6, min_cases=2), k=1, depth=1).rows}["tiny"].failures  # 2 ≥ 2: gated
+    assert wilson_interval(1.0, 1)[1] == 1.0 and wilson_interval(0.0, 1)[0] == 0.0
+    assert Thresholds(0.5, 0.5, min_cases=0).problems() == ["--min-cases must be at least 1, got 0"]
 
 
 def test_threshold_problems() -> None:

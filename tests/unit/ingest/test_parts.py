@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from ragmon.config import IngestSettings
 from ragmon.contracts.decode import decode_trace
+from ragmon.contracts.redact import Redactor, _has_digit
 from ragmon.ingest.batcher import Batch, BatchLimits
 from ragmon.ingest.offsets import OffsetLedger, release_trace
-from ragmon.ingest.redact import Redactor, _has_digit
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
 from tests.unit.ingest.conftest import trace_bytes
@@ -52,6 +52,17 @@ def test_retrieved_text_and_quotes_when_configured():
                 citations=[{"sentence": 0, "chunk_id": "c", "quote": "x@y.com"}]).trace
     out = red.trace(t)
     assert out.retrieved[0].text == "ask [REDACTED:email]" and out.citations[0].quote == "[REDACTED:email]"
+
+
+def test_feedback_comment_and_named_attribute_keys_when_configured():
+    red = Redactor({"email": DEFAULTS.redact_patterns["email"]}, ["feedback_comment"], ["user_note", "absent"])
+    t = decoded(feedback={"rating": -1, "comment": "reply to me@x.org"},
+                attributes={"user_note": "I am me@x.org", "tenant": "a@b.co", "plain": "x"}).trace
+    out = red.trace(t)
+    assert out.feedback.comment == "reply to [REDACTED:email]"
+    assert out.attributes == {"user_note": "I am [REDACTED:email]", "tenant": "a@b.co", "plain": "x"}
+    clean = decoded(attributes={"user_note": "nothing", "tenant": "a@b.co"}).trace
+    assert Redactor({"email": DEFAULTS.redact_patterns["email"]}, [], ["user_note"]).trace(clean) is clean
 
 
 def test_unknown_field_is_a_clear_error():

@@ -93,3 +93,31 @@ def test_a_point_interval_from_too_few_pairs_decides_nothing():
         v = run(t, quality=(q("faithfulness", mean, mean, mean, n=1),))
         assert v.decision == "hold" and "too few paired values" in v.reasons[0], v
     assert run(t, quality=(q("faithfulness", -0.5, -0.5, -0.5, n=10),)).decision == "reject"
+
+
+@pytest.mark.parametrize(("top1", "ks"), [(0.07, 0.9), (0.07, None), (None, 0.9), (0.49, 0.1)])
+def test_a_big_retrieval_change_without_a_retrieval_quality_measure_holds(top1, ks):
+    """The demo's `returns` stratum: faithfulness passes, but top-1 agreement is 7% and the scores moved (KS D
+    0.90): nothing says the new chunks are better, so the verdict is hold, with the reason."""
+    t = Thresholds(min_pairs=100, max_quality_drop={"faithfulness": 0.05})
+    v = run(t, quality=(q("faithfulness", 0.0, -0.01, 0.01),), top1_rate=top1, score_ks=ks)
+    assert v.decision == "hold"
+    assert "retrieval changed a lot" in v.reasons[0] and "--golden" in v.reasons[0]
+    assert ("top-1 agreement 7%" in v.reasons[0]) is (top1 == 0.07)
+    assert ("score KS D 0.90" in v.reasons[0]) is (ks == 0.9)
+    assert any(r.startswith("ok faithfulness") for r in v.reasons)
+
+
+def test_a_big_retrieval_change_judged_by_a_retrieval_measure_may_promote_or_reject():
+    changed = {"top1_rate": 0.07, "score_ks": 0.9}
+    t = Thresholds(max_quality_drop={"faithfulness": 0.05, "ndcg_at_k": 0.02})
+    good = (q("faithfulness", 0.0, -0.01, 0.01), q("ndcg_at_k", 0.2, 0.15, 0.25))
+    assert run(t, quality=good, **changed).decision == "promote"
+    bad = (q("faithfulness", 0.0, -0.01, 0.01), q("ndcg_at_k", -0.2, -0.25, -0.15))
+    assert run(t, quality=bad, **changed).decision == "reject"
+
+
+def test_a_small_retrieval_change_promotes_on_its_thresholds():
+    t = Thresholds(max_quality_drop={"faithfulness": 0.05})
+    v = run(t, quality=(q("faithfulness", 0.0, -0.01, 0.01),), top1_rate=0.8, score_ks=0.1)
+    assert v.decision == "promote"

@@ -1,8 +1,12 @@
-"""Redaction of configured trace fields before storage (e-mail addresses, phone numbers, …).
+"""Redaction of configured trace fields before storage and before a judge sees them (e-mail addresses, phone
+numbers, …).
 
-Owns: compiling the named patterns of ``ingest.redact_patterns`` (applied in order), replacing each match in the fields named by ``ingest.redact_fields`` with ``[REDACTED:<name>]``, and counting matches per
-pattern. It must not do I/O or touch anything but the listed fields. A trace without a match is returned as
-is (the common case costs one regex scan per field).
+Owns: compiling the named patterns of ``ingest.redact_patterns`` (applied in order), replacing each match in the
+fields named by ``ingest.redact_fields`` and in the values of the ``attributes`` keys named by
+``ingest.redact_attributes`` with ``[REDACTED:<name>]``, and counting matches per pattern. Ingest applies it
+before storage, the live scorer before the judge (it reads the traces topic, not the store). It must not do I/O or
+touch anything but the listed fields. A trace without a match is returned as is (the common case costs one regex
+scan per field).
 """
 
 from __future__ import annotations
@@ -57,11 +61,12 @@ def _prefilter(pattern: str):
 class Redactor:
     """Applies named patterns to the configured fields of a trace. Not thread-safe (counts)."""
 
-    def __init__(self, patterns: Mapping[str, str], fields: Sequence[str]):
+    def __init__(self, patterns: Mapping[str, str], fields: Sequence[str], attributes: Sequence[str] = ()):
         unknown = [f for f in fields if f not in FIELDS]
         if unknown:
             raise ValueError(f"unknown redact field(s) {unknown}; expected some of {list(FIELDS)}")
         self.fields = frozenset(fields)
+        self.attributes = frozenset(attributes)
         self.counts: Counter[str] = Counter()
         self._rules = [(name, re.compile(p), _prefilter(p), f"[REDACTED:{name}]") for name, p in patterns.items()]
         self._active = bool(self._rules)
@@ -78,7 +83,7 @@ class Redactor:
 
     def trace(self, t: FastTrace) -> FastTrace:
         """Return ``t`` with every configured field redacted (``t`` itself when nothing matched)."""
-        if not self._active or not self.fields:
+        if not self._active or not (self.fields or self.attributes):
             return t
         changes: dict[str, object] = {}
         f = self.fields
@@ -102,6 +107,10 @@ class Redactor:
             c = self.text(t.feedback.comment)
             if c is not t.feedback.comment:
                 changes["feedback"] = msgspec.structs.replace(t.feedback, comment=c)
+        if self.attributes and t.attributes and not self.attributes.isdisjoint(t.attributes):
+            attrs = {k: self.text(v) if k in self.attributes else v for k, v in t.attributes.items()}
+            if any(attrs[k] is not t.attributes[k] for k in self.attributes.intersection(attrs)):
+                changes["attributes"] = attrs
         return msgspec.structs.replace(t, **changes) if changes else t
 
     def take_counts(self) -> dict[str, int]:
