@@ -131,6 +131,12 @@ class Telemetry:
             "Failed writes of a batch, by stage (store, dead_letter, commit) and kind (retryable, permanent).",
             ["stage", "kind"], registry=r,
         )
+        self.permission_leaks = Counter(
+            "ragmon_permission_leaks_total",
+            "Retrieved chunks of another tenant (neither the user's nor ingest.shared_tenants) in stored traces, by "
+            "retriever (name@version), variant and stratum; counted on every trace. Target: zero. List them with "
+            "`ragmon leaks list`.", ["retriever", "variant", "stratum"], registry=r,
+        )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",
             "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
