@@ -1,4 +1,5 @@
-"""The gate's verdict: per-stratum rows (and ALL) of retrieval metrics and latency, checked against thresholds.
+"""The gate's verdict: per-stratum rows (and ALL) of retrieval metrics, latency and permission leaks, checked against
+thresholds (any leak fails its stratum unless a named approver allowed leaks).
 
 Every stratum is gated, not only the total: one collapsed category averages away against nine healthy ones.
 Thresholds are required inputs with no defaults here either. A stratum with no answerable case has nothing to
@@ -30,6 +31,7 @@ class Thresholds:
     min_mrr: float
     min_ndcg: float | None = None
     max_p95_ms: float | None = None
+    leaks_allowed: bool = False  # --allow-leaks: a named approver let permission leaks pass (recorded in the artifact)
 
     def problems(self) -> list[str]:
         out = []
@@ -59,6 +61,8 @@ class StratumRow:
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     failures: tuple[str, ...]
+    leak_checked: int = 0  # cases with a tenant, checked for other tenants' chunks (answerable or not)
+    permission_leaks: int | None = None  # leaked chunks over those cases; None when none was checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,10 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
     p95 = row["latency_p95_ms"]
     if t.max_p95_ms is not None and p95 is not None and p95 > t.max_p95_ms:
         failures.append("latency_p95_ms")
+    checked = sum(1 for r in runs if r.leak_checked)
+    leaks = sum(len(r.leaks) for r in runs) if checked else None
+    if leaks and not t.leaks_allowed:  # target zero: any leak fails the stratum, whatever the other metrics say
+        failures.append("permission_leaks")
     return StratumRow(
         stratum=name,
         n_cases=len(runs),
@@ -103,6 +111,8 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
         n_excluded=len(runs) - len(scored),
         n_errors=sum(1 for r in scored if r.error is not None),
         failures=tuple(failures),
+        leak_checked=checked,
+        permission_leaks=leaks,
         **row,
     )
 
@@ -124,6 +134,7 @@ COLUMNS = (
     ("nDCG@k", "ndcg_at_k"),
     ("p50 ms", "latency_p50_ms"),
     ("p95 ms", "latency_p95_ms"),
+    ("leaks", "permission_leaks"),
 )
 
 
