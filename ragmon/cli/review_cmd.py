@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ragmon.cli import triage_cmd
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import check_output_file
 from ragmon.config import override
@@ -121,6 +122,9 @@ def select(
     console.print(f"{what}: {len(result.items)} traces, seed {result.seed}"
                   f"{f', at least {result.min_per_stratum} per stratum' if result.stratified else ''}", highlight=False,
                   soft_wrap=True)
+
+
+app.command("triage")(triage_cmd.triage)
 
 
 @app.command("status")
