@@ -4,6 +4,10 @@ the random review sample unchanged by feedback."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -125,3 +129,25 @@ def test_a_label_outside_the_taxonomy_or_without_a_note_for_other_is_refused(sto
                              ("retrieval_miss", "x" * 2001, "at most")):
         with pytest.raises(InputError, match=why):
             save_triage_label(store, week, item.trace_id, "ana", cause, note, NOW)
+
+
+def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
+    week, traces = week_traces(40, ["billing", "consent"], seed=8)
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in thumbs(traces, 4)) + "\n")
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}", COLUMNS="200")
+
+    def ragmon(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ragmon", *args], capture_output=True, text=True, timeout=300,
+                              env=env)  # fmt: skip
+
+    assert ragmon("ingest", "--file", str(path)).returncode == 0
+    done = ragmon("review", "triage", "--week", week, "--max-items", "4", "--seed", "s", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["selection"] == {"week": week, "queued": 4, "thumbs_down": 10, "seed": "s", "already_selected": False}
+    assert out["weeks"][-1] == week and out["queued"][-1] == 4 and out["rows"] == []
+    table = ragmon("review", "triage", "--week", week)
+    assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
+    bad = ragmon("review", "triage", "--week", "2026-W60")
+    assert bad.returncode == 2 and "2026-W60" in bad.stderr
