@@ -47,3 +47,4 @@ def test_the_count_is_the_number_of_leaked_chunks(user: str, chunks: list[tuple[
     assert RULE.count(user, ids, tenants) == len(leaked)
     assert all(c.tenant not in ("", user, "public") for c in leaked)
     assert len({c.chunk_id for c in leaked}) == len(leaked)
+
