@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from ragmon.cli import judge_drift_cmd
 from ragmon.cli.common import console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging, parse_when
 from ragmon.config import Settings, override
@@ -20,6 +21,7 @@ app = typer.Typer(
     "/metrics, /healthz and /readyz until SIGTERM.",
     invoke_without_command=True,
 )
+app.command("judge-agreement")(judge_drift_cmd.judge_agreement)
 
 
 def _open(settings: Settings) -> Any:

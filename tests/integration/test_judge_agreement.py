@@ -4,9 +4,13 @@ flagged, the same judge still agreeing is not, and another fingerprint is never 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from prometheus_client import generate_latest
+from typer.testing import CliRunner
+
+from ragmon.cli.app import app
 
 from ragmon.config.drift import JudgeAgreementSettings
 from ragmon.drift.judge_agreement import JudgeAgreementJob, iso_week
@@ -68,3 +72,19 @@ def test_no_labels_no_series(store: ClickHouseStore) -> None:
     telemetry = Telemetry()
     assert JudgeAgreementJob(store, JudgeAgreementSettings(), telemetry).run_once() == []
     assert b"ragmon_judge_agreement_kappa{" not in generate_latest(telemetry.registry)
+
+
+def test_the_command_prints_the_weekly_series_and_gates_on_low(store: ClickHouseStore, store_settings) -> None:
+    for weeks_ago in (4, 3, 2):
+        seed(store, "fp-drifting", weeks_ago, 46, 4)
+    seed(store, "fp-drifting", 1, 30, 20)
+    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(), "RAGMON_STORE__DATABASE": store_settings.database,
+           "RAGMON_DRIFT__JUDGE_AGREEMENT__CALIBRATION_WEEKS": "3", "COLUMNS": "250", "RAGMON_CONFIG": None}
+    runner = CliRunner()
+    out = runner.invoke(app, ["drift", "judge-agreement", "--format", "json"], env=env)
+    assert out.exit_code == 0, out.output
+    cells = {(c["fingerprint"], c["stratum"]): c for c in json.loads(out.stdout)}
+    cell = cells[("fp-drifting", "billing")]
+    assert cell["low"] and cell["calibrated"]["n"] == 150 and [w["n"] for w in cell["weeks"]] == [50]
+    gated = runner.invoke(app, ["drift", "judge-agreement", "--fail-when-low"], env=env)
+    assert gated.exit_code == 1 and "LOW" in gated.stdout
