@@ -11,7 +11,6 @@ from prometheus_client import generate_latest
 from typer.testing import CliRunner
 
 from ragmon.cli.app import app
-
 from ragmon.config.drift import JudgeAgreementSettings
 from ragmon.drift.judge_agreement import JudgeAgreementJob, iso_week
 from ragmon.store import ClickHouseStore
