@@ -131,6 +131,12 @@ class Telemetry:
             "Failed writes of a batch, by stage (store, dead_letter, commit) and kind (retryable, permanent).",
             ["stage", "kind"], registry=r,
         )
+        self.permission_leaks = Counter(
+            "ragmon_permission_leaks_total",
+            "Retrieved chunks of another tenant (neither the user's nor ingest.shared_tenants) in stored traces, by "
+            "retriever (name@version), variant and stratum; counted on every trace. Target: zero. List them with "
+            "`ragmon leaks list`.", ["retriever", "variant", "stratum"], registry=r,
+        )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",
             "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
@@ -284,6 +290,30 @@ class Telemetry:
                                           self.drift_detected, self.drift_sample_size, self.drift_feature_value,
                                           self.drift_cusum, self.drift_persistent, self.drift_pooled_windows,
                                           self.drift_last_assessed)
+        # judge drift (drift role, ragmon.drift.judge_agreement): the latest week with enough labels per
+        # (fingerprint, label, stratum), replaced as a whole at every computation
+        agreement_labels = ("fingerprint", "label", "stratum")
+        self.judge_agreement_kappa = GaugeSpec(
+            "ragmon_judge_agreement_kappa",
+            "Cohen's kappa of the judge's verdicts vs human review labels in the latest review week with enough pairs.",
+            agreement_labels,
+        )
+        self.judge_agreement_calibrated_kappa = GaugeSpec(
+            "ragmon_judge_agreement_calibrated_kappa",
+            "Kappa over the fingerprint's calibration weeks (drift.judge_agreement.calibration_weeks): the level the "
+            "judge was accepted at.", agreement_labels,
+        )
+        self.judge_agreement_drop_interval = GaugeSpec(
+            "ragmon_judge_agreement_drop_interval",
+            "Half-width of the 95% interval of calibrated minus latest kappa: a larger drop is not sampling noise.",
+            agreement_labels,
+        )
+        self.judge_agreement_pairs = GaugeSpec(
+            "ragmon_judge_agreement_pairs", "Label/verdict pairs behind ragmon_judge_agreement_kappa.", agreement_labels,
+        )
+        self.judge_agreement_gauges = GaugeSnapshot(self.judge_agreement_kappa, self.judge_agreement_calibrated_kappa,
+                                                    self.judge_agreement_drop_interval, self.judge_agreement_pairs)
+        r.register(self.judge_agreement_gauges)
         self.drift_cusum_threshold = Gauge(
             "ragmon_drift_cusum_threshold",
             "CUSUM threshold of the last drift check, set by drift.sequential.false_alarms_per_day over the series "

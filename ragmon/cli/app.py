@@ -70,6 +70,7 @@ def _register() -> None:
         drift_cmd,
         gate_cmd,
         ingest_cmd,
+        leaks_cmd,
         review_cmd,
         run_cmd,
         schema_cmd,
@@ -85,6 +86,7 @@ def _register() -> None:
     app.add_typer(drift_cmd.app, name="drift")
     app.add_typer(review_cmd.app, name="review")
     app.add_typer(shadow_cmd.app, name="shadow")
+    app.add_typer(leaks_cmd.app, name="leaks")
     app.command("gate")(gate_cmd.gate)
     app.command("calibrate")(calibrate_cmd.calibrate)
     app.add_typer(corpus_cmd.app, name="corpus")

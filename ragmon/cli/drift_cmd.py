@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from ragmon.cli import judge_drift_cmd
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import (
     FormatOption,
@@ -29,6 +30,7 @@ app = typer.Typer(
     "/metrics, /healthz and /readyz until SIGTERM.",
     invoke_without_command=True,
 )
+app.command("judge-agreement")(judge_drift_cmd.judge_agreement)
 
 
 def _open(settings: Settings, *, writes: bool = False) -> Any:

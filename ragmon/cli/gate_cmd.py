@@ -1,7 +1,8 @@
 """``ragmon gate``: the offline release gate over a golden set, for CI.
 
-Exit codes: 0 every stratum met every threshold; 1 some stratum missed some threshold; 2 usage or input error
-(bad arguments, malformed golden file, unloadable retriever, refused comparison). Writes an immutable run
+Exit codes: 0 every stratum met every threshold; 1 some stratum missed some threshold or leaked another tenant's
+chunk without ``--allow-leaks``; 2 usage or input error (bad arguments, a malformed ``--allow-leaks``, malformed
+golden file, unloadable retriever, refused comparison). Writes an immutable run
 artifact for every completed run, passing or not.
 """
 
@@ -38,6 +39,7 @@ from ragmon.gate.generation_report import (
     render_generation_table,
 )
 from ragmon.gate.golden_io import GoldenFile, load_golden
+from ragmon.gate.leaks import LeakApproval, LeakCheck, leak_section, parse_approval
 from ragmon.gate.report import (
     Thresholds,
     build_result,
@@ -47,6 +49,7 @@ from ragmon.gate.report import (
     small_strata_notes,
 )
 from ragmon.gate.runner import load_retriever, run_gate_cases
+from ragmon.metrics.permissions import LeakRule
 
 
 class SetName(StrEnum):
@@ -137,6 +140,7 @@ def gate(
     min_citation_precision: Annotated[float | None, typer.Option("--min-citation-precision", help="With --answerer: minimum mean citation precision (quote verified in code and supporting), 0–1, per stratum. No default.", show_default=False)] = None,
     max_wrong_refusal_rate: Annotated[float | None, typer.Option("--max-wrong-refusal-rate", help="With --answerer: maximum share of should-answer cases (golden expected_behaviour) that were declined, 0–1, per stratum. No default.", show_default=False)] = None,
     max_missed_refusal_rate: Annotated[float | None, typer.Option("--max-missed-refusal-rate", help="With --answerer: maximum share of should-decline cases (refuse/clarify/route) that were answered, 0–1, per stratum. No default.", show_default=False)] = None,
+    allow_leaks: Annotated[str | None, typer.Option("--allow-leaks", metavar='"REASON, APPROVER"', help="Let permission leaks pass: a golden case with a tenant whose ranking holds another (non-shared) tenant's chunk fails its stratum otherwise. Give the reason and, after the last comma, the named person who approved it; both are recorded in the run artifact. See docs/leaks.md.", show_default=False)] = None,
 ) -> None:
     """Gate a retriever on a golden set: per-stratum coverage@k, recall@depth, hit@k, MRR, nDCG@k and latency.
 
@@ -150,10 +154,17 @@ def gate(
     """
     if k <= 0:
         raise fail(f"--k must be a positive integer, got {k}")
+    approval: LeakApproval | None = None
+    if allow_leaks is not None:
+        try:
+            approval = parse_approval(allow_leaks)
+        except InputError as exc:
+            raise fail(str(exc)) from None
     depth = k if depth is None else depth
     if depth < k:
         raise fail(f"--depth ({depth}) must be at least --k ({k}); it is the deeper cut-off")
-    thresholds = Thresholds(min_coverage, min_mrr, min_ndcg, max_p95_ms, min_cases)
+    thresholds = Thresholds(min_coverage, min_mrr, min_ndcg, max_p95_ms, min_cases,
+                            leaks_allowed=approval is not None)
     gen_thresholds = GenerationThresholds(min_faithfulness, min_citation_precision, max_wrong_refusal_rate,
                                           max_missed_refusal_rate)  # fmt: skip
     if problems := thresholds.problems() + gen_thresholds.problems():
@@ -170,6 +181,7 @@ def gate(
             check_same_golden({"version": golden.version, "sha256": golden.sha256, "set": chosen_set}, baseline,
                               allow_different_golden)  # fmt: skip
         function, module = load_retriever(retriever)
+        leak_check = LeakCheck.for_retriever(function, module, LeakRule.sharing(settings_of(ctx).ingest.shared_tenants))
         generation = None
         if answerer is not None:
             generation = prepare_generation(settings_of(ctx), answerer, judge and judge.value, retriever, module)
@@ -182,7 +194,8 @@ def gate(
     with Progress(TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
                   transient=True, disable=no_progress) as progress:  # fmt: skip
         task = progress.add_task("cases", total=len(golden.cases))
-        runs = run_gate_cases(golden.cases, function, k, depth, on_case=lambda _: progress.advance(task))
+        runs = run_gate_cases(golden.cases, function, k, depth, on_case=lambda _: progress.advance(task),
+                              leak_check=leak_check)  # fmt: skip
         retriever_corpus = artifacts.retriever_snapshot(module)
         gen_result = gen_section = None
         if generation is not None:
@@ -197,7 +210,7 @@ def gate(
     content = artifacts.build_artifact(
         golden=golden, set_name=chosen_set, runs=runs, result=result, retriever_spec=retriever,
         retriever_corpus=retriever_corpus, revision=artifacts.code_revision(Path.cwd()), created_at=datetime.now(UTC),
-        generation=gen_section,
+        generation=gen_section, leaks=leak_section(runs, approval),
     )  # fmt: skip
     comparison = None
     if baseline is not None:
@@ -207,7 +220,8 @@ def gate(
     except InputError as exc:
         raise fail(str(exc)) from None
 
-    notes = _notes(golden, runs, retriever_corpus, chosen_set, prior) + small_strata_notes(result)
+    notes = (_notes(golden, runs, retriever_corpus, chosen_set, prior) + small_strata_notes(result)
+             + _leak_notes(runs, approval))
     if gen_section is not None:
         notes += generation_notes(gen_section)
     passed = result.passed and (gen_result is None or gen_result.passed)
@@ -217,7 +231,7 @@ def gate(
     out_console = _out_console(fmt)
     if fmt == Format.json:
         payload = {**result.as_dict(), "artifact": str(path), "golden": content["golden"], "notes": notes,
-                   "comparison": comparison.as_dict() if comparison else None}  # fmt: skip
+                   "leaks": content["leaks"], "comparison": comparison.as_dict() if comparison else None}  # fmt: skip
         if gen_result is not None:
             payload |= {"passed": passed, "generation": gen_result.as_dict()}
         out_console.print(render_json(payload), markup=False, highlight=False)
@@ -251,6 +265,16 @@ def gate(
         log.print(_verdict(result, gen_result), markup=False, highlight=False, soft_wrap=True)
     if not passed:
         raise typer.Exit(1)
+
+
+def _leak_notes(runs: list[Any], approval: LeakApproval | None) -> list[str]:
+    """One line per leaking case (chunk ids and tenants, never text), and the sign-off when there is one."""
+    notes = [f"case {r.case_id!r} (user tenant {r.tenant!r}): permission leak: "
+             + ", ".join(f"{c.chunk_id} (tenant {c.tenant!r})" for c in r.leaks) for r in runs if r.leaks]
+    if approval is not None:
+        state = "leaks allowed" if notes else "no leak found; the approval is recorded anyway"
+        notes.append(f"--allow-leaks: {state} by {approval.approver!r}: {approval.reason}")
+    return notes
 
 
 def _verdict(result: Any, gen_result: GenerationResult | None) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ragmon.cli import triage_cmd
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import FormatOption, check_format, check_output_file
 from ragmon.cli.store_open import open_store
@@ -122,6 +123,9 @@ def select(
     console.print(f"{what}: {len(result.items)} traces, seed {result.seed}"
                   f"{f', at least {result.min_per_stratum} per stratum' if result.stratified else ''}", highlight=False,
                   soft_wrap=True)
+
+
+app.command("triage")(triage_cmd.triage)
 
 
 @app.command("status")

@@ -62,6 +62,27 @@ class DriftSequentialSettings(Section):
     )
 
 
+class JudgeAgreementSettings(Section):
+    enabled: bool = Field(
+        True, description="Track judge-vs-human agreement (Cohen's kappa) week by week in the drift role and export "
+        "it for RagmonJudgeAgreementLow (docs/judges.md, 'Judge drift').",
+    )
+    interval_seconds: float = Field(
+        3600.0, ge=60, le=7 * 86400, description="How often the weekly agreement is recomputed from review labels."
+    )
+    calibration_weeks: int = Field(
+        4, ge=1, le=52,
+        description="A judge fingerprint's first labelled weeks whose pooled kappa is its calibrated level.",
+    )
+    min_pairs: int = Field(
+        20, ge=1, le=100_000,
+        description="Label/verdict pairs a (label, stratum) needs in a week (and in the calibration) to be compared.",
+    )
+    lookback_weeks: int = Field(
+        26, ge=2, le=520, description="Review weeks read: the calibration must fall inside them to be found."
+    )
+
+
 class DriftSettings(Section):
     interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
     windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
@@ -87,6 +108,9 @@ class DriftSettings(Section):
     blind_after_seconds: float = Field(
         6 * 3600.0, ge=600, le=30 * 86400,
         description="A group with traffic that no check could assess for this long is 'blind' (RagmonDriftBlind).",
+    )
+    judge_agreement: JudgeAgreementSettings = Field(
+        default_factory=JudgeAgreementSettings, description="Judge drift: weekly judge-vs-human agreement."
     )
     index_lag_seconds: float = Field(
         3600.0, ge=0, le=30 * 86400,

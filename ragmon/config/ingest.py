@@ -39,6 +39,12 @@ class IngestSettings(Section):
         },
         description="Name → regular expression; matches are replaced by '[REDACTED:<name>]' before storage.",
     )
+    shared_tenants: list[str] = Field(
+        default_factory=list,
+        description="Tenants whose chunks every user may read (public documentation, a shared knowledge base). A "
+        "retrieved chunk whose tenant is neither the asking user's tenant nor one of these is a permission leak, "
+        "counted on every ingested trace (docs/leaks.md).",
+    )
     store_retry_max_seconds: float = Field(30.0, gt=0, le=3600, description="Cap of the exponential retry backoff.")
     shutdown_grace_seconds: float = Field(
         20.0, gt=0, le=600,

@@ -73,6 +73,11 @@ class GoldenCase(_Strict):
     adjudication: Adjudication = Field(default_factory=Adjudication, description="Who reviewed it and whether they agreed.")
     added: date | None = Field(None, description="When the case joined the set.")
     tags: list[str] = Field(default_factory=list, description="Question types (multi-passage, wrong premise, …).")
+    tenant: str = Field(
+        "", max_length=256,
+        description="For a permission-scoped case: the asking user's tenant. The gate calls the retriever with "
+        "tenant= when it takes one, and fails on any retrieved chunk of another (non-shared) tenant.",
+    )
 
     @model_validator(mode="after")
     def _answerable_cases_have_passages(self) -> GoldenCase:

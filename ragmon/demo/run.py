@@ -2,9 +2,9 @@
 
 Stages, each the production code path (only the Kafka consumer is replaced by its in-memory twin, since the
 demo runs without external services): decode → validate → redact → batch → ClickHouse insert → commit
-(``IngestPipeline``), deterministic sampling → heuristic judge → metric functions → ``scores``
+(``IngestPipeline``, which counts permission leaks on every trace), deterministic sampling → heuristic judge → metric functions → ``scores``
 (``LiveScorer``), a drift check with the aggregation in ClickHouse (``DriftChecker``), the weekly review
-selection (``select_week``) and the shadow comparison (``compare``). Returns a ``DemoResult``; printing is
+selection (``select_week``), the shadow comparison (``compare``) and the leak listing (``list_leaks``). Returns a ``DemoResult``; printing is
 the CLI's job.
 """
 
@@ -26,6 +26,8 @@ from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.leaks.listing import LeakListing, list_leaks
+from ragmon.metrics.permissions import LeakRule
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import SelectionResult, iso_week, select_week
 from ragmon.score.pipeline import BatchResult
@@ -67,6 +69,7 @@ class DemoResult:
     review: SelectionResult
     shadow: ComparisonResult
     timings: dict[str, float] = field(default_factory=dict)
+    leaks: LeakListing | None = None
 
 
 def demo_settings(base: Settings, sample_rate: float) -> Settings:
@@ -119,10 +122,12 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     timings["shadow"] = time.perf_counter() - t0
     progress("shadow", 1, 1)
 
+    leaks = list_leaks(store, LeakRule.sharing(settings.ingest.shared_tenants), since=scenario.start(now)
+                       - timedelta(minutes=1), until=now + timedelta(minutes=1), limit=20)  # fmt: skip
     redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
                          if s.name.endswith("_total")))
     return DemoResult(scenario, now, len(traces), stored, dead, redactions, ingest_seconds, scored, score_seconds,
-                      drift, review, shadow, timings)
+                      drift, review, shadow, timings, leaks)
 
 
 def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],

@@ -5,6 +5,9 @@ The incident, from ``incident_start`` on, in one stratum (``incident_stratum``) 
 - **retrieval-score drift** — every retrieved score is scaled down (a stale index: the same chunks come
   back, with less confidence), so top-1 and mean scores shift;
 - **faithfulness drop** — answers assert things the retrieved chunks do not say (a prompt regression).
+Every trace is asked by a user of tenant ``acme`` over ``acme`` chunks, except that the last ``leaks``
+production traces of ``leak_stratum`` retrieve one chunk of tenant ``globex`` at rank 2: **permission leaks**,
+which ingest counts on every trace and ``ragmon leaks list`` names.
 The shadow candidate (``hybrid@v2``) is less noisy than production on one stratum and noisier on another,
 so the shadow comparison has a winner stratum and a loser stratum.
 """
@@ -58,6 +61,8 @@ class Scenario:
     incident_hours: float = 6.0
     incident_stratum: str = "billing"
     score_scale: float = 0.8
+    leak_stratum: str = "consent"
+    leaks: int = 2
     seed: int = 7
     strata: tuple[str, ...] = DEFAULT_STRATA
 
@@ -84,7 +89,24 @@ def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, 
         if (trace["retriever"]["variant"] == "production" and trace["category"] == scenario.incident_stratum
                 and datetime.fromisoformat(trace["timestamp"]) >= incident):
             traces[i] = _inject(trace, scenario.score_scale, i)
-    return traces
+    return _with_tenants(traces, scenario.leak_stratum, scenario.leaks)
+
+
+USER_TENANT, LEAKED_TENANT = "acme", "globex"
+
+
+def _with_tenants(traces: list[dict[str, Any]], leak_stratum: str, leaks: int) -> list[dict[str, Any]]:
+    """Every trace asked by an ``acme`` user over ``acme`` chunks; the last ``leaks`` production traces of
+    ``leak_stratum`` with two or more chunks get their rank-2 chunk from ``globex`` (a broken tenant filter)."""
+    out = [dict(t, tenant=USER_TENANT, retrieved=[dict(r, tenant=USER_TENANT) for r in t["retrieved"]])
+           for t in traces]
+    leaky = [i for i, t in enumerate(out) if t["retriever"]["variant"] == "production"
+             and t["category"] == leak_stratum and len(t["retrieved"]) >= 2][-leaks:] if leaks > 0 else []
+    for i in leaky:
+        retrieved = list(out[i]["retrieved"])
+        retrieved[1] = dict(retrieved[1], tenant=LEAKED_TENANT)
+        out[i] = dict(out[i], retrieved=retrieved, attributes=dict(out[i].get("attributes", {}), demo_leak="true"))
+    return out
 
 
 def _inject(trace: dict[str, Any], scale: float, i: int) -> dict[str, Any]:

@@ -30,7 +30,8 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
     console.print(
         f"Injected: from {s.incident_start(r.now):%Y-%m-%d %H:%M} UTC on, stratum [bold]{s.incident_stratum}[/] of "
         f"hybrid@v1 (production): retrieval scores ×{s.score_scale} (stale index) and unsupported answers "
-        "(faithfulness drop). Shadow candidate hybrid@v2: better on shipping, worse on returns.",
+        f"(faithfulness drop); {s.leaks} production trace(s) of stratum [bold]{s.leak_stratum}[/] retrieve a chunk of "
+        "another tenant (permission leak). Shadow candidate hybrid@v2: better on shipping, worse on returns.",
         highlight=False)
 
     ingest = Table(title="Ingest", title_justify="left")
@@ -61,6 +62,20 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         drift.add_row(*(["none"] + [""] * 9))
     console.print(drift)
 
+    if r.leaks is not None:
+        leaks = Table(title=f"Permission leaks (counted on all {r.stored:,} traces; RagmonPermissionLeak pages on "
+                            f"any): {r.leaks.total_traces} trace(s), {r.leaks.total_leaks} chunk(s)",
+                      title_justify="left")  # fmt: skip
+        for col in ("trace", "stratum", "user tenant", "leaked chunk (tenant)"):
+            leaks.add_column(col)
+        for t in r.leaks.traces:
+            leaks.add_row(t.trace_id, t.stratum, t.user_tenant, ", ".join(f"{c.chunk_id} ({c.tenant})" for c in t.chunks))
+        if not r.leaks.traces:
+            leaks.add_row("none", *[""] * 3)
+        if by := sorted({f"{t.retriever} ({t.variant})" for t in r.leaks.traces}):
+            leaks.caption = "retriever: " + ", ".join(by)
+        console.print(leaks)
+
     rv = r.review
     console.print(f"Review: week {rv.week}: {len(rv.items)} traces chosen at random from {rv.population:,} production "
                   f"traces (seed {rv.seed}, per stratum {rv.selected_by_stratum()}).", highlight=False)
@@ -78,6 +93,7 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
     console.print(
         f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "
         "http://127.0.0.1:9108/metrics are served by `ragmon demo --keep-serving`; "
-        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2` and `ragmon drift report` work on "
+        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2`, `ragmon drift report` and "
+        "`ragmon leaks list --since 3d` work on "
         f"the same data with RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo.",
         highlight=False, soft_wrap=True)

@@ -2,7 +2,9 @@
 
 ``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape every role package's
 ``role.py`` has; ``ragmon.process`` calls them for ``ragmon drift`` and ``ragmon run``. The schedule itself is
-``schedule.DriftRole``, the check ``check.DriftChecker``. Must not open the store or bind a port.
+``schedule.DriftRole``, the check ``check.DriftChecker``; judge drift (``judge_agreement.JudgeAgreementJob``, weekly
+judge-vs-human kappa from review labels) runs beside it as its own periodic loop. Must not open the store or
+bind a port.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ragmon.config import Settings
-from ragmon.daemon import RoleParts
+from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.drift.check import DriftChecker
 from ragmon.drift.features import plan_features
+from ragmon.drift.judge_agreement import JudgeAgreementJob
 from ragmon.drift.schedule import DriftRole
 from ragmon.telemetry import Telemetry
 
@@ -23,6 +26,12 @@ def check(settings: Settings) -> None:
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
-    """A check every ``drift.interval_seconds``; alive while the last attempt is recent (``DriftRole.liveness``)."""
+    """A check every ``drift.interval_seconds``; alive while the last attempt is recent (``DriftRole.liveness``).
+    With ``drift.judge_agreement.enabled``, the weekly judge agreement every ``judge_agreement.interval_seconds``."""
     role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)
-    return RoleParts(loops=(role,), service=role, liveness=role.liveness)
+    agreement = settings.drift.judge_agreement
+    loops: tuple[Any, ...] = (role,)
+    if agreement.enabled:
+        job = JudgeAgreementJob(store, agreement, telemetry)
+        loops += (PeriodicRole("judge-agreement", agreement.interval_seconds, job.run_once),)
+    return RoleParts(loops=loops, service=role, liveness=role.liveness)

@@ -3,8 +3,9 @@
 It holds everything needed to reproduce and argue about the run: code revision (git commit and whether the tree
 was dirty), ragmon version, golden-set name, version, content hash and which set (dev or release), corpus
 snapshots (those the golden cases were adjudicated against, and the retriever's own if it declares one),
-parameters and thresholds, per-query rankings, metrics, latencies and errors, and the per-stratum report. A run
-with ``--answerer`` adds a ``generation`` section (judge identity, report) and per query the scored trace.
+parameters and thresholds, per-query rankings, metrics, latencies, errors and permission leaks (chunk id and
+tenant), the per-stratum report, and the leak record with the name of whoever approved leaks (``--allow-leaks``).
+A run with ``--answerer`` adds a ``generation`` section (judge identity, report) and per query the scored trace.
 
 The file name is ``run-<sha256 of the content>.json``: the same content always lands in the same name and a
 different run never overwrites another. Files are created exclusively and made read-only.
@@ -69,6 +70,8 @@ def _query(run: CaseRun) -> dict[str, Any]:
         "error": run.error,
         "returned_more_than_asked": run.returned_more,
         "metrics": run.metrics.as_dict() if run.metrics is not None else None,
+        "tenant": run.tenant,
+        "permission_leaks": [{"chunk_id": c.chunk_id, "tenant": c.tenant} for c in run.leaks],
     }
 
 
@@ -83,9 +86,11 @@ def build_artifact(
     revision: dict[str, Any],
     created_at: datetime,
     generation: dict[str, Any] | None = None,
+    leaks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The artifact's content (plain JSON data). ``generation``: the ``generation`` section of an --answerer run
-    (see :func:`generation_section`); without it the artifact is exactly the retrieval-only one."""
+    (see :func:`generation_section`); without it the artifact is exactly the retrieval-only one. ``leaks``: the
+    permission-leak record (``gate.leaks.leak_section``: cases checked, leaks per stratum, who approved them)."""
     content = {
         "schema": SCHEMA,
         "created_at": created_at.isoformat(),
@@ -106,6 +111,8 @@ def build_artifact(
         "report": result.as_dict(),
         "queries": [_query(r) for r in runs],
     }
+    if leaks is not None:
+        content["leaks"] = leaks
     if generation is not None:
         content["parameters"] = {**content["parameters"], **generation["parameters"]}
         content["generation"] = {"judge": generation["judge"], "report": generation["report"]}

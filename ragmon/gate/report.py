@@ -1,4 +1,5 @@
-"""The gate's verdict: per-stratum rows (and ALL) of retrieval metrics and latency, checked against thresholds.
+"""The gate's verdict: per-stratum rows (and ALL) of retrieval metrics, latency and permission leaks, checked against
+thresholds (any leak fails its stratum unless a named approver allowed leaks).
 
 Every stratum is gated, not only the total: one collapsed category averages away against nine healthy ones.
 Thresholds are required inputs with no defaults here either. A stratum with no answerable case has nothing to
@@ -35,6 +36,7 @@ class Thresholds:
     max_p95_ms: float | None = None
     #: strata with fewer scored cases are reported, not gated on their own (None: every stratum is gated)
     min_cases: int | None = None
+    leaks_allowed: bool = False  # --allow-leaks: a named approver let permission leaks pass (recorded in the artifact)
 
     def problems(self) -> list[str]:
         out = []
@@ -70,6 +72,8 @@ class StratumRow:
     coverage_ci: tuple[float, float] | None = None
     #: thresholds missed by a stratum with fewer than ``min_cases`` scored cases: shown, not failing the gate
     too_few: tuple[str, ...] = ()
+    leak_checked: int = 0  # cases with a tenant, checked for other tenants' chunks (answerable or not)
+    permission_leaks: int | None = None  # leaked chunks over those cases; None when none was checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +114,22 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
     n_cov = sum(1 for m in metrics if m.recall_at_k is not None)
     coverage = row["coverage_at_k"]
     tiny = t.min_cases is not None and name != ALL and len(scored) < t.min_cases
+    checked = sum(1 for r in runs if r.leak_checked)
+    leaks = sum(len(r.leaks) for r in runs) if checked else None
+    if leaks and not t.leaks_allowed:  # target zero: any leak fails the stratum, whatever the other metrics say
+        failures.append("permission_leaks")
     return StratumRow(
         stratum=name,
         n_cases=len(runs),
         n_scored=len(scored),
         n_excluded=len(runs) - len(scored),
         n_errors=sum(1 for r in scored if r.error is not None),
-        failures=() if tiny else tuple(failures),
+        # a leak fails its stratum however few its cases: its target is zero, not a rate to estimate
+        failures=tuple(f for f in failures if f == "permission_leaks") if tiny else tuple(failures),
         coverage_ci=wilson_interval(coverage, n_cov) if coverage is not None and n_cov else None,
-        too_few=tuple(failures) if tiny else (),
+        too_few=tuple(f for f in failures if f != "permission_leaks") if tiny else (),
+        leak_checked=checked,
+        permission_leaks=leaks,
         **row,
     )
 
@@ -162,6 +173,7 @@ COLUMNS = (
     ("nDCG@k", "ndcg_at_k"),
     ("p50 ms", "latency_p50_ms"),
     ("p95 ms", "latency_p95_ms"),
+    ("leaks", "permission_leaks"),
 )
 
 

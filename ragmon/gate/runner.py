@@ -5,7 +5,8 @@ pairs, or mappings with ``chunk_id`` (and optionally ``score``), best first. Wha
 return ``None``, a string, a list of numbers, an endless generator — is recorded for that case as an error and
 the run goes on; an errored case is scored as having retrieved nothing, so a crash never improves a score.
 Cases whose expected behaviour is not ``answer`` have no passage to find: they are excluded from retrieval
-scoring, not called, and counted. This module owns the calls and the clock; the metrics stay pure.
+scoring and counted, and called only when they carry a ``tenant`` (for the permission-leak check, ``leaks.py``).
+This module owns the calls and the clock; the metrics stay pure.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 from ragmon.contracts.golden import GoldenCase
 from ragmon.contracts.trace import Behaviour
 from ragmon.errors import InputError
+from ragmon.gate.leaks import LeakCheck, TenantLookupError
+from ragmon.metrics.permissions import LeakedChunk
 from ragmon.metrics.summary import RankingScores, score_ranking
 from ragmon.tracing import span
 
@@ -48,6 +51,9 @@ class CaseRun:
     error: str | None = None
     returned_more: bool = False  # the retriever returned more than it was asked for (truncated)
     metrics: RankingScores | None = None
+    tenant: str = ""  # the asking user's tenant (golden case), for the permission-leak check
+    leak_checked: bool = False  # the case has a tenant and its ranking was checked for other tenants' chunks
+    leaks: tuple[LeakedChunk, ...] = ()
 
 
 class RetrieverOutputError(ValueError):
@@ -93,12 +99,13 @@ def load_retriever(spec: str, option: str = "--retriever") -> tuple[Retriever, M
     return function, module
 
 
-def _item(value: object, position: int) -> tuple[str, float | None]:
+def _item(value: object, position: int) -> tuple[str, float | None, str | None]:
     score: object = None
+    tenant: object = None
     if isinstance(value, str):
         chunk = value
     elif isinstance(value, Mapping):
-        chunk, score = value.get("chunk_id"), value.get("score")
+        chunk, score, tenant = value.get("chunk_id"), value.get("score"), value.get("tenant")
     elif isinstance(value, tuple | list) and len(value) == 2:
         chunk, score = value
     else:
@@ -112,7 +119,9 @@ def _item(value: object, position: int) -> tuple[str, float | None]:
         if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(float(score)):
             raise RetrieverOutputError(f"item {position}: score must be a finite number, got {score!r}")
         score = float(score)
-    return chunk, score  # type: ignore[return-value]
+    if tenant is not None and (not isinstance(tenant, str) or len(tenant) > MAX_ID_CHARS):
+        raise RetrieverOutputError(f"item {position}: tenant must be a string of at most {MAX_ID_CHARS} chars")
+    return chunk, score, tenant or None  # type: ignore[return-value]
 
 
 def normalise_output(value: object, limit: int) -> tuple[tuple[str, ...], tuple[float, ...] | None, bool]:
@@ -120,17 +129,25 @@ def normalise_output(value: object, limit: int) -> tuple[tuple[str, ...], tuple[
 
     Reads at most ``limit + 1`` items, so an endless generator cannot hang the gate.
     """
+    ids, scores, more, _ = normalise_ranking(value, limit)
+    return ids, scores, more
+
+
+def normalise_ranking(
+    value: object, limit: int
+) -> tuple[tuple[str, ...], tuple[float, ...] | None, bool, tuple[str | None, ...]]:
+    """:func:`normalise_output` plus each chunk's tenant as returned (None when the item carries none)."""
     if value is None or isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise RetrieverOutputError(f"returned {type(value).__name__}; expected a list of chunk ids or (id, score) pairs")
     items = [_item(v, i) for i, v in enumerate(itertools.islice(value, limit + 1))]
     more = len(items) > limit
     items = items[:limit]
-    ids = tuple(c for c, _ in items)
-    has_scores = [s is not None for _, s in items]
+    ids = tuple(c for c, _, _ in items)
+    has_scores = [s is not None for _, s, _ in items]
     if any(has_scores) and not all(has_scores):
         raise RetrieverOutputError("some items carry a score and some do not; return all pairs or all ids")
-    scores = tuple(s for _, s in items) if items and all(has_scores) else None  # type: ignore[misc]
-    return ids, scores, more
+    scores = tuple(s for _, s, _ in items) if items and all(has_scores) else None  # type: ignore[misc]
+    return ids, scores, more, tuple(t for _, _, t in items)
 
 
 def describe(exc: BaseException) -> str:
@@ -139,21 +156,34 @@ def describe(exc: BaseException) -> str:
 
 
 def run_case(
-    case: GoldenCase, retriever: Retriever, k: int, depth: int, clock: Callable[[], float] = time.perf_counter
+    case: GoldenCase, retriever: Retriever, k: int, depth: int, clock: Callable[[], float] = time.perf_counter,
+    leak_check: LeakCheck | None = None,
 ) -> CaseRun:
-    """Call the retriever for one case (answerable cases only) and score what it returned."""
-    base = {"case_id": case.id, "category": case.category, "expected_behaviour": str(case.expected_behaviour)}
-    if case.expected_behaviour != Behaviour.answer:
+    """Call the retriever for one case and score what it returned. Answerable cases are scored; a case with a
+    ``tenant`` is also checked for permission leaks (``leak_check``), answerable or not."""
+    base = {"case_id": case.id, "category": case.category, "expected_behaviour": str(case.expected_behaviour),
+            "tenant": case.tenant}
+    answerable = case.expected_behaviour == Behaviour.answer
+    check = leak_check if case.tenant else None
+    if not answerable and check is None:
         return CaseRun(**base, excluded=True)
     grades = case.relevance()
     started = clock()
     try:
         # a generator does its work while it is read, so the clock stops after reading it
-        ids, scores, more = normalise_output(retriever(case.question, depth), depth)
+        returned = (retriever(case.question, depth, tenant=case.tenant) if check is not None and check.passes_tenant
+                    else retriever(case.question, depth))  # type: ignore[call-arg]  # fmt: skip
+        ids, scores, more, tenants = normalise_ranking(returned, depth)
         latency_ms = (clock() - started) * 1000.0
+        leaks = check.leaked(case.tenant, ids, check.tenants(ids, tenants)) if check is not None else ()
     except (Exception, SystemExit) as exc:  # user code: one bad case must not stop the run
-        error = f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError) else describe(exc)
+        error = (f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError)
+                 else str(exc) if isinstance(exc, TenantLookupError) else describe(exc))  # fmt: skip
+        if not answerable:
+            return CaseRun(**base, excluded=True, error=error)
         return CaseRun(**base, excluded=False, error=error, metrics=score_ranking((), grades, k, depth))
+    if not answerable:  # called for the leak check only: not scored, no latency in the report
+        return CaseRun(**base, excluded=True, ranking=ids, leak_checked=True, leaks=leaks)
     return CaseRun(
         **base,
         excluded=False,
@@ -162,6 +192,8 @@ def run_case(
         latency_ms=latency_ms,
         returned_more=more,
         metrics=score_ranking(ids, grades, k, depth),
+        leak_checked=check is not None,
+        leaks=leaks,
     )
 
 
@@ -173,12 +205,13 @@ def run_gate_cases(
     *,
     clock: Callable[[], float] = time.perf_counter,
     on_case: Callable[[CaseRun], None] | None = None,
+    leak_check: LeakCheck | None = None,
 ) -> list[CaseRun]:
     """Every case through :func:`run_case`, in file order; ``on_case`` is told after each (progress bars)."""
     runs = []
     with span("ragmon.gate.run", {"ragmon.gate.k": k, "ragmon.gate.depth": depth}) as current:
         for case in cases:
-            run = run_case(case, retriever, k, depth, clock)
+            run = run_case(case, retriever, k, depth, clock, leak_check)
             runs.append(run)
             if on_case is not None:
                 on_case(run)

@@ -22,6 +22,7 @@ from ragmon.contracts.decode import FastTrace
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, release_trace
 from ragmon.ingest.source import Partition
+from ragmon.metrics.permissions import LeakRule
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
 
@@ -43,11 +44,11 @@ class BatchLimits:
 class Batch:
     """Traces and dead letters awaiting one acknowledged write. Not thread-safe."""
 
-    def __init__(self, limits: BatchLimits, opened_at: float):
+    def __init__(self, limits: BatchLimits, opened_at: float, leak_rule: LeakRule | None = None):
         self.limits = limits
         self.opened_at = opened_at
         self._now = datetime.now(UTC)
-        self.rows = TraceRows(ingested_at=self._now)
+        self.rows = TraceRows(ingested_at=self._now, leak_rule=leak_rule)
         self.dead_letters: list[DeadLetter] = []
         self.entries: list[list[Entry]] = []  # one group per trace/letter, released when acknowledged
         self.ranges: dict[Partition, list[int]] = {}
@@ -122,11 +123,13 @@ class BatchStep:
     given: the loop pauses the source meanwhile, so it grows by the rest of one poll at most.
     """
 
-    def __init__(self, limits: BatchLimits, next_step: BatchSink, clock: Callable[[], float]):
+    def __init__(self, limits: BatchLimits, next_step: BatchSink, clock: Callable[[], float],
+                 leak_rule: LeakRule | None = None):
         self.limits = limits
         self._next = next_step
         self._clock = clock
-        self.batch = Batch(limits, clock())
+        self._leak_rule = leak_rule  # every batch counts each trace's permission leaks with it
+        self.batch = self._open()
 
     def submit(self, produced: Iterable[Produced]) -> None:
         """Add every item in order; hand the batch on each time it is full (mid-poll: the write then overlaps
@@ -158,13 +161,16 @@ class BatchStep:
         """Give the open batch to the next step and open a new one; False (batch kept) if it was refused."""
         if not self._next.submit(self.batch):
             return False
-        self.batch = Batch(self.limits, self._clock())
+        self.batch = self._open()
         return True
 
     def seal(self) -> Batch:
         """Take the open batch out (to write it now, outside the usual hand-on) and open a new one."""
-        batch, self.batch = self.batch, Batch(self.limits, self._clock())
+        batch, self.batch = self.batch, self._open()
         return batch
+
+    def _open(self) -> Batch:
+        return Batch(self.limits, self._clock(), self._leak_rule)
 
     def discard(self) -> None:
         """Drop what is buffered (its partitions were revoked; their next owner re-reads it)."""

@@ -2,7 +2,7 @@
 
 Owns chunk ids — ``document.id``, else the id in the span's JSON output (LangChain records ``Document.id`` only
 there), else ``sha256:`` of the content; never a position, so one chunk has one id in every trace — and reading
-``doc_id``/``doc_version`` from the document metadata. A score the span does not carry stays None (never
+``doc_id``/``doc_version`` (and the chunk's ``tenant``) from the document metadata. A score the span does not carry stays None (never
 invented). Raises ``ValueError`` for an id of the wrong type or a document with neither id nor content. No I/O.
 """
 
@@ -18,6 +18,8 @@ from ragmon.ingest.otlp import Span
 
 _DOC_ID_KEYS = ("doc_id", "document_id", "ref_doc_id", "source")
 _DOC_VERSION_KEYS = ("doc_version", "version")
+#: the chunk's owning tenant, for the permission-leak count (docs/leaks.md)
+_TENANT_KEYS = ("tenant", "tenant_id")
 _LABEL_MAX = 256
 _decode = msgspec.json.Decoder().decode
 
@@ -62,6 +64,8 @@ def documents(span: Span, prefix: str) -> list[dict[str, Any]]:
                  "doc_version": _label(meta, _DOC_VERSION_KEYS), "score": d.get("document.score")}
         if isinstance(content, str):
             chunk["text"] = content
+        if tenant := _label(meta, _TENANT_KEYS):
+            chunk["tenant"] = tenant
         out.append(chunk)
     return out
 

@@ -46,6 +46,7 @@ from ragmon.ingest.source import Partition, RawMessage, TraceSource
 from ragmon.ingest.stats import IngestStats
 from ragmon.ingest.write_step import WriteStep
 from ragmon.ingest.writer import TraceWriter
+from ragmon.metrics.permissions import LeakRule
 from ragmon.telemetry import Telemetry
 
 __all__ = ["IngestPipeline", "IngestStats"]
@@ -81,7 +82,7 @@ class IngestPipeline:
             faults=faults or FaultPoints(), redaction_counts=self.intake.take_redaction_counts,
             concurrent=concurrent_writes)
         limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
-        self.batches = BatchStep(limits, self.writes, clock)
+        self.batches = BatchStep(limits, self.writes, clock, LeakRule.sharing(settings.shared_tenants))
         self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
         self._paused = False
         self._stop = threading.Event()

@@ -3,9 +3,9 @@
 Owns: the writer thread (one write in flight, so decoding the next batch overlaps the insert while memory
 stays bounded by two batches; inline writes without ``concurrent``), keeping a failed batch for its retry on
 the ``Backoff`` schedule, the insert's and the dead letters' telemetry and spans, and exporting the redaction
-counts once a batch is stored. Each part of a batch is written once: a retry after the insert succeeded only
-produces the dead letters. A failing write never ends the loop: an exception nobody classified is logged with
-its traceback and treated as permanent. An acknowledged batch goes to the next step (the commit). It must not
+and permission-leak counts once a batch is stored. Each part of a batch is written once: a retry after the
+insert succeeded only produces the dead letters. A failing write never ends the loop: an exception nobody
+classified is logged with its traceback and treated as permanent. An acknowledged batch goes to the next step (the commit). It must not
 poll, pause or commit: the loop pauses the source while ``blocked``.
 """
 
@@ -176,6 +176,12 @@ class WriteStep:
         """The batch is acknowledged: export the redaction counts, reset the schedule, hand the batch on."""
         for pattern, n in self._redaction_counts().items():
             self._t.ingest_redactions.labels(pattern).inc(n)
+        if batch.rows.leaks:  # the stored rows carry the per-trace counts; on-call lists them from there
+            for labels, n in batch.rows.leaks.items():
+                self._t.permission_leaks.labels(*labels).inc(n)
+            log.warning("permission leaks: %d chunk(s) of another tenant in this batch (%s); list the traces with "
+                        "`ragmon leaks list`", sum(batch.rows.leaks.values()),
+                        ", ".join(f"{r} {v} {s or '-'}" for r, v, s in sorted(batch.rows.leaks)))
         if self._waiting is batch:
             self._waiting = None
         self._backoff.reset()

@@ -1,8 +1,8 @@
 """The review role as ``ragmon review`` and ``ragmon run`` start it: the routers to mount on the shared HTTP
 port, and the gauges of the newest selected week's progress.
 
-``ReviewRole(settings, store, telemetry).router`` is the one APIRouter (HTML pages under ``/review``, JSON API
-under ``/review/api/v1``); ``roles()`` are the daemon loops: the gauges ``ragmon_review_items_due`` and
+``ReviewRole(settings, store, telemetry).router`` is the one APIRouter (HTML pages under ``/review``, the
+negative-feedback triage pages under ``/review/triage``, JSON API under ``/review/api/v1``); ``roles()`` are the daemon loops: the gauges ``ragmon_review_items_due`` and
 ``ragmon_review_items_reviewed`` every ``refresh_interval_seconds`` (labels also refresh them), and the weekly
 selection of the last complete week once it has traffic (idempotent: a selected week is never changed). The
 automatic seed is derived from ``session_secret`` and the week when a secret is set, so every replica picks the
@@ -32,6 +32,7 @@ from ragmon.review.api import api_router
 from ragmon.review.auth import Authenticator
 from ragmon.review.context import ReviewContext
 from ragmon.review.selection import SelectionResult, previous_week, select_week
+from ragmon.review.triage_web import triage_router
 from ragmon.review.web import web_router
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
@@ -46,6 +47,8 @@ class ReviewRole:
         self.router = APIRouter()
         self.router.include_router(web_router(self.context))
         self.router.include_router(api_router(self.context))
+        if isinstance(store, ClickHouseStore):  # the triage queue's tables; the in-memory review double has none
+            self.router.include_router(triage_router(self.context, store))
 
     def refresh_gauges(self) -> None:
         self.context.refresh_gauges()

@@ -4,7 +4,8 @@
 (ClickHouse's ``JSONCompactEachRow``): the trace's fields by position, nested records (retriever, chunks,
 citations, …) as arrays too, followed by what is not in the document: the two derived columns whose exact
 values come from Python (``retriever_params`` is ``json.dumps(sort_keys=True)``, ``latency_total_ms`` a
-left-to-right float sum) and the lineage (topic/partition/offset). ClickHouse parses the lines into
+left-to-right float sum), the lineage (topic/partition/offset) and the trace's permission leaks, counted here
+with the batch's ``LeakRule`` (``leaks`` totals them per retriever, variant and stratum for the counter). ClickHouse parses the lines into
 ``TRACE_JSON_STRUCTURE`` and maps them to the table with ``TRACE_JSON_SELECT`` (retrieved chunks sorted by rank,
 stably): no per-column Python lists, no Native serialization in Python. The rows stored are identical to
 ``TraceColumns``' (tests/integration/test_trace_json.py).
@@ -29,7 +30,8 @@ from typing import Any
 import msgspec
 
 from ragmon.contracts.decode import FastTrace
-from ragmon.store.trace_rows import SourcePosition, TraceColumns, row_version, total_latency
+from ragmon.metrics.permissions import LeakRule
+from ragmon.store.trace_rows import SourcePosition, TraceColumns, count_leaks, row_version, total_latency
 
 #: the shape ClickHouse parses each line into (``input``/``file`` structure), by position; ``TraceRows.add``
 #: writes the fields in this order. ``retriever.parameters`` is not in it: it travels pre-rendered as
@@ -47,7 +49,7 @@ TRACE_JSON_STRUCTURE = (
     "tokens Tuple(prompt UInt32, completion UInt32), cost_usd Float64, error String, "
     "feedback Tuple(rating Nullable(Int8), comment String), attributes Map(String, String)), "
     "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset Int64, "
-    "version UInt32"
+    "version UInt32, permission_leaks UInt16"
 )
 
 #: ClickHouse's input format for the lines: one JSON array per row, tuples as arrays
@@ -68,7 +70,8 @@ SELECT trace.trace_id, trace.query_id, parseDateTime64BestEffort(trace.timestamp
     arrayMap(x -> x.quote, trace.citations), trace.model.name, trace.model.version, trace.prompt.id,
     trace.prompt.version, trace.latency_ms, latency_total_ms, trace.tokens.prompt, trace.tokens.completion,
     trace.cost_usd, trace.error, trace.feedback.rating, trace.feedback.comment, trace.attributes,
-    source_topic, source_partition, source_offset, fromUnixTimestamp64Milli({ingested_at_ms:Int64} + version, 'UTC')"""
+    source_topic, source_partition, source_offset, fromUnixTimestamp64Milli({ingested_at_ms:Int64} + version, 'UTC'),
+    permission_leaks"""
 
 #: parse floats exactly as Python does (the default fast path may differ in the last bit); tuples from JSON
 #: arrays; one parsing thread (a batch is a few MB: the parallel parser's threads cost more CPU than they
@@ -93,21 +96,28 @@ class TraceRows:
     batch): fewer allocations on the hot path, and the batch's memory is one block that is freed at once.
     """
 
-    __slots__ = ("_buf", "_count", "trace_ids", "bytes", "ingested_at", "_params")
+    __slots__ = ("_buf", "_count", "trace_ids", "bytes", "ingested_at", "_params", "leak_rule", "leaks")
 
-    def __init__(self, ingested_at: datetime | None = None) -> None:
+    def __init__(self, ingested_at: datetime | None = None, leak_rule: LeakRule | None = None) -> None:
         self._buf = bytearray()
         self._count = 0
         self.trace_ids: list[str] = []
         self.bytes = 0
         self.ingested_at = ingested_at or datetime.now(UTC)
         self._params: dict[bytes, str] = {}
+        self.leak_rule = leak_rule or LeakRule()
+        #: (retriever "name@version", variant, stratum) → leaked chunks in this batch; empty when none leaked
+        self.leaks: dict[tuple[str, str, str], int] = {}
 
     def __len__(self) -> int:
         return self._count
 
     def add(self, t: FastTrace, source: SourcePosition, *, size_bytes: int = 0) -> None:
         r, c, m, p, k, f = t.retriever, t.context, t.model, t.prompt, t.tokens, t.feedback
+        leaks = count_leaks(self.leak_rule, t)
+        if leaks:
+            key = (f"{r.name}@{r.version}", r.variant, t.category)
+            self.leaks[key] = self.leaks.get(key, 0) + leaks
         row = (
             (t.trace_id, t.query_id, t.timestamp, (r.name, r.version, r.variant), t.corpus_snapshot,
              t.index_version, t.question, t.category, t.tags, t.tenant, t.user_scope, list(map(_chunk, t.retrieved)),
@@ -115,7 +125,7 @@ class TraceRows:
              (p.id, p.version), t.latency_ms, (k.prompt, k.completion), t.cost_usd, t.error,
              _NO_FEEDBACK if f is None else (f.rating, f.comment), t.attributes),
             self._params_json(r.parameters) if r.parameters else "", total_latency(t.latency_ms),
-            source.topic, source.partition, source.offset, row_version(t.attributes),
+            source.topic, source.partition, source.offset, row_version(t.attributes), leaks,
         )
         _encoder.encode_into(row, self._buf, -1)
         self._buf += b"\n"  # JSON text never contains a raw newline: msgspec escapes it inside strings
@@ -143,7 +153,8 @@ class TraceRows:
         for line in self.lines:
             r = _row_decoder.decode(line)
             cols.add(r.trace, SourcePosition(r.source_topic, r.source_partition, r.source_offset),
-                     ingested_at=self.ingested_at, retriever_params=r.retriever_params)  # adds the version itself
+                     ingested_at=self.ingested_at, retriever_params=r.retriever_params,  # adds the version itself
+                     permission_leaks=r.permission_leaks)
         return cols.columns
 
     def _params_json(self, params: dict[str, Any]) -> str:
@@ -246,6 +257,7 @@ class _Row(_Positional):
     source_partition: int
     source_offset: int
     version: int
+    permission_leaks: int
 
 
 _row_decoder = msgspec.json.Decoder(_Row)

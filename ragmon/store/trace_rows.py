@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from ragmon.contracts.decode import FastTrace
+from ragmon.metrics.permissions import LeakRule
 
 _NAN = float("nan")
 
@@ -29,12 +30,13 @@ TRACE_COLUMNS = (
     "citation_sentences", "citation_chunk_ids", "citation_quotes", "model_name", "model_version", "prompt_id",
     "prompt_version", "latency_ms", "latency_total_ms", "tokens_prompt", "tokens_completion", "cost_usd", "error",
     "feedback_rating", "feedback_comment", "attributes", "source_topic", "source_partition", "source_offset",
-    "ingested_at",
+    "ingested_at", "permission_leaks",
 )  # fmt: skip
 
 #: the columns ``row_to_trace`` needs, for SELECTs
 SELECT_TRACE_COLUMNS = ", ".join(c for c in TRACE_COLUMNS if c not in ("source_topic", "source_partition",
-                                                                          "source_offset", "ingested_at"))
+                                                                          "source_offset", "ingested_at",
+                                                                          "permission_leaks"))
 
 
 class SourcePosition(msgspec.Struct, frozen=True, gc=False):
@@ -67,22 +69,39 @@ def total_latency(latency_ms: dict[str, float]) -> float:
     return float(total) if total is not None else float(sum(latency_ms.values()))
 
 
+def count_leaks(rule: LeakRule, t: FastTrace) -> int:
+    """``t``'s permission leaks under ``rule`` (``permission_leaks``), over the ranking as received."""
+    user = t.tenant
+    if not user:
+        return 0
+    owners = {x.tenant for x in t.retrieved}  # a set comprehension: ~3x cheaper than all() over a generator
+    owners.discard(user)
+    owners.discard(None)
+    owners.discard("")
+    if not owners or owners <= rule.shared_tenants:
+        return 0  # the hot path's usual answer, without building the ranking's lists
+    return rule.count(user, [x.chunk_id for x in t.retrieved], [x.tenant for x in t.retrieved])
+
+
 class TraceColumns:
-    """A columnar batch of traces for one insert. Not thread-safe; one per batch."""
+    """A columnar batch of traces for one insert. Not thread-safe; one per batch. ``leak_rule`` counts each
+    trace's ``permission_leaks`` (default: no shared tenant, as ``ingest.shared_tenants`` defaults)."""
 
-    __slots__ = ("columns", "bytes")
+    __slots__ = ("columns", "bytes", "leak_rule")
 
-    def __init__(self) -> None:
+    def __init__(self, leak_rule: LeakRule | None = None) -> None:
         self.columns: dict[str, list[Any]] = {name: [] for name in TRACE_COLUMNS}
         self.bytes = 0
+        self.leak_rule = leak_rule or LeakRule()
 
     def __len__(self) -> int:
         return len(self.columns["trace_id"])
 
     def add(self, t: FastTrace, source: SourcePosition = _NOWHERE, *, size_bytes: int = 0,
-            ingested_at: datetime | None = None, retriever_params: str | None = None) -> None:
+            ingested_at: datetime | None = None, retriever_params: str | None = None,
+            permission_leaks: int | None = None) -> None:
         """Append one trace. ``retriever_params`` is the rendered parameters when ``t`` does not carry them
-        (a trace read back from a ``TraceRows`` line)."""
+        (a trace read back from a ``TraceRows`` line), ``permission_leaks`` the count already made for it."""
         c = self.columns
         retrieved = sorted(t.retrieved, key=lambda r: r.rank) if _unsorted(t.retrieved) else t.retrieved
         r = t.retriever
@@ -135,6 +154,7 @@ class TraceColumns:
         version = row_version(t.attributes)
         at = ingested_at or datetime.now(UTC)
         c["ingested_at"].append(at + timedelta(milliseconds=version) if version else at)
+        c["permission_leaks"].append(count_leaks(self.leak_rule, t) if permission_leaks is None else permission_leaks)
         self.bytes += size_bytes
 
     def extend(self, traces: Iterable[FastTrace]) -> TraceColumns:

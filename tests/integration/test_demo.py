@@ -41,6 +41,10 @@ def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path
     assert verdicts["returns"] == "reject"
     assert "overall verdict: REJECT" in out
     assert "/review/" in out and "/metrics" in out
+    # the injected permission leaks: two consent traces, each naming the globex chunk (never its text)
+    assert "Permission leaks (counted on all 18,002 traces" in out and "2 trace(s), 2 chunk(s)" in out, out
+    leak_rows = [line for line in out.splitlines() if "(globex)" in line]
+    assert len(leak_rows) == 2 and all("│ consent" in row and "│ acme" in row for row in leak_rows), leak_rows
 
 
 def test_demo_keep_serving_serves_review_ui_and_metrics(tmp_path: Path) -> None:

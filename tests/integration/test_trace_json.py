@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ragmon.contracts.decode import DecodedTrace, FastTrace, decode_trace
 from ragmon.contracts.redact import Redactor
+from ragmon.metrics.permissions import LeakRule
 from ragmon.store import ClickHouseStore, SourcePosition, TraceColumns
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, TRACE_COLUMNS, row_to_trace
@@ -100,6 +101,13 @@ EDGE_CASES: dict[str, dict[str, Any]] = {
     "unknown top-level field": make_trace(field_from_the_future={"nested": [1, 2]}),
     "chunks without a score (stored as NaN)": make_trace(retrieved=[
         {"chunk_id": "u1", "score": None, "rank": 1, "text": "no score"}, {"chunk_id": "u2", "score": 0.3, "rank": 2}]),
+    "a permission leak (two chunks of other tenants, one repeated, one untenanted)": make_trace(
+        tenant="acme", retrieved=[
+            {"chunk_id": "own", "score": 0.9, "rank": 1, "tenant": "acme"},
+            {"chunk_id": "theirs", "score": 0.8, "rank": 2, "tenant": "globex"},
+            {"chunk_id": "theirs", "score": 0.7, "rank": 3, "tenant": "globex"},
+            {"chunk_id": "other", "score": 0.6, "rank": 4, "tenant": "initech"},
+            {"chunk_id": "nobody", "score": 0.5, "rank": 5}]),
     "a later OTLP version (ingested_at moved by 2 ms)": make_trace(
         attributes={"ragmon.otlp.version": "3", "session.id": "s-1"}),
 }
@@ -110,6 +118,21 @@ def test_json_rows_equal_columnar_rows_for_edge_cases(store: ClickHouseStore) ->
     expected, got = _both_ways(store, traces)
     for name, e, g in zip(EDGE_CASES, expected, got, strict=True):
         assert g == e, f"{name}: JSON path stored\n{g}\nexpected\n{e}"
+
+
+def test_both_paths_store_the_leak_count_under_the_batch_rule(store: ClickHouseStore) -> None:
+    doc = EDGE_CASES["a permission leak (two chunks of other tenants, one repeated, one untenanted)"]
+    rule = LeakRule.sharing(["initech"])  # a shared tenant is never a leak
+    rows = TraceRows(leak_rule=rule)
+    rows.add(_decoded(doc), SourcePosition("t", 0, 1))
+    assert rows.leaks == {("hybrid@v1", "production", "consent"): 1}
+    store.insert_trace_rows(rows, dedup_token=f"leak-{uuid.uuid4()}")
+    cols = TraceColumns()  # the default rule shares nothing: globex and initech both leak
+    cols.add(_decoded({**doc, "trace_id": "cols-" + doc["trace_id"]}), SourcePosition("t", 0, 2))
+    store.insert_columns("traces", cols.columns, dedup_token=f"leak-{uuid.uuid4()}")
+    got = dict(store.query(f"SELECT trace_id, permission_leaks FROM {store.table('traces')} FINAL").result_rows)
+    store.command(f"TRUNCATE TABLE {store.table('traces')}")
+    assert got == {doc["trace_id"]: 1, "cols-" + doc["trace_id"]: 2}
 
 
 def test_redacted_traces_store_the_redacted_text(store: ClickHouseStore) -> None:
@@ -201,13 +224,13 @@ def test_the_line_is_canonical_json_of_the_redacted_trace(name: str) -> None:
     rows = TraceRows()
     rows.add(_decoded(EDGE_CASES[name]), SourcePosition("t", 0, 1))
     line = json.loads(rows.lines[0])
-    assert isinstance(line, list) and len(line) == 7  # the trace, retriever_params, latency_total_ms, lineage, version
-    trace, params, total, topic, partition, offset, version = line
+    assert isinstance(line, list) and len(line) == 8  # the trace, params, total latency, lineage, version, leaks
+    trace, params, total, topic, partition, offset, version, leaks = line
     assert len(trace) == len(FastTrace.__struct_fields__) == 24  # positions: TRACE_JSON_STRUCTURE; values: the
     # rows-equal tests above
     objects = [i for i, value in enumerate(trace) if isinstance(value, dict)]
     assert objects == [18, 23]  # latency_ms and attributes, the Map columns; everything else is an array or scalar
-    assert (topic, partition, offset, version) == ("t", 0, 1, 0) and isinstance(params, str) and isinstance(total, float)
+    assert (topic, partition, offset, version, leaks) == ("t", 0, 1, 0, 0) and isinstance(params, str) and isinstance(total, float)
 
 
 def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHouseStore) -> None:

@@ -1,0 +1,153 @@
+"""Negative-feedback triage against the real chDB engine: the week's thumbs-down traces (all, or a capped seeded
+sample) in their own queue, one cause per trace through the review pages, the weekly report with its trend, and
+the random review sample unchanged by feedback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ragmon.errors import InputError
+from ragmon.review.queries import ClickHouseReviewQueries
+from ragmon.review.records import parse_week
+from ragmon.review.selection import sample_week
+from ragmon.review.triage import CAUSES, load_triage, save_triage_label, select_triage
+from ragmon.review.triage_report import report_weeks, triage_report
+from ragmon.store import ClickHouseStore
+from tests.integration.review.support import csrf_of, insert_traces, review_app, signed_in, week_traces
+
+NOW = datetime.now(UTC)
+
+
+def thumbs(traces: list[dict[str, Any]], every: int) -> list[dict[str, Any]]:
+    """Every ``every``-th trace gets a thumbs-down with a comment (some hostile), the others a thumbs-up or none."""
+    out = []
+    for i, t in enumerate(traces):
+        if i % every == 0:
+            comment = '<script>alert("x")</script> wrong answer' if i % (every * 2) == 0 else "wrong answer"
+            out.append({**t, "feedback": {"rating": -1, "comment": comment}})
+        else:
+            out.append({**t, "feedback": {"rating": 1} if i % 2 else None})
+    return out
+
+
+def test_the_weeks_thumbs_down_are_queued_capped_and_selecting_again_changes_nothing(store: ClickHouseStore) -> None:
+    week, traces = week_traces(120, ["billing", "consent"], seed=3)
+    traces = thumbs(traces, 4)  # 30 thumbs-down
+    traces.append({**traces[0], "trace_id": "shadow-down", "retriever": {"name": "hybrid", "variant": "shadow"}})
+    insert_traces(store, traces)
+    down = {t["trace_id"] for t in traces if (t.get("feedback") or {}).get("rating") == -1
+            and t["retriever"].get("variant", "production") == "production"}  # fmt: skip
+    everything = select_triage(store, week, max_items=500, seed="s1", now=NOW)
+    assert {i.trace_id for i in everything.items} == down and everything.population == 30
+    other_week = report_weeks(week, 2)[0]
+    capped = select_triage(store, other_week, max_items=5, seed="s1", now=NOW)
+    assert capped.items == () and capped.population == 0  # no traffic that week: nothing queued
+    again = select_triage(store, week, max_items=3, seed="other", now=NOW)
+    assert again.already_selected and {i.trace_id for i in again.items} == down and again.seed == "s1"
+
+
+def test_a_capped_sample_is_a_seeded_random_subset(store: ClickHouseStore) -> None:
+    week, traces = week_traces(200, ["billing"], seed=4)
+    insert_traces(store, thumbs(traces, 2))  # 100 thumbs-down
+    sample = select_triage(store, week, max_items=10, seed="fixed", now=NOW)
+    assert len(sample.items) == 10 and sample.population == 100
+    assert [i.trace_id for i in load_triage(store, week).items] == [i.trace_id for i in sample.items]
+
+
+def test_the_random_review_sample_is_blind_to_feedback(store: ClickHouseStore,
+                                                       store_settings: Any) -> None:  # fmt: skip
+    week, traces = week_traces(150, ["billing", "consent"], seed=5)
+    insert_traces(store, traces)
+    before = sample_week(ClickHouseReviewQueries(store), week, 20, seed="blind")
+    insert_traces(store, thumbs(traces, 3))  # the same traces, now with feedback (newer versions)
+    select_triage(store, week, seed="t", now=NOW)
+    after = sample_week(ClickHouseReviewQueries(store), week, 20, seed="blind")
+    assert [i.trace_id for i in after.items] == [i.trace_id for i in before.items]
+
+
+def test_labels_through_the_pages_and_the_report_with_its_trend(store: ClickHouseStore) -> None:
+    week, traces = week_traces(60, ["billing", "consent"], seed=6)
+    traces = thumbs(traces, 3)  # 20 thumbs-down
+    insert_traces(store, traces)
+    earlier = report_weeks(week, 2)[0]
+    start, _ = parse_week(earlier)
+    old = [{**t, "trace_id": f"old-{i}", "timestamp": (start + timedelta(hours=i + 1)).isoformat()}
+           for i, t in enumerate(traces) if (t.get("feedback") or {}).get("rating") == -1][:10]
+    insert_traces(store, old)
+    prior = select_triage(store, earlier, seed="p", now=NOW)
+    for i, item in enumerate(prior.items):  # the earlier week: mostly retrieval misses
+        save_triage_label(store, earlier, item.trace_id, "bob", "retrieval_miss" if i < 8 else "stale_document", "",
+                          NOW)  # fmt: skip
+    queued = select_triage(store, week, seed="q", now=NOW)
+
+    app, _ = review_app(store)
+    client = signed_in(app)
+    listing = client.get("/review/triage/")
+    assert listing.status_code == 200 and f"/review/triage/{week}" in listing.text
+    queue = client.get(f"/review/triage/{week}")
+    assert queue.status_code == 200 and "0 of 20 triaged" in queue.text
+    first = queued.items[0].trace_id
+    page = client.get(f"/review/triage/{week}/items/{first}")
+    assert page.status_code == 200 and all(key in page.text for key in CAUSES)
+    assert "<script>alert" not in page.text  # the user's comment is text, never markup
+    token = csrf_of(page.text)
+    bad = client.post(f"/review/triage/{week}/label/{first}", data={"cause": "bad_vibes", "csrf_token": token})
+    assert bad.status_code == 400 and "is not one of" in bad.text
+    forged = client.post(f"/review/triage/{week}/label/{first}", data={"cause": "other", "csrf_token": "x"})
+    assert forged.status_code == 403
+    assert client.post(f"/review/triage/{week}/label/not-queued",
+                       data={"cause": "other", "note": "x", "csrf_token": token}).status_code == 400
+    for i, item in enumerate(queued.items):  # this week: unsupported claims dominate
+        cause = "unsupported_claim" if i < 15 else "retrieval_miss"
+        done = client.post(f"/review/triage/{week}/label/{item.trace_id}", data={"cause": cause, "csrf_token": token})
+        assert done.status_code == 303
+    assert "20 of 20 triaged" in client.get(f"/review/triage/{week}").text
+    assert client.get("/review/triage/1999-W99").status_code == 404
+
+    report = triage_report(store, week, 2)
+    assert report.weeks == (earlier, week) and report.queued == (10, 20) and report.triaged == (10, 20)
+    rows = {(r.cause, r.stratum): r for r in report.rows}
+    unsupported, misses = rows[("unsupported_claim", "ALL")], rows[("retrieval_miss", "ALL")]
+    assert unsupported.counts == (0, 15) and unsupported.share == pytest.approx(0.75)
+    assert unsupported.trend_pp == pytest.approx(75.0) and misses.trend_pp == pytest.approx(25.0 - 80.0)
+    by_stratum = sum(r.counts[1] for (c, s), r in rows.items() if c == "unsupported_claim" and s != "ALL")
+    assert by_stratum == 15
+
+
+def test_a_label_outside_the_taxonomy_or_without_a_note_for_other_is_refused(store: ClickHouseStore) -> None:
+    week, traces = week_traces(10, ["billing"], seed=7)
+    insert_traces(store, thumbs(traces, 1))
+    item = select_triage(store, week, seed="x", now=NOW).items[0]
+    for cause, note, why in (("other", "  ", "needs a note"), ("Retrieval_Miss", "", "is not one of"),
+                             ("retrieval_miss", "x" * 2001, "at most")):
+        with pytest.raises(InputError, match=why):
+            save_triage_label(store, week, item.trace_id, "ana", cause, note, NOW)
+
+
+def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
+    week, traces = week_traces(40, ["billing", "consent"], seed=8)
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in thumbs(traces, 4)) + "\n")
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}", COLUMNS="200")
+
+    def ragmon(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ragmon", *args], capture_output=True, text=True, timeout=300,
+                              env=env)  # fmt: skip
+
+    assert ragmon("ingest", "--file", str(path)).returncode == 0
+    done = ragmon("review", "triage", "--week", week, "--max-items", "4", "--seed", "s", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["selection"] == {"week": week, "queued": 4, "thumbs_down": 10, "seed": "s", "already_selected": False}
+    assert out["weeks"][-1] == week and out["queued"][-1] == 4 and out["rows"] == []
+    table = ragmon("review", "triage", "--week", week)
+    assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
+    bad = ragmon("review", "triage", "--week", "2026-W60")
+    assert bad.returncode == 2 and "2026-W60" in bad.stderr
