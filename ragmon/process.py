@@ -16,6 +16,7 @@ Must not print or exit: the commands print their own start-up line and turn ``st
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -198,7 +199,17 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
         raise ConfigError(problems)
     if not parts:
         raise ConfigError([NO_ROLE])
+    if "review" in parts:  # the console is served with the review UI, behind its sign-in
+        parts["review"] = _with_console(settings, store, parts["review"])
     return Process(settings, store, telemetry, parts, title=title)
+
+
+def _with_console(settings: Settings, store: Any, review: RoleParts) -> RoleParts:
+    """The review role's parts plus the console's routes (``ragmon.console``), which share its sign-in."""
+    from ragmon.console.router import console_router, redirect_router
+
+    routers = (console_router(settings, store, review.service.context), redirect_router())
+    return dataclasses.replace(review, routers=(*review.routers, *routers))
 
 
 def startup_problems(settings: Settings) -> list[str]:
