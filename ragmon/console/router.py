@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ragmon.config import Settings
-from ragmon.console import dead_letter_reading, dead_letters, trace_page, traces
+from ragmon.console import dead_letter_reading, dead_letters, drift_page, trace_page, traces
 from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError, SourceError
@@ -94,6 +94,17 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
             page = dead_letters.build_page(read, source)
             return pages.page("dead_letters.html", session, d=page, problem=problem, per_partition=cfg.dead_letters_read,
                               replay=dead_letters.replay_commands(kafka, cfg.dead_letter_file))
+
+        return pages.signed_in(request, render)
+
+    @router.get("/drift")
+    def drift(request: Request) -> Response:
+        def render(session):  # type: ignore[no-untyped-def]
+            try:
+                group = drift_page.group_from_query(request.query_params)
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()))
 
         return pages.signed_in(request, render)
 
