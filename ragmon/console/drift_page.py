@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ragmon.console.filters import MAX_TEXT, TraceFilter
+from ragmon.console.filters import MAX_TEXT, TraceFilter, iso_time
 from ragmon.console.svg import sparkline
 from ragmon.console.traces import RowStore
 from ragmon.drift.report import COLUMNS, histogram_svg, rate_svg, sort_rows
@@ -103,13 +103,10 @@ def load_drift_page(store: RowStore, group: dict[str, str], now: datetime) -> Dr
 
 def traces_link(row: dict[str, Any]) -> str:
     """The trace list's query string for the row's group in the check's current window."""
-    return TraceFilter(since=_iso(row["current_start"]), until=_iso(row["current_end"]),
+    return TraceFilter(since=iso_time(row["current_start"]), until=iso_time(row["current_end"]),
                        retriever=str(row["retriever_name"]), variant=str(row["variant"]),
                        stratum=str(row["category"])).query()
 
-
-def _iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def history(store: RowStore, group: dict[str, str], now: datetime) -> list[History]:

@@ -1,8 +1,8 @@
 """The trace list's filters, read from a page's query string: what to list, and the links that carry them.
 
-Owns ``TraceFilter`` (a time window, retriever, variant, stratum, behaviour, score status, a page number) and
-parsing it from untrusted query parameters: a bad value is an ``InputError`` that says what was expected, never
-an exception from deep inside. Times are 'now', a duration back from now ('30m', '24h', '7d') or ISO 8601 (naive
+Owns ``TraceFilter`` (a time window, retriever, variant, stratum, behaviour, query id, score status, a page
+number) and parsing it from untrusted query parameters: a bad value is an ``InputError`` that says what was
+expected, never an exception from deep inside. Times are 'now', a duration back from now ('30m', '24h', '7d') or ISO 8601 (naive
 = UTC). Must not run a query or render HTML; the SQL lives in ``traces``.
 """
 
@@ -44,6 +44,11 @@ def parse_when(text: str, now: datetime, name: str) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+def iso_time(t: datetime) -> str:
+    """``t`` (UTC, naive or aware) as the ISO 8601 text a filter link carries, to the millisecond."""
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 @dataclass(frozen=True)
 class TraceFilter:
     """What the trace list shows. Empty strings mean "any"; ``since``/``until`` keep the text the user gave."""
@@ -54,6 +59,7 @@ class TraceFilter:
     variant: str = ""
     stratum: str = ""
     behaviour: str = ""
+    query_id: str = ""
     score: str = ""
     dead_lettered: str = ""
     page: int = 1

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ragmon.config import Settings
-from ragmon.console import dead_letter_reading, dead_letters, drift_page, trace_page, traces
+from ragmon.console import dead_letter_reading, dead_letters, drift_page, shadow_page, trace_page, traces
 from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError, SourceError
@@ -105,6 +105,18 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
             return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()))
+
+        return pages.signed_in(request, render)
+
+    @router.get("/shadow")
+    def shadow(request: Request) -> Response:
+        def render(session):  # type: ignore[no-untyped-def]
+            try:
+                ask = shadow_page.asked(request.query_params)
+                chosen = shadow_page.options(settings, ask, now())
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            return pages.page("shadow.html", session, ask=ask, shown=shadow_page.run(store, chosen))
 
         return pages.signed_in(request, render)
 

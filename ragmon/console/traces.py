@@ -101,7 +101,8 @@ def _where(f: TraceFilter, start: datetime, end: datetime) -> Where:
             .optional("retriever_name", "=", "String", opt(f.retriever))
             .optional("variant", "=", "String", opt(f.variant))
             .optional("category", "=", "String", opt(f.stratum))
-            .optional("behaviour", "=", "String", opt(f.behaviour)))
+            .optional("behaviour", "=", "String", opt(f.behaviour))
+            .optional("query_id", "=", "String", opt(f.query_id)))
 
 
 def _score_condition(store: RowStore, status: str) -> str:
