@@ -19,7 +19,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ragmon.config import Settings
-from ragmon.console import dead_letter_reading, dead_letters, drift_page, shadow_page, trace_page, traces
+from ragmon.console import (
+    dead_letter_reading,
+    dead_letters,
+    drift_page,
+    gate_runs,
+    shadow_page,
+    trace_page,
+    traces,
+)
 from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError, SourceError
@@ -117,6 +125,31 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
             return pages.page("shadow.html", session, ask=ask, shown=shadow_page.run(store, chosen))
+
+        return pages.signed_in(request, render)
+
+    @router.get("/gate")
+    def gate(request: Request, baseline: str = "", current: str = "") -> Response:
+        def render(session):  # type: ignore[no-untyped-def]
+            directory = settings.console.gate_runs_dir
+            try:
+                comparison = gate_runs.compare(directory, baseline, current) if baseline and current else None
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            return pages.page("gate.html", session, directory=directory, runs=gate_runs.list_runs(directory),
+                              comparison=comparison, baseline=baseline, current=current)
+
+        return pages.signed_in(request, render)
+
+    @router.get("/gate/runs/{name}")
+    def gate_run(request: Request, name: str) -> Response:
+        def render(session):  # type: ignore[no-untyped-def]
+            try:
+                run = gate_runs.load_run(settings.console.gate_runs_dir, name)
+            except InputError as exc:
+                return pages.error(session, 404, str(exc))
+            return pages.page("gate_run.html", session, name=name, run=run, s=gate_runs.summary(name, run),
+                              strata=gate_runs.strata(run), columns=gate_runs.STRATUM_COLUMNS)
 
         return pages.signed_in(request, render)
 

@@ -58,8 +58,8 @@ class ConsolePages:
     def session(self, request: Request) -> Session | None:
         return self.review.session(request.cookies.get(SESSION_COOKIE))
 
-    def page(self, name: str, session: Session, status: int = 200, **values: Any) -> HTMLResponse:
-        html = self.env.get_template(name).render(session=session, **values)
+    def page(self, template: str, session: Session, status: int = 200, **values: Any) -> HTMLResponse:
+        html = self.env.get_template(template).render(session=session, **values)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     def error(self, session: Session, status: int, message: str) -> HTMLResponse:
