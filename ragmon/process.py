@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -186,6 +187,9 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     # fails fast: unreachable, locked, migration failed
     store = ClickHouseStore.open(settings.store) if store is None else store
     telemetry = telemetry or Telemetry()
+    console = settings.console  # where the alert rules' links point (their annotation templates read it)
+    telemetry.links_info.info({"runbook_base_url": console.runbook_base_url, "console_url": console.console_url(
+        settings.server.host, settings.server.port, socket.gethostname())})
     parts: dict[str, RoleParts] = {}
     problems: list[str] = []
     for name in names:
