@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
 
 from ragmon.console.dead_letters import escaped_text
 from ragmon.review.auth import SESSION_COOKIE, Session
@@ -38,8 +38,9 @@ def _number(value: Any, digits: int = 3) -> str:
 
 
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("ragmon.console", "templates"), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+    # the console's own templates first; the review UI's macros (the answer with its citations) after them
+    loader = ChoiceLoader([PackageLoader("ragmon.console", "templates"), PackageLoader("ragmon.review", "templates")])
+    env = Environment(loader=loader, autoescape=select_autoescape(default=True), trim_blocks=True, lstrip_blocks=True)
     env.filters["seg"] = lambda s: quote(str(s), safe="")
     env.filters["num"] = _number
     env.filters["when"] = lambda t: "–" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")

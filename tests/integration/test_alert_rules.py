@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragmon.telemetry import Telemetry
+from tests.support.metric_names import exported_metric_names
 from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,12 +99,7 @@ def test_every_alert_has_a_fires_and_a_quiet_case() -> None:
 
 
 def test_rules_use_only_metrics_ragmon_exports() -> None:
-    exported: set[str] = set()
-    for family in Telemetry().registry.collect():
-        exported.add(family.name)
-        exported.update({"counter": [f"{family.name}_total"], "info": [f"{family.name}_info"],
-                         "histogram": [f"{family.name}_{s}" for s in ("bucket", "sum", "count")]}
-                        .get(family.type, []))
+    exported = exported_metric_names()
     texts = [rule["expr"] for rule in _alerts()] + [v for rule in _alerts() for v in rule["annotations"].values()]
     used = {m for text in texts for m in re.findall(r"\bragmon_[a-z0-9_]+", text)}
     assert used and used <= exported, f"not defined in ragmon/telemetry.py: {sorted(used - exported)}"

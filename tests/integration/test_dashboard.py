@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragmon.telemetry import Telemetry
+from tests.support.metric_names import exported_metric_names
 from tests.support.missing import missing
 
 DASHBOARDS = sorted((Path(__file__).resolve().parents[2] / "dashboards").glob("*.json"))
@@ -25,17 +25,6 @@ VARIABLES = ("$retriever", "$variant", "$stratum")
 def _targets(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     return [t["expr"] for p in data["panels"] for t in p.get("targets", [])]
-
-
-def _exported() -> set[str]:
-    """Every series name ragmon's registry can expose (counters' _total, histograms' parts, info's _info)."""
-    names: set[str] = set()
-    for family in Telemetry().registry.collect():
-        names.add(family.name)
-        names.update({"counter": [f"{family.name}_total"], "info": [f"{family.name}_info"],
-                      "histogram": [f"{family.name}_{s}" for s in ("bucket", "sum", "count")]}
-                     .get(family.type, []))
-    return names
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=[p.name for p in DASHBOARDS])
@@ -60,7 +49,7 @@ def test_dashboard_structure(path: Path) -> None:
 @pytest.mark.parametrize("path", DASHBOARDS, ids=[p.name for p in DASHBOARDS])
 def test_every_query_uses_exported_metrics(path: Path) -> None:
     used = {m for expr in _targets(path) for m in re.findall(r"\bragmon_[a-z0-9_]+", expr)}
-    assert used and used <= _exported(), f"not defined in ragmon/telemetry.py: {sorted(used - _exported())}"
+    assert used and used <= exported_metric_names(), f"not defined in ragmon/telemetry.py: {sorted(used - exported_metric_names())}"
     assert all(re.search(r"\bragmon_[a-z0-9_]+", expr) for expr in _targets(path)), "a query reads no ragmon metric"
 
 
