@@ -49,8 +49,10 @@ def read_topic(settings: KafkaSettings, limit: int, timeout_seconds: float) -> l
 
     topic = settings.dead_letter_topic
     try:
+        # no group: nothing is committed and ingest's group is undisturbed; never ask the broker to create the topic
         consumer = KafkaConsumer(**client_options(settings, client_id="ragmon-console"), group_id=None,
-                                 enable_auto_commit=False, request_timeout_ms=int(timeout_seconds * 1000) + 1000,
+                                 enable_auto_commit=False, allow_auto_create_topics=False,
+                                 request_timeout_ms=int(timeout_seconds * 1000) + 1000,
                                  bootstrap_timeout_ms=int(timeout_seconds * 1000))
     except KafkaError as exc:
         raise SourceError(f"kafka ({settings.bootstrap_servers}): {type(exc).__name__}: {exc}") from None

@@ -18,6 +18,7 @@ from shlex import quote
 
 from ragmon.config import KafkaSettings
 from ragmon.console.dead_letter_reading import Letter
+from ragmon.console.svg import stacked_bars
 
 #: how much of a letter's value the page shows
 PREVIEW_BYTES = 2048
@@ -44,6 +45,11 @@ class DeadLetterPage:
     hours: list[tuple[str, dict[str, int]]]  # "2026-12-03 13:00" → reason → count, newest first
     latest: list[LetterView]
     replay: list[str]
+
+    @property
+    def chart(self) -> str:
+        """The counts per hour, oldest first, stacked by reason (inline SVG)."""
+        return stacked_bars(list(reversed(self.hours)), [reason for reason, _ in self.reasons])
 
 
 def escaped_text(data: bytes) -> str:

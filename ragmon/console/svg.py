@@ -1,5 +1,6 @@
 """Plots the console draws on the server as inline SVG: a confidence-interval plot (one row per stratum: the
-interval as a bar, the estimate as a dot, zero as a line) and a sparkline of a statistic over checks.
+interval as a bar, the estimate as a dot, zero as a line), a sparkline of a statistic over checks, and stacked
+bars of counts over time (dead letters by reason per hour).
 
 Owns the drawing only. Every label is escaped here (``html.escape``) because the SVG is inserted into the page as
 markup; numbers are formatted, never raw. Non-finite values are left out. Must not read the store. (Both windows'
@@ -72,5 +73,39 @@ def sparkline(values: Sequence[float], flagged: Sequence[bool], width: int = 160
         if flagged[i]:
             a, b = xy(i, v)
             out.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.5" fill="#c53030"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+#: the colours of stacked series, in order (the last repeats)
+PALETTE = ("#c53030", "#dd6b20", "#d69e2e", "#2f855a", "#2b6cb0", "#6b46c1", "#718096")
+
+
+def stacked_bars(columns: Sequence[tuple[str, dict[str, int]]], series: Sequence[str], width: int = 720,
+                 height: int = 160) -> str:
+    """One bar per column (oldest first), stacked by ``series``; a legend below. Labels are escaped."""
+    if not columns or not series:
+        return ""
+    top = max(sum(counts.values()) for _, counts in columns) or 1
+    bw = (width - 2 * PAD) / len(columns)
+    out = [f'<svg class="plot bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{height + 22 + 16 * ((len(series) + 3) // 4)}" role="img">']
+    for i, (label, counts) in enumerate(columns):
+        y = float(height)
+        for j, name in enumerate(series):
+            h = (height - PAD) * counts.get(name, 0) / top
+            if h > 0:
+                y -= h
+                out.append(f'<rect x="{PAD + i * bw:.1f}" y="{y:.1f}" width="{max(bw - 2, 1):.1f}" height="{h:.1f}" '
+                           f'fill="{PALETTE[min(j, len(PALETTE) - 1)]}"><title>{escape(label)}: '
+                           f'{escape(name)} {counts.get(name, 0)}</title></rect>')
+    out.append(f'<text x="{PAD}" y="{PAD - 2}">{top}</text>')
+    out.append(f'<text x="{PAD}" y="{height + 14}">{escape(columns[0][0])}</text>')
+    out.append(f'<text x="{width - PAD}" y="{height + 14}" text-anchor="end">{escape(columns[-1][0])}</text>')
+    for j, name in enumerate(series):
+        x, y = PAD + (j % 4) * (width - 2 * PAD) / 4, height + 30 + 16 * (j // 4)
+        short = name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"
+        out.append(f'<rect x="{x:.1f}" y="{y - 9}" width="10" height="10" fill="{PALETTE[min(j, len(PALETTE) - 1)]}"/>'
+                   f'<text x="{x + 14:.1f}" y="{y}">{escape(short)}</text>')
     out.append("</svg>")
     return "".join(out)

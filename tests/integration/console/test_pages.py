@@ -136,6 +136,7 @@ def test_dead_letters_from_a_file_are_shown_safely_with_the_replay_command(store
     assert "00000000  00 01 fe ff 3c 73 63 72 69 70 74 3e" in html
     assert "y" * 2048 in html and "y" * 2049 not in html  # the preview is capped
     assert "ragmon has no replay command" in html and "ragmon ingest --file -" in html
+    assert "(time unknown)" in html  # a file's letters carry no time: one column
 
 
 def test_dead_letters_from_the_kafka_topic(store, kafka_bootstrap, new_topic):
@@ -151,7 +152,12 @@ def test_dead_letters_from_the_kafka_topic(store, kafka_bootstrap, new_topic):
     # keyed by source partition: all four on one partition, of which the 3 newest are read
     assert f"topic {topic}" in html and "3 letters read" in html
     assert "rag.traces/0@1" in html and "rag.traces/0@0" not in html and "too_large" in html
+    chart = html.split('id="chart"')[1].split("</svg>")[0]  # this hour's bar, stacked by reason
+    assert chart.count("<title>") == 3 and re.search(r"<title>[-0-9 :]+: json 1</title>", chart)
     assert f"kcat -C -b {kafka_bootstrap} -t {topic}" in html
+    # a topic that does not exist (yet): no letters
+    absent = console_settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=f"{topic}-x"))
+    assert "No dead letters." in signed_in(console_app(store, absent)).get("/review/console/dead-letters").text
     # a broker that is not there: a notice on the page, not an error
     gone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
                             console=ConsoleSettings(dead_letter_read_timeout_seconds=1))

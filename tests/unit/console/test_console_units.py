@@ -13,7 +13,7 @@ from ragmon.config import ConsoleSettings
 from ragmon.console.dead_letter_reading import Letter
 from ragmon.console.dead_letters import PREVIEW_BYTES, escaped_text, hex_dump, view
 from ragmon.console.filters import TraceFilter, parse_when
-from ragmon.console.svg import ci_plot
+from ragmon.console.svg import ci_plot, stacked_bars
 from ragmon.errors import InputError
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
@@ -54,6 +54,13 @@ def test_letter_bytes_are_previewed_as_escaped_text_and_hex():
 def test_svg_labels_are_escaped_and_non_finite_values_left_out():
     svg = ci_plot([("<script>x</script>", 0.1, -0.1, 0.3), ("nan", float("nan"), float("nan"), float("inf"))])
     assert "<script>" not in svg and "&lt;script&gt;" in svg and svg.count("<circle") == 1
+
+
+def test_stacked_bars_stack_each_hour_and_escape_names():
+    svg = stacked_bars([("10:00", {"json": 3, "<b>x</b>": 1}), ("11:00", {"json": 1})], ["json", "<b>x</b>"])
+    assert svg.count("<rect") == 3 + 2  # three bars' parts and two legend keys
+    assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg
+    assert stacked_bars([], ["json"]) == ""
 
 
 def test_console_links_settings():
