@@ -31,6 +31,7 @@ from ragmon.console import (
 from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError, SourceError
+from ragmon.review.auth import Session
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 
 _STATIC = {"console.css": "text/css"}
@@ -57,7 +58,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/traces")
     def trace_list(request: Request) -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             try:
                 f = TraceFilter.from_query(request.query_params)
                 if f.dead_lettered == "dead-lettered":
@@ -73,7 +74,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/traces/{trace_id:path}")
     def trace(request: Request, trace_id: str, at: str = "") -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             try:
                 when = parse_when(at, now(), "at") if at else None
             except InputError as exc:
@@ -88,7 +89,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/dead-letters")
     def letters(request: Request) -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             cfg, kafka = settings.console, settings.kafka
             source = (f"file {cfg.dead_letter_file}" if cfg.dead_letter_file
                       else f"topic {kafka.dead_letter_topic} at {kafka.bootstrap_servers}")
@@ -107,7 +108,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/drift")
     def drift(request: Request) -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             try:
                 group = drift_page.group_from_query(request.query_params)
             except InputError as exc:
@@ -118,7 +119,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/shadow")
     def shadow(request: Request) -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             try:
                 ask = shadow_page.asked(request.query_params)
                 chosen = shadow_page.options(settings, ask, now())
@@ -130,7 +131,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/gate")
     def gate(request: Request, baseline: str = "", current: str = "") -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             directory = settings.console.gate_runs_dir
             try:
                 comparison = gate_runs.compare(directory, baseline, current) if baseline and current else None
@@ -143,7 +144,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     @router.get("/gate/runs/{name}")
     def gate_run(request: Request, name: str) -> Response:
-        def render(session):  # type: ignore[no-untyped-def]
+        def render(session: Session) -> Response:
             try:
                 run = gate_runs.load_run(settings.console.gate_runs_dir, name)
             except InputError as exc:
