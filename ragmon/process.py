@@ -16,7 +16,9 @@ Must not print or exit: the commands print their own start-up line and turn ``st
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -200,6 +202,9 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     # fails fast: unreachable, locked, migration failed
     store = ClickHouseStore.open(settings.store) if store is None else store
     telemetry = telemetry or Telemetry()
+    console = settings.console  # where the alert rules' links point (their annotation templates read it)
+    telemetry.links_info.info({"runbook_base_url": console.runbook_base_url, "console_url": console.console_url(
+        settings.server.host, settings.server.port, socket.gethostname())})
     parts: dict[str, RoleParts] = {}
     problems: list[str] = []
     for name in names:
@@ -213,7 +218,17 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
         raise ConfigError(problems)
     if not parts:
         raise ConfigError([NO_ROLE])
+    if "review" in parts:  # the console is served with the review UI, behind its sign-in
+        parts["review"] = _with_console(settings, store, parts["review"])
     return Process(settings, store, telemetry, parts, title=title)
+
+
+def _with_console(settings: Settings, store: Any, review: RoleParts) -> RoleParts:
+    """The review role's parts plus the console's routes (``ragmon.console``), which share its sign-in."""
+    from ragmon.console.router import console_router, redirect_router
+
+    routers = (console_router(settings, store, review.service.context), redirect_router())
+    return dataclasses.replace(review, routers=(*review.routers, *routers))
 
 
 def startup_problems(settings: Settings) -> list[str]:

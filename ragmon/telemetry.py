@@ -77,6 +77,8 @@ class Telemetry:
         r = self.registry
         self.build_info = Info("ragmon_build", "ragmon build information.", registry=r)
         self.build_info.info({"version": __version__})
+        # the alert rules' runbook_url and dashboard_url templates read these (settings console.*); one value each
+        self.links_info = Info("ragmon_links", "Where the alert rules' runbook and console links point.", registry=r)
 
         # -- ingest ---------------------------------------------------------------------------------------
         self.ingest_messages_consumed = Counter(

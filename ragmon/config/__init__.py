@@ -12,6 +12,7 @@ modules are its parts. This package must not import the store adapter, clickhous
 checked by the pure ``ragmon.store.dsn``.
 """
 
+from ragmon.config.console import ConsoleSettings
 from ragmon.config.drift import DriftFeatureOverride, DriftSettings, DriftWindowSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.loading import MAX_PROBLEM_LINES, load_settings, masked_dump, override
@@ -29,6 +30,7 @@ from ragmon.store.dsn import mask_dsn, mask_url
 __all__ = [
     "DEFAULT_DSN",
     "MAX_PROBLEM_LINES",
+    "ConsoleSettings",
     "DriftFeatureOverride",
     "DriftSettings",
     "DriftWindowSettings",

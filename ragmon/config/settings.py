@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ragmon.config.console import ConsoleSettings
 from ragmon.config.drift import DriftSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.otlp import OtlpSettings
@@ -58,6 +59,9 @@ class Settings(BaseSettings):
     score: ScoreSettings = Field(default_factory=ScoreSettings, description="The live scoring role.")
     drift: DriftSettings = Field(default_factory=DriftSettings, description="Drift checks on retrieval and quality features.")
     shadow: ShadowSettings = Field(default_factory=ShadowSettings, description="Configured running shadow comparisons.")
+    console: ConsoleSettings = Field(
+        default_factory=ConsoleSettings, description="The console's pages (served with the review UI, behind its sign-in)."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -132,7 +132,8 @@ def _escape_markup(text: str) -> str:
 _W, _H, _PAD = 520, 200, 30
 
 
-def _histogram_svg(ref: dict[str, Any], cur: dict[str, Any], bins: int = 30) -> str:
+def histogram_svg(ref: dict[str, Any], cur: dict[str, Any], bins: int = 30) -> str:
+    """Both windows' distributions overlaid, from their stored quantile sketches (inline SVG: numbers only)."""
     qr, qc = ref.get("quantiles") or [], cur.get("quantiles") or []
     if len(qr) != len(LEVELS) or len(qc) != len(LEVELS) or None in qr or None in qc:
         return "<p>no distribution stored</p>"
@@ -176,7 +177,8 @@ def _legend(ref: dict[str, Any], cur: dict[str, Any]) -> str:
             f'<text x="{_W // 2 + 14}" y="{_H + 33}" font-size="11">current (n={cur.get("n")}, mean {mean(cur)})</text>')
 
 
-def _rate_svg(ref: dict[str, Any], cur: dict[str, Any]) -> str:
+def rate_svg(ref: dict[str, Any], cur: dict[str, Any]) -> str:
+    """Both windows' rates as two bars (inline SVG: numbers only)."""
     rates = [s.get("rate") or 0.0 for s in (ref, cur)]
     top = max(rates) or 1.0
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H + 40}" role="img">']
@@ -214,8 +216,8 @@ def html_report(rows: Sequence[dict[str, Any]]) -> str:
             continue
         seen.add(key)
         d = r["details"]
-        graph = (_histogram_svg(d["reference"], d["current"]) if "quantiles" in d.get("reference", {})
-                 else _rate_svg(d.get("reference", {}), d.get("current", {})))
+        graph = (histogram_svg(d["reference"], d["current"]) if "quantiles" in d.get("reference", {})
+                 else rate_svg(d.get("reference", {}), d.get("current", {})))
         out.append(f"<section><h3>{e(r['feature'])} · {e(key[0])} · {e(r['variant'])} · stratum {e(r['category'])}"
                    f"</h3>{graph}</section>")
     out.append("<h2>All tests</h2><table><tr>" + "".join(

@@ -12,13 +12,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ragmon.telemetry import Telemetry
+from tests.support.metric_names import exported_metric_names
 from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "alerts" / "ragmon.rules.yaml"
 TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
-RUNBOOK_URL = "https://github.com/ragmon/ragmon/blob/main/alerts/runbooks/{name}.md"
+#: the runbook's base comes from ragmon_links_info (console.runbook_base_url), else the project's own copy
+RUNBOOK_URL = ("{{{{ with query `max by (runbook_base_url) (ragmon_links_info{{runbook_base_url!=\"\"}})` }}}}"
+               "{{{{ (index . 0).Labels.runbook_base_url }}}}{{{{ else }}}}"
+               "https://github.com/ragmon/ragmon/blob/main/alerts/runbooks{{{{ end }}}}/{name}.md")
+#: the console's address comes from ragmon_links_info (console.public_url); a path on ragmon's port without it
+CONSOLE_URL = "{{ with query `max by (console_url) (ragmon_links_info{console_url!=\"\"})` }}" \
+              "{{ (index . 0).Labels.console_url }}{{ end }}/review/"
 SECTIONS = ("## Meaning", "## Impact", "## Diagnosis", "## Mitigation")
 
 pytestmark = pytest.mark.prometheus
@@ -69,6 +75,9 @@ def test_alert_has_severity_annotations_and_runbook(rule: dict) -> None:
     annotations = rule.get("annotations", {})
     assert annotations.get("summary") and annotations.get("description")
     assert annotations.get("runbook_url") == RUNBOOK_URL.format(name=name)
+    assert annotations.get("dashboard_url", "").startswith(CONSOLE_URL)  # every alert links to the console
+    for label in re.findall(r"\$labels\.(\w+)", annotations["dashboard_url"]):  # filtered to the alert's group,
+        assert f"$labels.{label} | urlquery" in annotations["dashboard_url"]  # each value URL-encoded
     runbook = ROOT / "alerts" / "runbooks" / f"{name}.md"
     assert runbook.is_file(), f"missing runbook {runbook.relative_to(ROOT)}"
     text = runbook.read_text()
@@ -90,13 +99,9 @@ def test_every_alert_has_a_fires_and_a_quiet_case() -> None:
 
 
 def test_rules_use_only_metrics_ragmon_exports() -> None:
-    exported: set[str] = set()
-    for family in Telemetry().registry.collect():
-        exported.add(family.name)
-        exported.update({"counter": [f"{family.name}_total"], "info": [f"{family.name}_info"],
-                         "histogram": [f"{family.name}_{s}" for s in ("bucket", "sum", "count")]}
-                        .get(family.type, []))
-    used = {m for rule in _alerts() for m in re.findall(r"\bragmon_[a-z0-9_]+", rule["expr"])}
+    exported = exported_metric_names()
+    texts = [rule["expr"] for rule in _alerts()] + [v for rule in _alerts() for v in rule["annotations"].values()]
+    used = {m for text in texts for m in re.findall(r"\bragmon_[a-z0-9_]+", text)}
     assert used and used <= exported, f"not defined in ragmon/telemetry.py: {sorted(used - exported)}"
 
 

@@ -1,0 +1,111 @@
+"""Plots the console draws on the server as inline SVG: a confidence-interval plot (one row per stratum: the
+interval as a bar, the estimate as a dot, zero as a line), a sparkline of a statistic over checks, and stacked
+bars of counts over time (dead letters by reason per hour).
+
+Owns the drawing only. Every label is escaped here (``html.escape``) because the SVG is inserted into the page as
+markup; numbers are formatted, never raw. Non-finite values are left out. Must not read the store. (Both windows'
+histograms of a drift check are ``ragmon.drift.report``'s, shared with ``drift report --html``.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+ROW_H, LABEL_W, PLOT_W, PAD = 22, 220, 420, 12
+LABEL_CHARS = 32
+
+
+def _finite(*values: float | None) -> bool:
+    return all(v is not None and math.isfinite(v) for v in values)
+
+
+def ci_plot(rows: Sequence[tuple[str, float | None, float | None, float | None]], unit: str = "") -> str:
+    """``(label, estimate, low, high)`` per row: each interval against a shared axis through zero."""
+    points = [v for _, m, lo, hi in rows for v in (m, lo, hi) if _finite(v)]
+    if not points:
+        return '<p class="meta">no interval to plot</p>'
+    lo_all, hi_all = min([*points, 0.0]), max([*points, 0.0])
+    span = (hi_all - lo_all) or 1.0
+    lo_all, hi_all = lo_all - span * 0.05, hi_all + span * 0.05
+
+    def x(v: float) -> float:
+        return LABEL_W + PAD + (v - lo_all) / (hi_all - lo_all) * (PLOT_W - 2 * PAD)
+
+    height = ROW_H * len(rows) + 30
+    out = [f'<svg class="plot ci" xmlns="http://www.w3.org/2000/svg" width="{LABEL_W + PLOT_W}" height="{height}" '
+           'role="img">',
+           f'<line x1="{x(0):.1f}" y1="0" x2="{x(0):.1f}" y2="{height - 24}" stroke="#888" stroke-dasharray="3,3"/>']
+    for i, (label, mean, low, high) in enumerate(rows):
+        y = ROW_H * i + ROW_H / 2
+        short = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+        out.append(f'<text x="{LABEL_W - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(short)}</text>')
+        if _finite(low, high):
+            colour = "#2f855a" if low > 0 else "#c53030" if high < 0 else "#555"  # type: ignore[operator]
+            out.append(f'<line x1="{x(low):.1f}" y1="{y:.1f}" x2="{x(high):.1f}" y2="{y:.1f}" stroke="{colour}" '  # type: ignore[arg-type]
+                       'stroke-width="4"/>')
+        if _finite(mean):
+            out.append(f'<circle cx="{x(mean):.1f}" cy="{y:.1f}" r="4" fill="#1d1d1f"/>')  # type: ignore[arg-type]
+    base = height - 10
+    for v in (lo_all, 0.0, hi_all):
+        out.append(f'<text x="{x(v):.1f}" y="{base}" text-anchor="middle">{v:+.3g}{escape(unit)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def sparkline(values: Sequence[float], flagged: Sequence[bool], width: int = 160, height: int = 28) -> str:
+    """``values`` left (oldest) to right as a line; flagged points (drifted) as red dots."""
+    pts = [(i, v) for i, v in enumerate(values) if _finite(v)]
+    if len(pts) < 1:
+        return ""
+    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
+    span = (hi - lo) or 1.0
+    n = max(len(values) - 1, 1)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        return 3 + i / n * (width - 6), height - 3 - (v - lo) / span * (height - 6)
+
+    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in (xy(i, v) for i, v in pts))
+    out = [f'<svg class="plot spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
+           f'<polyline points="{line}" fill="none" stroke="#243b53" stroke-width="1.5"/>']
+    for i, v in pts:
+        if flagged[i]:
+            a, b = xy(i, v)
+            out.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.5" fill="#c53030"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+#: the colours of stacked series, in order (the last repeats)
+PALETTE = ("#c53030", "#dd6b20", "#d69e2e", "#2f855a", "#2b6cb0", "#6b46c1", "#718096")
+
+
+def stacked_bars(columns: Sequence[tuple[str, dict[str, int]]], series: Sequence[str], width: int = 720,
+                 height: int = 160) -> str:
+    """One bar per column (oldest first), stacked by ``series``; a legend below. Labels are escaped."""
+    if not columns or not series:
+        return ""
+    top = max(sum(counts.values()) for _, counts in columns) or 1
+    bw = (width - 2 * PAD) / len(columns)
+    out = [f'<svg class="plot bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{height + 22 + 16 * ((len(series) + 3) // 4)}" role="img">']
+    for i, (label, counts) in enumerate(columns):
+        y = float(height)
+        for j, name in enumerate(series):
+            h = (height - PAD) * counts.get(name, 0) / top
+            if h > 0:
+                y -= h
+                out.append(f'<rect x="{PAD + i * bw:.1f}" y="{y:.1f}" width="{max(bw - 2, 1):.1f}" height="{h:.1f}" '
+                           f'fill="{PALETTE[min(j, len(PALETTE) - 1)]}"><title>{escape(label)}: '
+                           f'{escape(name)} {counts.get(name, 0)}</title></rect>')
+    out.append(f'<text x="{PAD}" y="{PAD - 2}">{top}</text>')
+    out.append(f'<text x="{PAD}" y="{height + 14}">{escape(columns[0][0])}</text>')
+    out.append(f'<text x="{width - PAD}" y="{height + 14}" text-anchor="end">{escape(columns[-1][0])}</text>')
+    for j, name in enumerate(series):
+        x, y = PAD + (j % 4) * (width - 2 * PAD) / 4, height + 30 + 16 * (j // 4)
+        short = name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"
+        out.append(f'<rect x="{x:.1f}" y="{y - 9}" width="10" height="10" fill="{PALETTE[min(j, len(PALETTE) - 1)]}"/>'
+                   f'<text x="{x + 14:.1f}" y="{y}">{escape(short)}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,125 @@
+"""The trace list: stored traces in a time window, filtered and paged, newest first, with the choices the filter
+form offers (the retrievers, variants and strata seen in the window).
+
+Owns the list's SQL. Every value travels as a ``{name:Type}`` parameter through ``Where``; only table names and
+code-constant column lists are formatted in. Rows come back as plain records for the template; long questions are
+cut in ClickHouse (``substringUTF8``) so a page never carries megabytes of text. Must not render HTML or parse
+query strings (``filters`` does).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from ragmon.console.filters import PAGE_SIZE, TraceFilter
+from ragmon.where import Where
+
+#: how much of a question the list shows (characters)
+QUESTION_CHARS = 160
+_LIST_COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, variant, category, behaviour, "
+                 f"substringUTF8(question, 1, {QUESTION_CHARS}) AS question_start, lengthUTF8(question) AS question_chars, "
+                 "latency_total_ms, cost_usd, tokens_prompt + tokens_completion AS tokens, top1_score, n_results, "
+                 "error != '' AS failed")
+
+
+class RowStore(Protocol):
+    """What the console reads through (``ClickHouseStore`` satisfies it)."""
+
+    def table(self, name: str) -> str: ...
+    def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    trace_id: str
+    query_id: str
+    ts: datetime
+    retriever: str
+    variant: str
+    stratum: str
+    behaviour: str
+    question: str
+    question_cut: bool
+    latency_ms: float
+    cost_usd: float
+    tokens: int
+    top1_score: float | None
+    n_results: int
+    failed: bool
+
+
+@dataclass(frozen=True)
+class TraceList:
+    rows: list[TraceRow]
+    total: int
+    start: datetime
+    end: datetime
+    choices: dict[str, list[str]]
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / PAGE_SIZE))
+
+
+def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
+    """One page of the traces ``f`` selects, their total, and the filter's choices in the window."""
+    start, end = f.window(now)
+    where = _where(f, start, end)
+    sql, params = where.clause()
+    traces = store.table("traces")
+    scored = _score_condition(store, f.score)
+    if scored:
+        sql = f"{sql} AND {scored}"
+    total = int(store.query_rows(f"SELECT count() AS n FROM {traces} FINAL WHERE {sql}", params)[0]["n"])
+    rows = store.query_rows(
+        f"SELECT {_LIST_COLUMNS} FROM {traces} FINAL WHERE {sql} ORDER BY ts DESC, trace_id "
+        "LIMIT {limit:UInt32} OFFSET {offset:UInt64}",
+        {**params, "limit": PAGE_SIZE, "offset": (f.page - 1) * PAGE_SIZE})
+    return TraceList([_row(r) for r in rows], total, start, end, choices(store, start, end))
+
+
+def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[str]]:
+    """The distinct retrievers, variants and strata of the window (at most 200 each), for the filter form."""
+    sql, params = _where(TraceFilter(), start, end).clause()
+    out: dict[str, list[str]] = {}
+    for column, key in (("retriever_name", "retriever"), ("variant", "variant"), ("category", "stratum")):
+        rows = store.query_rows(f"SELECT DISTINCT {column} AS v FROM {store.table('traces')} WHERE {sql} "
+                                "ORDER BY v LIMIT 200", params)
+        out[key] = [str(r["v"]) for r in rows]
+    return out
+
+
+def _where(f: TraceFilter, start: datetime, end: datetime) -> Where:
+    def opt(value: str) -> str | None:
+        return value or None
+
+    return (Where().require("ts", ">=", "DateTime64(3)", start, name="start")
+            .require("ts", "<", "DateTime64(3)", end, name="end")
+            .optional("retriever_name", "=", "String", opt(f.retriever))
+            .optional("variant", "=", "String", opt(f.variant))
+            .optional("category", "=", "String", opt(f.stratum))
+            .optional("behaviour", "=", "String", opt(f.behaviour))
+            .optional("query_id", "=", "String", opt(f.query_id)))
+
+
+def _score_condition(store: RowStore, status: str) -> str:
+    """A condition on the traces' score rows in the same window (``{start}``/``{end}`` are the list's)."""
+    if not status:
+        return ""
+    window = "ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)}"
+    scores = store.table("scores")
+    if status == "failed":
+        return f"trace_id IN (SELECT trace_id FROM {scores} FINAL WHERE {window} AND status = 'failed')"
+    negate = "NOT " if status == "unscored" else ""
+    return f"trace_id {negate}IN (SELECT trace_id FROM {scores} WHERE {window})"
+
+
+def _row(r: dict[str, Any]) -> TraceRow:
+    top1 = float(r["top1_score"])
+    return TraceRow(str(r["trace_id"]), str(r["query_id"]), r["ts"], str(r["retriever_name"]), str(r["variant"]),
+                    str(r["category"]), str(r["behaviour"]), str(r["question_start"]),
+                    int(r["question_chars"]) > QUESTION_CHARS, float(r["latency_total_ms"]), float(r["cost_usd"]),
+                    int(r["tokens"]), None if math.isnan(top1) else top1, int(r["n_results"]), bool(r["failed"]))

@@ -1,0 +1,165 @@
+"""The console's pages over HTTP against the chDB store: refused without a session, the trace list's filters and
+paging, a trace page with its scores, twin and review item, and dead letters from a file and from a real Kafka
+topic — hostile text in every field stays escaped text."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from html import unescape
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragmon.config import ConsoleSettings, KafkaSettings
+from ragmon.ingest.dead_letter import DeadLetter, KafkaDeadLetterSink
+from ragmon.ingest.dead_letter_file import FileDeadLetterSink
+from ragmon.review.selection import select_week
+from tests.conftest import make_trace
+from tests.integration.console.support import HOSTILE, console_app, console_settings, hostile_trace
+from tests.integration.review.support import insert_score, insert_traces, signed_in, week_traces
+
+PAGES = ["/review/console/", "/review/console/traces", "/review/console/traces/t-1", "/review/console/dead-letters",
+         "/review/console/drift", "/review/console/shadow", "/review/console/gate"]
+
+
+def _ago(minutes: float) -> str:
+    return (datetime.now(UTC) - timedelta(minutes=minutes)).isoformat()
+
+
+def _assert_escaped(html: str) -> None:
+    """No hostile markup survives as markup: only its escaped form is in the page."""
+    assert "<script>window" not in html and "<img src=x" not in html and "<svg onload" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_refuses_without_a_session(store, path):
+    client = TestClient(console_app(store), follow_redirects=False)
+    r = client.get(path)
+    assert r.status_code == 303
+    assert r.headers["location"].startswith("/review/login?next=%2Freview%2Fconsole")
+    forged = TestClient(console_app(store), follow_redirects=False, cookies={"ragmon_review_session": "forged.x"})
+    assert forged.get(path).status_code == 303
+
+
+def test_console_shortcut_redirects_into_the_signed_in_console(store):
+    client = TestClient(console_app(store), follow_redirects=False)
+    assert client.get("/console").headers["location"] == "/review/console/"
+
+
+def test_trace_list_filters_and_pages(store):
+    rows = [make_trace(trace_id=f"t-{i:03d}", timestamp=_ago(i), category="billing" if i % 2 else "consent",
+                       behaviour="refuse" if i % 3 == 0 else "answer") for i in range(1, 61)]
+    rows.append(make_trace(trace_id="t-old", timestamp=_ago(60 * 48)))
+    rows.append(make_trace(trace_id="t-shadow", timestamp=_ago(5),
+                           retriever={"name": "dense", "version": "v2", "variant": "shadow", "parameters": {}}))
+    insert_traces(store, rows)
+    insert_score(store, rows[0], "faithfulness", 0.9)
+    insert_score(store, rows[1], "faithfulness", float("nan"), status="failed")
+    client = signed_in(console_app(store))
+
+    page = client.get("/review/console/traces")
+    assert page.status_code == 200
+    assert "61 traces" in page.text and "page 1 of 2" in page.text  # the 48-hour-old one is outside 24h
+    ids = re.findall(r"/review/console/traces/([^?\"]+)\?at=", page.text)
+    assert ids[:2] == ["t-001", "t-002"] and len(ids) == 50
+    second = client.get("/review/console/traces?page=2")
+    assert len(re.findall(r"/review/console/traces/([^?\"]+)\?at=", second.text)) == 11
+
+    def listed(query: str) -> set[str]:
+        html = client.get(f"/review/console/traces?{query}").text
+        return set(re.findall(r"/review/console/traces/([^?\"]+)\?at=", html))
+
+    assert listed("stratum=billing&variant=production") == {f"t-{i:03d}" for i in range(1, 61, 2)}
+    assert listed("retriever=dense") == {"t-shadow"}
+    assert listed("behaviour=refuse") == {f"t-{i:03d}" for i in range(3, 61, 3)}
+    assert "t-old" not in listed("stratum=consent") and "t-old" in listed("since=3d&stratum=consent")
+    assert listed("since=9.5m&until=3.5m") == {f"t-{i:03d}" for i in range(4, 10)} | {"t-shadow"}
+    assert listed("score=scored") == {"t-001", "t-002"}
+    assert listed("score=failed") == {"t-002"}
+    assert "t-001" not in listed("score=unscored") and "t-003" in listed("score=unscored")
+    dead = client.get("/review/console/traces?dead_lettered=dead-lettered").text
+    assert "never stored as traces" in dead and "/review/console/dead-letters" in dead
+    for bad in ("since=yesterday", "score=%3Cscript%3E", "page=0", "since=1h&until=2h", "behaviour=dance"):
+        r = client.get(f"/review/console/traces?{bad}")
+        assert r.status_code == 400, bad
+        assert "<script>" not in r.text
+
+
+def test_trace_page_shows_scores_twin_review_item_and_hostile_text_escaped(store, review):
+    week, base = week_traces(1, ["consent"], seed=7)
+    prod = hostile_trace(make_trace, trace_id=f"t-{HOSTILE}", query_id="q-1", timestamp=base[0]["timestamp"])
+    twin = make_trace(trace_id="t-twin", query_id="q-1", timestamp=base[0]["timestamp"],
+                      retriever={"name": "dense", "version": "v2", "variant": "shadow", "parameters": {}})
+    insert_traces(store, [prod, twin])
+    insert_score(store, prod, "faithfulness", 0.25, fingerprint=f"fp-{HOSTILE}")
+    select_week(review, week, 5, seed="console", now=datetime.now(UTC))
+    client = signed_in(console_app(store))
+
+    listing = client.get(f"/review/console/traces?since=30d&stratum={HOSTILE}")
+    _assert_escaped(listing.text)
+    link = re.search(r'href="(/review/console/traces/[^"]+)"', listing.text)[1]
+    page = client.get(unescape(link))
+    assert page.status_code == 200
+    html = page.text
+    _assert_escaped(html)
+    assert "&lt;svg onload" in html and "\u202e" in html and "\U0001f600" in html
+    assert "x" * 90_000 in html  # a huge question is shown whole, as text
+    assert "0.250" in html and f"fp-{HOSTILE}".replace("<", "&lt;").replace(">", "&gt;")[:20] in html
+    assert "/review/console/traces/t-twin?at=" in html and "shadow twin: dense v2" in html
+    assert f"/review/weeks/{week}/items/t-%3Cscript%3E" in html
+    assert "Content-Security-Policy" in page.headers and "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert client.get("/review/console/traces/t-nope").status_code == 404
+    assert client.get("/review/console/traces/t-twin?at=not-a-time").status_code == 400
+
+
+def _letters() -> list[DeadLetter]:
+    return [DeadLetter("rag.traces", 0, i, value, reason, f"detail {HOSTILE}", headers=((f"h{HOSTILE}", b"\x00\xff"),))
+            for i, (value, reason) in enumerate([
+                (HOSTILE.encode(), "json"), (b"\x00\x01\xfe\xff<script>", "json"),
+                (json.dumps({"question": HOSTILE}).encode(), "schema"), (b"y" * 100_000, "too_large")])]
+
+
+def test_dead_letters_from_a_file_are_shown_safely_with_the_replay_command(store, tmp_path):
+    path = tmp_path / "dead.jsonl"
+    sink = FileDeadLetterSink(path)
+    sink.send(_letters())
+    sink.close()
+    client = signed_in(console_app(store, console_settings(console=ConsoleSettings(dead_letter_file=path))))
+    html = client.get("/review/console/dead-letters").text
+    _assert_escaped(html)
+    assert "4 letters read" in html
+    assert re.search(r"<td>json</td><td class=\"num\">2</td>", html)
+    assert "\\x00\\x01\\xfe\\xff&lt;script&gt;" in html  # bytes that are not text, escaped
+    assert "00000000  00 01 fe ff 3c 73 63 72 69 70 74 3e" in html
+    assert "y" * 2048 in html and "y" * 2049 not in html  # the preview is capped
+    assert "ragmon has no replay command" in html and "ragmon ingest --file -" in html
+    assert "(time unknown)" in html  # a file's letters carry no time: one column
+
+
+def test_dead_letters_from_the_kafka_topic(store, kafka_bootstrap, new_topic):
+    topic = new_topic(2)
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=topic)
+    sink = KafkaDeadLetterSink(kafka)
+    sink.send(_letters())
+    sink.close()
+    settings = console_settings(kafka=kafka, console=ConsoleSettings(dead_letters_read=3))
+    client = signed_in(console_app(store, settings))
+    html = client.get("/review/console/dead-letters").text
+    _assert_escaped(html)
+    # keyed by source partition: all four on one partition, of which the 3 newest are read
+    assert f"topic {topic}" in html and "3 letters read" in html
+    assert "rag.traces/0@1" in html and "rag.traces/0@0" not in html and "too_large" in html
+    chart = html.split('id="chart"')[1].split("</svg>")[0]  # this hour's bar, stacked by reason
+    assert chart.count("<title>") == 3 and re.search(r"<title>[-0-9 :]+: json 1</title>", chart)
+    assert f"kcat -C -b {kafka_bootstrap} -t {topic}" in html
+    # a topic that does not exist (yet): no letters
+    absent = console_settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=f"{topic}-x"))
+    assert "No dead letters." in signed_in(console_app(store, absent)).get("/review/console/dead-letters").text
+    # a broker that is not there: a notice on the page, not an error
+    gone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
+                            console=ConsoleSettings(dead_letter_read_timeout_seconds=1))
+    r = signed_in(console_app(store, gone)).get("/review/console/dead-letters")
+    assert r.status_code == 200 and "could not be read" in r.text

@@ -1,0 +1,63 @@
+"""The Shadow page on generated production/shadow traffic in chDB with a known difference (the candidate loses on
+'billing', wins on 'consent') and hostile questions: a verdict per stratum, interval plots of the judged deltas,
+wins and losses linking to both traces of the query, a comparison asked for on the page, bad asks refused."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+from ragmon.config import ShadowComparisonSettings, ShadowSettings
+from ragmon.demo.traffic import RetrieverProfile, generate_traces, relevance_of
+from ragmon.metrics.retrieval import recall_at_k
+from tests.integration.console.support import console_app, console_settings
+from tests.integration.review.support import signed_in
+from tests.integration.shadow.support import insert_scores, insert_traces
+
+N, SEED = 600, 11
+CANDIDATE = RetrieverProfile(name="dense", version="v2", stratum_noise={"billing": 1.4, "consent": 0.12})
+
+
+def _traffic(store) -> None:
+    docs = generate_traces(N, seed=SEED, candidate=CANDIDATE, coverage=0.9, hostile_every=1)
+    insert_traces(store, docs)
+    rel = relevance_of(N, seed=SEED)
+    insert_scores(store, [(d, "context_recall", recall_at_k([r["chunk_id"] for r in d["retrieved"]],
+                                                            rel[d["query_id"]], 5) or 0.0, "fp-A")
+                          for d in docs if d["query_id"] in rel])
+
+
+def test_configured_comparison_verdicts_intervals_and_trace_pairs(store):
+    _traffic(store)
+    comparison = ShadowComparisonSettings(baseline="hybrid@v1", candidate="dense@v2", window_seconds=3 * 86_400)
+    client = signed_in(console_app(store, console_settings(shadow=ShadowSettings(comparisons=[comparison]))))
+    html = client.get("/review/console/shadow").text
+    assert "<img src" not in html and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+    verdicts = html.split('class="list verdicts"')[1].split("</table>")[0]
+    billing = re.search(r"<tr><td>billing</td>.*?</tr>", verdicts, re.S)[0]
+    # no thresholds configured: the verdict says which to set, whatever it decides
+    assert re.search(r'class="verdict-(promote|hold|reject)"', billing) and "--max-quality-drop" in billing
+    assert re.search(r"<tr><td>all</td>", verdicts)
+    assert 'class="plot ci"' in html and "context_recall (judge, judge fp-A)" in html
+    plot = html.split('class="plot ci"')[1].split("</svg>")[0]
+    assert plot.count("<circle") >= 3 and "#c53030" in plot and "#2f855a" in plot  # a loss and a win, both clear
+    link = unescape(re.search(r'class="pair-link" href="([^"]+)"', html.split('class="list losses"')[1])[1])
+    pair = client.get(link).text
+    variants = re.findall(r"<td>(production|shadow)</td>", pair.split('id="traces"')[1])
+    assert sorted(variants) == ["production", "shadow"]
+
+
+def test_comparison_asked_on_the_page_and_bad_asks(store):
+    _traffic(store)
+    client = signed_in(console_app(store))
+    assert "No shadow comparison is configured" in client.get("/review/console/shadow").text
+    html = client.get("/review/console/shadow?baseline=hybrid&candidate=dense&since=3d").text
+    assert "hybrid (production) vs dense (shadow)" in html and "verdict-" in html
+    nothing = client.get("/review/console/shadow?baseline=hybrid&candidate=nobody&since=3d").text
+    assert "0 candidate traces" in nothing and 'class="notice shadow-notice"' in nothing
+    assert "<b>" not in client.get("/review/console/shadow?baseline=%3Cb%3E&candidate=dense").text
+    for bad in ("candidate=dense", "baseline=hybrid&candidate=hybrid&candidate_variant=production",
+                "baseline=hybrid&candidate=dense&since=never", "baseline=hybrid&candidate=dense&baseline_variant=x"):
+        r = client.get(f"/review/console/shadow?{bad}")
+        assert r.status_code == 400, bad
+        assert "<b>" not in r.text
