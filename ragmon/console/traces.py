@@ -96,9 +96,12 @@ def _where(f: TraceFilter, start: datetime, end: datetime) -> Where:
     def opt(value: str) -> str | None:
         return value or None
 
+    # an alert's retriever label is name@version (ragmon_permission_leaks_total): both parts filter
+    name, _, version = f.retriever.rpartition("@") if "@" in f.retriever else (f.retriever, "", "")
     return (Where().require("ts", ">=", "DateTime64(3)", start, name="start")
             .require("ts", "<", "DateTime64(3)", end, name="end")
-            .optional("retriever_name", "=", "String", opt(f.retriever))
+            .optional("retriever_name", "=", "String", opt(name))
+            .optional("retriever_version", "=", "String", opt(version))
             .optional("variant", "=", "String", opt(f.variant))
             .optional("category", "=", "String", opt(f.stratum))
             .optional("behaviour", "=", "String", opt(f.behaviour))
