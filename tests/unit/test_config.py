@@ -419,3 +419,19 @@ def test_sasl_without_its_mechanism_and_credentials_is_refused(monkeypatch: pyte
     monkeypatch.setenv("RAGMON_KAFKA__SASL_USERNAME", "ragmon")
     monkeypatch.setenv("RAGMON_KAFKA__SASL_PASSWORD", "pw")
     assert load_settings().kafka.sasl_mechanism == "SCRAM-SHA-512"
+
+
+def test_the_embedded_engine_budget_is_shared_out_and_bounded():
+    """``store.embedded_memory_mb``: caches take fixed shares, merges at most half, the budget is the hard limit."""
+    from ragmon.config import StoreSettings
+    from ragmon.store.client import EMBEDDED_ENGINE_OPTIONS, embedded_engine_options
+
+    o = embedded_engine_options(1024)
+    caches = ("mark_cache_size", "primary_index_cache_size", "index_mark_cache_size", "query_condition_cache_size",
+              "compiled_expression_cache_size")
+    assert o["max_server_memory_usage"] == 1 << 30
+    assert sum(o[c] for c in caches) + o["merges_mutations_memory_usage_soft_limit"] < o["max_server_memory_usage"]
+    assert o["mark_cache_size"] == 128 << 20
+    assert EMBEDDED_ENGINE_OPTIONS == embedded_engine_options(StoreSettings().embedded_memory_mb)
+    with pytest.raises(ValueError, match="embedded_memory_mb"):
+        StoreSettings(embedded_memory_mb=64)
