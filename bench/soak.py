@@ -17,7 +17,7 @@ minute the benchmark prints, for that minute:
 - RSS of the ingest process (``VmRSS``);
 - active parts and the highest merge level of ``traces``, read from the part directories of the table (a part
   is active unless a part of a higher level covers its block range: ClickHouse's own rule), since the chDB
-  directory is locked by the ingest process; bytes on disk of the active parts per stored trace;
+  directory is locked by the ingest process; bytes on disk of the active parts per row they hold (``count.txt``);
 - (at the end) the whole chDB directory per trace: outdated parts waiting to be deleted, the other tables;
 - consumer lag (log end minus committed, all partitions) and freshness: commit time minus trace time for one
   in 20 traces (a commit follows the store's acknowledgement, so an upper bound of trace → queryable).
@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 from bench.ingest import ingest_cmd, ingest_env, realistic_trace  # noqa: E402 - after the root is importable
 
 TS_MARK, ID_MARK = "1999-01-01T00:00:00.000Z", "SOAKTRACEIDXXXXXXXXXX"  # same lengths as what replaces them
-PART = re.compile(r"^(?P<partition>.+)_(?P<min>\d+)_(?P<max>\d+)_(?P<level>\d+)(?:_\d+)?$")
+PART = re.compile(r"^(?!tmp|delete_tmp)(?P<partition>.+)_(?P<min>\d+)_(?P<max>\d+)_(?P<level>\d+)(?:_\d+)?$")
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -159,6 +159,14 @@ def active_parts(where: Path | None) -> list[tuple[str, int, int, int, Path]]:
                                         and q[3] >= p[3] for q in parts)]
 
 
+def part_rows(part: Path) -> int:
+    """Rows in a part (its count.txt); 0 while the part is being written."""
+    try:
+        return int((part / "count.txt").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def dir_bytes(path: Path) -> int:
     total = 0
     for f in path.rglob("*"):
@@ -179,6 +187,7 @@ class Minute:
     parts: int
     max_level: int
     bytes_per_trace: float
+    rows_on_disk: int
     lag: int
     fresh_p50: float
     fresh_p99: float
@@ -296,12 +305,13 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
             where = where or table_dir(chdb)
             parts = active_parts(where)
             size = sum(dir_bytes(p[4]) for p in parts)
+            rows_on_disk = sum(part_rows(p[4]) for p in parts)
             end = ends.end_offsets(tps)
             lag = sum(end.values()) - watch.total()
             fresh = watch.fresh[mark_fresh:]
             mark_fresh = len(watch.fresh)
             row = Minute(minute, stored, py / max(stored, 1) * 1e6, eng / max(stored, 1) * 1e6, rss_mb(proc.pid),
-                         len(parts), max((p[3] for p in parts), default=0), size / max(watch.total(), 1), lag,
+                         len(parts), max((p[3] for p in parts), default=0), size / max(rows_on_disk, 1), rows_on_disk, lag,
                          pick(fresh, 0.5), pick(fresh, 0.99), max(fresh, default=float("nan")), os.getloadavg()[0])
             rows.append(row)
             print(f"{row.minute:>3} {row.traces:>7,} {row.python_us:>6.0f} {row.engine_us:>6.0f} {row.total_us:>6.0f} "
@@ -350,7 +360,7 @@ def summarize(rows: list[Minute], watch: Watch, sent: int, rate: float, minutes:
         "rss_mb_peak_sampled": round(max(r.rss_mb for r in rows)) if rows else None,
         "rss_mb_per_hour_steady": round((steady[-1].rss_mb - steady[0].rss_mb) / max(len(steady) - 1, 1) * 60, 1),
         "parts_end": last.parts if last else None, "max_level_end": last.max_level if last else None,
-        "bytes_per_trace_end": round(bpt), "disk_gib_per_day_at_rate": round(bpt * rate * 86400 / 2**30, 1),
+        "bytes_per_trace_end": round(bpt), "rows_on_disk_end": last.rows_on_disk if last else None, "disk_gib_per_day_at_rate": round(bpt * rate * 86400 / 2**30, 1),
         "freshness_p50_p99_max_s": [round(pick(watch.fresh, q), 2) for q in (0.5, 0.99)] + [round(max(watch.fresh, default=0), 2)],
         "freshness_p99_worst_minute_s": round(max((r.fresh_p99 for r in rows), default=float("nan")), 2),
         "lag_max_messages": max((r.lag for r in rows), default=0),

@@ -38,7 +38,7 @@ class StoreSettings(Section):
     connect_timeout_seconds: float = Field(10.0, gt=0, le=300, description="Connect timeout for a server store.")
     query_timeout_seconds: float = Field(60.0, gt=0, le=3600, description="Per-query timeout for a server store.")
     embedded_memory_mb: int = Field(
-        512, ge=128, le=1_048_576,
+        1024, ge=128, le=1_048_576,
         description="Memory of the embedded engine (chDB), in MiB: its caches (mark cache 1/8, primary index 1/16, "
         "skip-index marks 1/32, condition and compiled-expression caches 1/32 each), at most half for background "
         "merges, and the engine's hard limit. The ragmon process needs about this plus 200–300 MB for Python "

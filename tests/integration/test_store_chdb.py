@@ -510,6 +510,14 @@ def test_traces_are_merged_column_by_column_from_the_first_merge(store: ClickHou
     assert "vertical_merge_algorithm_min_bytes_to_activate = 0" in ddl
 
 
+def test_traces_merges_wait_for_ten_parts_of_a_size(store: ClickHouseStore):
+    """Migration 0015: merge_selector_base 10 (ClickHouse's default is 5), so at a steady insert rate each row is
+    rewritten log 10 instead of log 5 times (~30 % fewer); the merges stay vertical (0008)."""
+    ddl = store.query(f"SHOW CREATE TABLE {store.table('traces')}").result_rows[0][0]
+    assert "merge_selector_base = 10" in ddl
+    assert "vertical_merge_algorithm_min_rows_to_activate = 1" in ddl
+
+
 def test_inserted_trace_parts_are_compact(store: ClickHouseStore):
     """Migration 0009: an ingest batch becomes one compact part (one data and one marks file for all columns),
     not a file pair per column and substream."""
