@@ -53,6 +53,8 @@ def consumer_options(settings: KafkaSettings, *, group_id: str, client_id: str) 
         "max_poll_records": settings.max_poll_records,
         "fetch_max_bytes": settings.fetch_max_bytes,
         "max_partition_fetch_bytes": settings.max_partition_fetch_bytes,
+        "fetch_min_bytes": settings.fetch_min_bytes,
+        "fetch_max_wait_ms": settings.fetch_max_wait_ms,
     }
 
 

@@ -18,6 +18,12 @@ class IngestSettings(Section):
     max_batch_rows: int = Field(10_000, ge=1, le=1_000_000, description="Flush a batch at this many traces.")
     max_batch_bytes: int = Field(33_554_432, ge=1_024, description="Flush a batch at this many message bytes.")
     flush_interval_seconds: float = Field(1.0, gt=0, le=300, description="Flush a non-empty batch after this long.")
+    freshness_target_seconds: float | None = Field(
+        None, gt=0, le=300,
+        description="When set, the flush interval adapts for bigger inserts: a batch waits as long as this target "
+        "allows once the slowest of the last 8 inserts and 0.25 s for polling are taken off, never less than "
+        "flush_interval_seconds nor more than the target. Unset: every batch waits flush_interval_seconds.",
+    )
     max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600, description="Larger messages are dead-lettered.")
     redact_fields: list[str] = Field(
         default_factory=lambda: ["question", "answer"],

@@ -13,8 +13,9 @@ when it is full or due; it knows nothing else of the loop. No I/O.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -39,6 +40,34 @@ class BatchLimits:
     max_rows: int
     max_bytes: int
     max_wait_seconds: float
+
+
+class FlushWait:
+    """How long a new batch may wait before it is written: ``flush_interval_seconds``, or, with a freshness target,
+    as long as the target allows. Fewer, bigger inserts make fewer parts for the engine to merge (docs/ingest.md,
+    "Soak"), so the wait is the target less the slowest recent insert and a margin for polling and the commit,
+    kept within [min(floor, target), target]: a slow store shortens the wait, a fast one lengthens it. Not
+    thread-safe: ``observe`` is called by the write step, ``seconds`` by the loop, and a deque's append and
+    iteration are atomic enough for a bound that only needs to be recent.
+    """
+
+    MARGIN_SECONDS = 0.25
+    WINDOW = 8
+
+    def __init__(self, floor_seconds: float, target_seconds: float | None = None):
+        self.floor = floor_seconds
+        self.target = target_seconds
+        self._recent: deque[float] = deque(maxlen=self.WINDOW)
+
+    def observe(self, write_seconds: float) -> None:
+        """One insert took ``write_seconds`` to be acknowledged."""
+        self._recent.append(write_seconds)
+
+    def seconds(self) -> float:
+        if self.target is None:
+            return self.floor
+        slowest = max(self._recent, default=self.floor)  # before any write: as if one took the floor
+        return min(self.target, max(self.floor, self.target - slowest - self.MARGIN_SECONDS))
 
 
 class Batch:
@@ -124,11 +153,12 @@ class BatchStep:
     """
 
     def __init__(self, limits: BatchLimits, next_step: BatchSink, clock: Callable[[], float],
-                 leak_rule: LeakRule | None = None):
+                 leak_rule: LeakRule | None = None, wait: FlushWait | None = None):
         self.limits = limits
         self._next = next_step
         self._clock = clock
         self._leak_rule = leak_rule  # every batch counts each trace's permission leaks with it
+        self.wait = wait or FlushWait(limits.max_wait_seconds)
         self.batch = self._open()
 
     def submit(self, produced: Iterable[Produced]) -> None:
@@ -155,7 +185,7 @@ class BatchStep:
         batch = self.batch
         if batch.empty:
             return float("inf")
-        return max(0.0, self.limits.max_wait_seconds - (now - batch.opened_at))
+        return max(0.0, batch.limits.max_wait_seconds - (now - batch.opened_at))
 
     def hand_on(self) -> bool:
         """Give the open batch to the next step and open a new one; False (batch kept) if it was refused."""
@@ -170,7 +200,8 @@ class BatchStep:
         return batch
 
     def _open(self) -> Batch:
-        return Batch(self.limits, self._clock(), self._leak_rule)
+        """A new batch, its wait fixed when it opens."""
+        return Batch(replace(self.limits, max_wait_seconds=self.wait.seconds()), self._clock(), self._leak_rule)
 
     def discard(self) -> None:
         """Drop what is buffered (its partitions were revoked; their next owner re-reads it)."""

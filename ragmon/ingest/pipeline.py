@@ -35,7 +35,7 @@ from collections.abc import Callable
 from ragmon.config import IngestSettings
 from ragmon.errors import FatalSourceError, SourceError
 from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.batcher import BatchLimits, BatchStep
+from ragmon.ingest.batcher import BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.commit_step import CommitStep
 from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
@@ -76,13 +76,14 @@ class IngestPipeline:
         self.intake = Intake(settings, telemetry, self.ledger, input_format=input_format,
                              retention_days=retention_days, clock=clock)
         self.commits = CommitStep(source, self.ledger, telemetry, self.stats)
+        wait = FlushWait(settings.flush_interval_seconds, settings.freshness_target_seconds)
         self.writes = WriteStep(
             writer, dead_letters, self.commits, telemetry=telemetry, stats=self.stats,
             backoff=Backoff(settings.store_retry_max_seconds, clock=clock, rng=rng or random.Random()),
             faults=faults or FaultPoints(), redaction_counts=self.intake.take_redaction_counts,
-            concurrent=concurrent_writes)
+            concurrent=concurrent_writes, on_insert=wait.observe)
         limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
-        self.batches = BatchStep(limits, self.writes, clock, LeakRule.sharing(settings.shared_tenants))
+        self.batches = BatchStep(limits, self.writes, clock, LeakRule.sharing(settings.shared_tenants), wait)
         self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
         self._paused = False
         self._stop = threading.Event()

@@ -44,7 +44,8 @@ class WriteStep:
 
     def __init__(self, writer: TraceWriter, dead_letters: DeadLetterSink, next_step: AcknowledgedSink, *,
                  backoff: Backoff, telemetry: Telemetry, stats: IngestStats, faults: FaultPoints,
-                 redaction_counts: Callable[[], Mapping[str, int]], concurrent: bool):
+                 redaction_counts: Callable[[], Mapping[str, int]], concurrent: bool,
+                 on_insert: Callable[[float], None] | None = None):
         self._writer = writer
         self._dead_letters = dead_letters
         self._next = next_step
@@ -53,6 +54,7 @@ class WriteStep:
         self._stats = stats
         self._faults = faults
         self._redaction_counts = redaction_counts
+        self._on_insert = on_insert  # told each acknowledged insert's seconds (the adaptive flush wait)
         self._waiting: Batch | None = None                     # a batch whose write failed, waiting for its retry
         self._inflight: tuple[Batch, Future[None]] | None = None
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragmon-ingest-write") if concurrent else None
@@ -137,7 +139,10 @@ class WriteStep:
                 self._faults.hit("during_insert", rows=len(batch), token=token)
                 self._writer.write(batch.rows, token)
             t, stats = self._t, self._stats
-            t.ingest_write_seconds.observe(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            t.ingest_write_seconds.observe(took)
+            if self._on_insert is not None:
+                self._on_insert(took)
             t.ingest_batch_rows.observe(len(batch))
             t.ingest_traces_stored.inc(len(batch))
             stats.stored += len(batch)

@@ -28,17 +28,31 @@ _CHDB_CLIENTS: dict[str, Any] = {}
 logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 _CHDB_LOCK = threading.Lock()
 
-#: server settings of the embedded engine (chDB passes them to ClickHouse at start-up). ClickHouse's defaults
-#: are sized for a dedicated server: 16 background merge threads and 5 GiB for each of the mark, primary index
-#: and skip-index mark caches. Inside a ragmon process they let concurrent merges and caches grow the resident
-#: memory with the data stored, so the embedded engine merges on at most as many threads as there are cores
-#: (at least 2) and keeps each cache to 128 MiB (docs/ingest.md, "Memory").
-EMBEDDED_ENGINE_OPTIONS = {
-    "background_pool_size": max(2, min(16, os.cpu_count() or 2)),
-    "mark_cache_size": 128 << 20,
-    "primary_index_cache_size": 128 << 20,
-    "index_mark_cache_size": 128 << 20,
-}
+def embedded_engine_options(memory_mb: int) -> dict[str, int]:
+    """Server settings of the embedded engine for a memory budget of ``memory_mb`` MiB (``store.embedded_memory_mb``).
+
+    ClickHouse's defaults are sized for a dedicated server: 16 background merge threads, 5 GiB for each of the mark,
+    primary index and skip-index mark caches, merges allowed half the machine's RAM. Inside a ragmon process they
+    let caches and concurrent merges grow the resident memory with the data stored. So the engine merges on at most
+    as many threads as there are cores (at least 2), its caches take fixed shares of the budget, merges are not
+    started past half of it, and the budget is the engine's hard limit (a query past it fails, and is retried
+    where ragmon retries; docs/operations.md, "Sizing"). chDB passes these to ClickHouse at start-up.
+    """
+    budget = memory_mb << 20
+    return {
+        "background_pool_size": max(2, min(16, os.cpu_count() or 2)),
+        "mark_cache_size": budget // 8,
+        "primary_index_cache_size": budget // 16,
+        "index_mark_cache_size": budget // 32,
+        "query_condition_cache_size": budget // 32,
+        "compiled_expression_cache_size": budget // 32,
+        "merges_mutations_memory_usage_soft_limit": budget // 2,
+        "max_server_memory_usage": budget,
+    }
+
+
+#: the engine's settings at the default ``store.embedded_memory_mb``
+EMBEDDED_ENGINE_OPTIONS = embedded_engine_options(StoreSettings.model_fields["embedded_memory_mb"].default)
 
 # ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
 _RETRYABLE_CODES = {159, 160, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
@@ -48,7 +62,7 @@ def open_client(settings: StoreSettings) -> Any:
     """Open (or share, for chDB) a clickhouse-connect client. Fails fast with a ``StoreError``."""
     dsn = parse_dsn(secret_value(settings.dsn) or "")
     if dsn.embedded:
-        return _open_chdb(dsn.path)  # type: ignore[arg-type]
+        return _open_chdb(dsn.path, embedded_engine_options(settings.embedded_memory_mb))  # type: ignore[arg-type]
     import clickhouse_connect
 
     try:
@@ -69,7 +83,7 @@ def open_client(settings: StoreSettings) -> Any:
     return client
 
 
-def _open_chdb(path: Path) -> Any:
+def _open_chdb(path: Path, options: dict[str, int]) -> Any:
     import clickhouse_connect
 
     key = str(path.resolve())
@@ -94,7 +108,7 @@ def _open_chdb(path: Path) -> Any:
         if _held_elsewhere(path):  # asked first: the engine would print its own "Cannot lock file" line on stderr
             raise locked
         try:
-            client = clickhouse_connect.get_client(dsn=f"chdb://{key}", chdb_options=EMBEDDED_ENGINE_OPTIONS)
+            client = clickhouse_connect.get_client(dsn=f"chdb://{key}", chdb_options=options)
             client.command("SELECT 1")
         except Exception as exc:  # noqa: BLE001
             text = str(exc)

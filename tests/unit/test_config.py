@@ -456,3 +456,19 @@ def test_no_proxy_is_trusted_by_default():
 
     assert ServerSettings().forwarded_allow_ips == ""
     assert ServerSettings(forwarded_allow_ips=" ").forwarded_allow_ips == ""
+
+
+def test_the_embedded_engine_budget_is_shared_out_and_bounded():
+    """``store.embedded_memory_mb``: caches take fixed shares, merges at most half, the budget is the hard limit."""
+    from ragmon.config import StoreSettings
+    from ragmon.store.client import EMBEDDED_ENGINE_OPTIONS, embedded_engine_options
+
+    o = embedded_engine_options(1024)
+    caches = ("mark_cache_size", "primary_index_cache_size", "index_mark_cache_size", "query_condition_cache_size",
+              "compiled_expression_cache_size")
+    assert o["max_server_memory_usage"] == 1 << 30
+    assert sum(o[c] for c in caches) + o["merges_mutations_memory_usage_soft_limit"] < o["max_server_memory_usage"]
+    assert o["mark_cache_size"] == 128 << 20
+    assert EMBEDDED_ENGINE_OPTIONS == embedded_engine_options(StoreSettings().embedded_memory_mb)
+    with pytest.raises(ValueError, match="embedded_memory_mb"):
+        StoreSettings(embedded_memory_mb=64)

@@ -91,3 +91,10 @@ def test_the_ingest_consumer_the_score_consumer_and_the_dead_letter_producer_all
     assert ingest == consumer_options(settings, group_id=settings.group_id, client_id="ragmon-ingest")
     assert score == consumer_options(settings, group_id="ragmon-score", client_id="ragmon-score")
     assert dlq == producer_options(settings, client_id="ragmon-ingest-dlq")
+
+
+def test_fetch_waits_reach_the_consumer_as_options_kafka_python_knows():
+    """``kafka.fetch_min_bytes`` / ``fetch_max_wait_ms``: fewer, bigger fetches at a steady low rate."""
+    o = consumer_options(KafkaSettings(fetch_min_bytes=65_536, fetch_max_wait_ms=100), group_id="g", client_id="c")
+    assert (o["fetch_min_bytes"], o["fetch_max_wait_ms"]) == (65_536, 100)
+    assert {"fetch_min_bytes", "fetch_max_wait_ms"} <= set(kafka.KafkaConsumer.DEFAULT_CONFIG)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragmon.ingest.backoff import Backoff
+from ragmon.ingest.batcher import FlushWait
 from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import InMemoryTraceWriter
 from tests.unit.ingest.conftest import SEED, trace_bytes
@@ -327,3 +328,18 @@ def test_an_idle_loop_blocks_in_poll_and_a_buffered_batch_bounds_the_wait(rig):
     r.clock.advance(0.2)
     r.pipeline.step()
     assert source.timeouts[-1] == 0.0 and len(r.writer.rows) == 2
+
+
+def test_a_freshness_target_lengthens_the_batches_while_inserts_are_fast(rig):
+    """``ingest.freshness_target_seconds``: after fast inserts (an in-memory store), a batch waits longer than
+    ``flush_interval_seconds`` and no longer than the target; without it, every batch waits the interval."""
+    r = rig(max_batch_rows=1000, flush_interval_seconds=1.0, freshness_target_seconds=3.0)
+    for i in range(12):  # more inserts than the wait remembers
+        r.source.append(T, 0, [trace_bytes(trace_id=f"t{i}")])
+        r.drive(steps=12, advance=0.3)
+    assert len(r.writer.rows) == 12
+    assert 1.0 < r.pipeline.batches.batch.limits.max_wait_seconds <= 3.0 - FlushWait.MARGIN_SECONDS
+    plain = rig(max_batch_rows=1000, flush_interval_seconds=1.0)
+    plain.source.append(T, 0, [trace_bytes()])
+    plain.drive(steps=12, advance=0.3)
+    assert plain.pipeline.batches.batch.limits.max_wait_seconds == 1.0

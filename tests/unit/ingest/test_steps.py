@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ragmon.config import IngestSettings
 from ragmon.ingest.backoff import FIRST_SECONDS, Backoff
-from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep
+from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.intake import Intake
 from ragmon.ingest.lag import LagReporter
 from ragmon.ingest.offsets import OffsetLedger
@@ -119,6 +119,40 @@ def test_the_wait_until_due_is_infinite_while_empty_and_counts_from_when_the_bat
     step.submit(intake().handle(messages(1)))
     clock.advance(0.25)
     assert step.wait_seconds(clock.now) == pytest.approx(0.75) and not step.due(clock.now)
+
+
+def test_without_a_freshness_target_every_batch_waits_the_flush_interval():
+    wait = FlushWait(1.0)
+    wait.observe(5.0)
+    assert wait.seconds() == 1.0
+
+
+def test_with_a_freshness_target_the_wait_is_what_the_target_leaves_after_the_slowest_recent_insert():
+    wait = FlushWait(1.0, 3.0)
+    assert wait.seconds() == pytest.approx(3.0 - 1.0 - FlushWait.MARGIN_SECONDS)  # no insert yet: as if one took 1 s
+    wait.observe(0.1)
+    assert wait.seconds() == pytest.approx(3.0 - 0.1 - FlushWait.MARGIN_SECONDS)  # fast inserts: longer batches
+    wait.observe(2.5)
+    assert wait.seconds() == 1.0  # a slow store: never below the flush interval
+    for _ in range(FlushWait.WINDOW):
+        wait.observe(0.0)
+    assert wait.seconds() == pytest.approx(3.0 - FlushWait.MARGIN_SECONDS)  # the slow insert left the window
+    assert FlushWait(5.0, 2.0).seconds() == 2.0  # never past the target, even below the flush interval
+
+
+def test_each_batch_keeps_the_wait_it_was_opened_with():
+    clock, writes, wait = FakeClock(), Writes(), FlushWait(1.0, 4.0)
+    for _ in range(FlushWait.WINDOW):
+        wait.observe(0.75)
+    step = BatchStep(BatchLimits(100, 1 << 30, 1.0), writes, clock, wait)
+    assert step.batch.limits.max_wait_seconds == pytest.approx(3.0)
+    step.submit(intake().handle(messages(1)))
+    wait.observe(3.0)  # a slow insert meanwhile: the open batch keeps its wait, the next one is shorter
+    clock.advance(2.5)
+    assert not step.due(clock.now) and step.wait_seconds(clock.now) == pytest.approx(0.5)
+    clock.advance(0.5)
+    assert step.due(clock.now) and step.hand_on()
+    assert step.batch.limits.max_wait_seconds == 1.0
 
 
 # -- Intake ---------------------------------------------------------------------------------------------------
