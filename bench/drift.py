@@ -57,11 +57,7 @@ def generate(store: ClickHouseStore, n: int, now: datetime, console: Console) ->
     specs.append(SyntheticSpec(current - current // 2, cur_start, now, seed=101, retrievers=("dense@v2",),
                                shift=0.02, run_id="cur"))
     for spec in specs:
-        chunk = 2_000_000
-        for i in range(0, spec.n, chunk):  # bounded memory per INSERT
-            from dataclasses import replace
-
-            insert_synthetic(store, replace(spec, n=min(chunk, spec.n - i), seed=spec.seed * 1000 + i // chunk))
+        insert_synthetic(store, spec)  # in slices of bounded memory
     store.command(f"OPTIMIZE TABLE {store.table('traces')} FINAL")
     took = time.perf_counter() - started
     console.print(f"generated {n:,} traces inside ClickHouse in {took:.1f}s")

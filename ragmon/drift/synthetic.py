@@ -91,22 +91,28 @@ FROM (
         splitByChar('@', {{retrievers:Array(String)}}[1 + {_h('number', '2')} % length({{retrievers:Array(String)}})]) AS rv,
         {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'number', '10')} AS level,
         if({_h('number', '11')} % 10000 < {{empty:UInt32}}, CAST([] AS Array(UInt32)), range(1, {{k:UInt32}} + 1)) AS idx
-    FROM numbers({{n:UInt64}})
+    FROM numbers({{offset:UInt64}}, {{n:UInt64}})
 )
 """
 
 
+#: rows per INSERT: every row is a function of its number alone, so inserting in slices gives the same rows, and
+#: each INSERT … SELECT stays well inside the embedded engine's memory (``store.embedded_memory_mb``)
+INSERT_ROWS = 250_000
+
+
 def insert_synthetic(store: CommandStore, spec: SyntheticSpec) -> int:
-    """Insert ``spec.n`` synthetic traces into ``traces``; return how many."""
-    if spec.n == 0:
-        return 0
+    """Insert ``spec.n`` synthetic traces into ``traces`` (in slices of ``INSERT_ROWS``); return how many."""
     start_ms = int(spec.start.timestamp() * 1000)
     span_ms = int(spec.end.timestamp() * 1000) - start_ms
-    store.command(_SQL.replace("{traces}", store.table("traces")), {
-        "run": spec.run_id, "seed": spec.seed, "start_ms": start_ms, "span_ms": span_ms,
-        "retrievers": list(spec.retrievers), "variant": spec.variant, "snapshot": spec.corpus_snapshot,
-        "strata": list(spec.strata), "score_sd": spec.score_sd, "score_mean": spec.score_mean, "shift": spec.shift,
-        "refuse": int(round(spec.refusal_rate * 10000)), "empty": int(round(spec.empty_rate * 10000)),
-        "k": spec.k, "n": spec.n,
-    })
+    sql = _SQL.replace("{traces}", store.table("traces"))
+    for offset in range(0, spec.n, INSERT_ROWS):
+        store.command(sql, {
+            "run": spec.run_id, "seed": spec.seed, "start_ms": start_ms, "span_ms": span_ms,
+            "retrievers": list(spec.retrievers), "variant": spec.variant, "snapshot": spec.corpus_snapshot,
+            "strata": list(spec.strata), "score_sd": spec.score_sd, "score_mean": spec.score_mean,
+            "shift": spec.shift, "refuse": int(round(spec.refusal_rate * 10000)),
+            "empty": int(round(spec.empty_rate * 10000)), "k": spec.k, "offset": offset,
+            "n": min(INSERT_ROWS, spec.n - offset),
+        })
     return spec.n
