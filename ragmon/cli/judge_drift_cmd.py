@@ -36,11 +36,11 @@ def judge_agreement(
                                                 "low (a gate for a judge change).")] = False,
 ) -> None:
     """Judge drift: Cohen's kappa of the judge's verdicts vs review labels per fingerprint, label and stratum, week by week, against the fingerprint's calibration weeks (drift.judge_agreement). Low = the latest week fell below the calibrated kappa by more than the 95% interval of the difference. See docs/judges.md, 'Judge drift'."""
+    from ragmon.cli.store_open import open_store
     from ragmon.drift.judge_agreement import JudgeAgreementJob
-    from ragmon.store import ClickHouseStore
 
     settings = settings_of(ctx)
-    trends = JudgeAgreementJob(ClickHouseStore.open(settings.store), settings.drift.judge_agreement, None).compute()
+    trends = JudgeAgreementJob(open_store(settings), settings.drift.judge_agreement, None).compute()
     if fmt == Format.json:
         def week(w: Any) -> dict[str, Any] | None:
             return None if w is None else {"week": w.week, "n": w.n, "kappa": w.kappa, "interval": w.interval}

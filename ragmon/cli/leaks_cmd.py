@@ -47,16 +47,16 @@ def list_(
 
     Example: ragmon leaks list --since 1h --format json
     """
+    from ragmon.cli.store_open import open_store
     from ragmon.leaks.listing import list_leaks
     from ragmon.metrics.permissions import LeakRule
-    from ragmon.store import ClickHouseStore
 
     now = datetime.now(UTC)
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
     settings = settings_of(ctx)
-    store = ClickHouseStore.open(settings.store)
+    store = open_store(settings)  # through the running daemon when it holds the embedded store
     listing = list_leaks(store, LeakRule.sharing(settings.ingest.shared_tenants), since=start, until=end,
                          limit=limit, stratum=stratum, retriever=retriever)  # fmt: skip
     if fmt == Format.json:

@@ -41,14 +41,14 @@ def triage(
 
     Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items; selecting a week again changes nothing. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random review sample never reads feedback; triage is kept apart from it.
     """
+    from ragmon.cli.store_open import open_store
     from ragmon.review.records import previous_week
     from ragmon.review.triage import CAUSES, select_triage
     from ragmon.review.triage_report import triage_report
-    from ragmon.store import ClickHouseStore
 
     now = datetime.now(UTC)
     week = week or previous_week(now)
-    store = ClickHouseStore.open(settings_of(ctx).store)
+    store = open_store(settings_of(ctx), writes=not no_select)  # a report alone reads through a running daemon
     try:
         selected = None if no_select else select_triage(store, week, max_items=max_items, seed=seed, now=now)
         report = triage_report(store, week, weeks)

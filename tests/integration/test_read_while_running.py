@@ -40,6 +40,8 @@ NOT_READS = {
     "ragmon review hash-password": "prompts for a password; no store",
     "ragmon schema validate message.json": "needs a saved message file; no store",
 }
+#: every form of these: calibrate needs human review labels (the demo's data has none), the gate a golden set
+NOT_READ_PREFIXES = ("ragmon calibrate ", "ragmon gate ")
 
 
 @dataclass
@@ -127,12 +129,12 @@ def _same(text: str) -> str:
 
 
 def test_runbook_commands_work_while_the_daemon_runs(daemon: Daemon) -> None:
-    commands = sorted({c for page in RUNBOOKS.glob("*.md")
+    commands = sorted({" ".join(c.split()) for page in RUNBOOKS.glob("*.md")  # a command may wrap a line
                        for c in re.findall(r"`(ragmon [^`]+)`", page.read_text(encoding="utf-8"))})
     assert "ragmon drift report --html drift.html" in commands  # the page that started issue 19
     ran = []
     for command in commands:
-        if command in NOT_READS or "<" in command:
+        if command in NOT_READS or "<" in command or command.startswith(NOT_READ_PREFIXES):
             continue
         result = _ragmon(daemon.config, *shlex.split(command)[1:], cwd=daemon.tmp)
         out = result.stdout + result.stderr
