@@ -153,7 +153,7 @@ class BatchStep:
     """
 
     def __init__(self, limits: BatchLimits, next_step: BatchSink, clock: Callable[[], float],
-                 leak_rule: LeakRule | None = None, wait: FlushWait | None = None):
+                 wait: FlushWait | None = None, leak_rule: LeakRule | None = None):
         self.limits = limits
         self._next = next_step
         self._clock = clock

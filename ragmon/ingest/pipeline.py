@@ -83,7 +83,7 @@ class IngestPipeline:
             faults=faults or FaultPoints(), redaction_counts=self.intake.take_redaction_counts,
             concurrent=concurrent_writes, on_insert=wait.observe)
         limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
-        self.batches = BatchStep(limits, self.writes, clock, LeakRule.sharing(settings.shared_tenants), wait)
+        self.batches = BatchStep(limits, self.writes, clock, wait, leak_rule=LeakRule.sharing(settings.shared_tenants))
         self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
         self._paused = False
         self._stop = threading.Event()

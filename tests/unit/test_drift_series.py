@@ -28,17 +28,24 @@ def test_pooling_is_exact_for_moments_and_extremes(sizes: list[int], seed: int) 
     assert pooled.quantiles[0] == everything.min() and pooled.quantiles[-1] == everything.max()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(30, 400), min_size=1, max_size=6), st.integers(0, 10_000))
 def test_pooled_quantiles_are_close_to_the_quantiles_of_the_pooled_traces(sizes: list[int], seed: int) -> None:
     """Between the 5th and 95th percentiles, for windows of at least 30 traces (``window_quantiles`` needs 50):
-    within 5 % of the range (measured worst over 3,000 random mixtures: 3 %). The mixture of a few windows'
-    quantile sketches cannot place the outer percentiles of a few dozen traces: those are not asserted."""
+    each pooled quantile sits within 5 percentage points of its level in the pooled traces (rank error; measured
+    worst over 3,000 random mixtures: 3 points). Rank, not value: where the windows' modes leave a gap, every
+    value in the gap is the same quantile, so a distance in value says nothing (Hypothesis found such a pair of
+    30-trace windows off by 5.4 % of the range in value, 3 points in rank). The mixture of a few windows'
+    sketches cannot place the outer percentiles of a few dozen traces: those are not asserted."""
     pooled, everything = _pooled(sizes, seed)
-    inner = (np.array(LEVELS) >= 0.05) & (np.array(LEVELS) <= 0.95)
-    exact = np.quantile(everything, LEVELS)
-    spread = everything.max() - everything.min()
-    assert np.max(np.abs(np.array(pooled.quantiles) - exact)[inner]) <= 0.05 * spread
+    levels = np.array(LEVELS)
+    inner = (levels >= 0.05) & (levels <= 0.95)
+    ordered = np.sort(everything)
+    q = np.array(pooled.quantiles)[inner]
+    below = np.searchsorted(ordered, q, side="left") / ordered.size  # share strictly under the pooled quantile
+    upto = np.searchsorted(ordered, q, side="right") / ordered.size  # share at or under it
+    error = np.maximum(0.0, np.maximum(below - levels[inner], levels[inner] - upto))
+    assert error.max() <= 0.05
 
 
 def test_empty_windows_and_rates_pool() -> None:
