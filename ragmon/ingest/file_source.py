@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from ragmon.errors import InputError
 from ragmon.ingest.dead_letter import CUT_VALUE_BYTES
-from ragmon.ingest.source import Partition, RawMessage, RevokeHandler
+from ragmon.ingest.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.file")
 
@@ -40,7 +40,7 @@ def topic_of(path: str) -> str:
     return f"file:{path}"
 
 
-class FileTraceSource:
+class FileTraceSource(LocalPosition):
     """Reads JSON Lines inputs (paths, ``-`` for standard input, or open binary streams). Not thread-safe: the
     loop thread calls every method; the reader threads only fill the queue."""
 
@@ -163,16 +163,6 @@ class FileTraceSource:
                 break
         self.lines_read += len(out)
         return out
-
-    def commit(self, offsets: Mapping[Partition, int]) -> None:
-        for part, offset in offsets.items():
-            self.committed[part] = max(offset, self.committed.get(part, 0))
-
-    def pause(self) -> None:
-        self._paused = True
-
-    def resume(self) -> None:
-        self._paused = False
 
     def assignment(self) -> set[Partition]:
         return {(self.topic, p) for p in range(self._inputs)}

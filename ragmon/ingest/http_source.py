@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
 
-from ragmon.ingest.source import Partition, RawMessage, RevokeHandler
+from ragmon.ingest.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 TOPIC = "otlp-http"
 PARTITION: Partition = (TOPIC, 0)
 
 
-class HttpTraceSource:
+class HttpTraceSource(LocalPosition):
     """Thread-safe between ``offer`` (any thread) and the loop's methods (one thread)."""
 
     #: requests are not kept anywhere once accepted: the loop flushes what is assembling when it stops
@@ -75,17 +74,6 @@ class HttpTraceSource:
                 self._bytes -= len(msg.value)
                 out.append(msg)
             return out
-
-    def commit(self, offsets: Mapping[Partition, int]) -> None:
-        """Nothing to commit to: records how far the loop got (stored or dead-lettered), for tests and stats."""
-        for part, offset in offsets.items():
-            self.committed[part] = max(offset, self.committed.get(part, 0))
-
-    def pause(self) -> None:
-        self._paused = True
-
-    def resume(self) -> None:
-        self._paused = False
 
     def assignment(self) -> set[Partition]:
         return {PARTITION}

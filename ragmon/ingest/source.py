@@ -94,6 +94,25 @@ class TraceSource(Protocol):
     def close(self) -> None: ...
 
 
+class LocalPosition:
+    """What an in-process source (a file, the OTLP/HTTP port) keeps in place of a consumer group: how far the loop
+    got per partition (stored or dead-lettered; never moves back), and whether it asked to stop fetching. The
+    source sets ``committed`` and ``_paused`` in its constructor."""
+
+    committed: dict[Partition, int]
+    _paused: bool
+
+    def commit(self, offsets: Mapping[Partition, int]) -> None:
+        for part, offset in offsets.items():
+            self.committed[part] = max(offset, self.committed.get(part, 0))
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+
 class KafkaTraceSource:
     """A kafka-python consumer-group member: manual commits, earliest reset, pause/resume, revoke hook."""
 
