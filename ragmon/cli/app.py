@@ -69,6 +69,7 @@ def _register() -> None:
         demo_cmd,
         drift_cmd,
         gate_cmd,
+        golden_cmd,
         ingest_cmd,
         review_cmd,
         run_cmd,
@@ -86,6 +87,7 @@ def _register() -> None:
     app.add_typer(review_cmd.app, name="review")
     app.add_typer(shadow_cmd.app, name="shadow")
     app.command("gate")(gate_cmd.gate)
+    app.add_typer(golden_cmd.app, name="golden")
     app.command("calibrate")(calibrate_cmd.calibrate)
     app.add_typer(corpus_cmd.app, name="corpus")
     app.add_typer(store_cmd.app, name="store")

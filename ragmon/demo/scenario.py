@@ -7,10 +7,15 @@ The incident, from ``incident_start`` on, in one stratum (``incident_stratum``) 
 - **faithfulness drop** — answers assert things the retrieved chunks do not say (a prompt regression).
 The shadow candidate (``hybrid@v2``) is less noisy than production on one stratum and noisier on another,
 so the shadow comparison has a winner stratum and a loser stratum.
+
+A **new question type**: for the last ``new_type_hours``, a share of one stratum's questions
+(``new_type_stratum``) ask for an amount ("How much ..."), a table-number question the golden set the demo
+builds from the first day's traffic does not hold, so the coverage check names it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -60,12 +65,18 @@ class Scenario:
     score_scale: float = 0.8
     seed: int = 7
     strata: tuple[str, ...] = DEFAULT_STRATA
+    new_type_stratum: str = "consent"
+    new_type_share: float = 0.4
+    new_type_hours: float = 24.0
 
     def start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.hours)
 
     def incident_start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.incident_hours)
+
+    def new_type_start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.new_type_hours)
 
 
 def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -84,7 +95,21 @@ def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, 
         if (trace["retriever"]["variant"] == "production" and trace["category"] == scenario.incident_stratum
                 and datetime.fromisoformat(trace["timestamp"]) >= incident):
             traces[i] = _inject(trace, scenario.score_scale, i)
+    new_type = scenario.new_type_start(now)
+    for i, trace in enumerate(traces):
+        if (trace["category"] == scenario.new_type_stratum and datetime.fromisoformat(trace["timestamp"]) >= new_type
+                and _share_of(trace["query_id"]) < scenario.new_type_share):
+            traces[i] = dict(traces[i], question=_AMOUNT + trace["question"])  # both twins of a query alike
     return traces
+
+
+#: the opening of the injected table-number questions (the heuristic classifier's "how much" rule)
+_AMOUNT = "How much does it cost? "
+
+
+def _share_of(query_id: str) -> float:
+    """A stable number in [0, 1) per query id, so a production trace and its shadow twin are chosen together."""
+    return int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) / 2**32
 
 
 def _inject(trace: dict[str, Any], scale: float, i: int) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ragmon.coverage.report import rich_renderable as coverage_renderable
 from ragmon.demo.run import DemoResult
 
 
@@ -71,6 +72,13 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         shadow.add_row(st.stratum, f"{st.pairs:,}", _fmt(st.agreement.mean_overlap), st.verdict.decision,
                        _why(st.verdict.reasons))
     console.print(shadow)
+
+    if r.coverage is not None:
+        cv = r.coverage
+        console.print(f"Question-type coverage (golden set from the first day's logs vs the last "
+                      f"{s.new_type_hours:g}h; injected: {s.new_type_share:.0%} table-number questions in "
+                      f"{s.new_type_stratum}), exit code {cv.exit_code}:", highlight=False)
+        console.print(coverage_renderable(cv))
 
     console.print(
         f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ragmon.judge import make_judge
+from ragmon.judge.classify_openai import make_classifier
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.score.consume import Progress, consume
 from ragmon.score.pipeline import BatchResult, LiveScorer
@@ -31,8 +32,12 @@ def build_scorer(settings: Any, store: Any, telemetry: Telemetry, *, judge: Any 
     """A scorer with the judge and sampler the settings pin (either may be passed in instead)."""
     judge = judge or make_judge(settings.judge, telemetry)
     sampler = sampler or ScoreSampler.from_settings(settings.sampling)
+    classifier = None
+    coverage = getattr(settings, "coverage", None)
+    if coverage is not None and coverage.enabled:
+        classifier = make_classifier(settings.judge, coverage.question_types)
     return LiveScorer(store, judge, sampler, telemetry, judge_attempts=settings.score.judge_attempts,
-                      max_in_flight=settings.judge.max_in_flight)
+                      max_in_flight=settings.judge.max_in_flight, classifier=classifier)
 
 
 def backfill(scorer: LiveScorer, store: Any, since: datetime, until: datetime, *, page_size: int = 500,
