@@ -63,6 +63,7 @@ def root(
 def _register() -> None:
     """Every subcommand, in the order ``ragmon --help`` lists them (daemons first, tools after)."""
     from ragmon.cli import (
+        ab_cmd,
         calibrate_cmd,
         config_cmd,
         corpus_cmd,
@@ -86,6 +87,7 @@ def _register() -> None:
     app.add_typer(drift_cmd.app, name="drift")
     app.add_typer(review_cmd.app, name="review")
     app.add_typer(shadow_cmd.app, name="shadow")
+    app.add_typer(ab_cmd.app, name="ab")
     app.command("gate")(gate_cmd.gate)
     app.add_typer(golden_cmd.app, name="golden")
     app.command("calibrate")(calibrate_cmd.calibrate)

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ragmon.config.ab import AbSettings
 from ragmon.config.coverage import CoverageSettings
 from ragmon.config.drift import DriftSettings
 from ragmon.config.ingest import IngestSettings
@@ -54,6 +55,7 @@ class Settings(BaseSettings):
     score: ScoreSettings = Field(default_factory=ScoreSettings, description="The live scoring role.")
     drift: DriftSettings = Field(default_factory=DriftSettings, description="Drift checks on retrieval and quality features.")
     shadow: ShadowSettings = Field(default_factory=ShadowSettings, description="Configured running shadow comparisons.")
+    ab: AbSettings = Field(default_factory=AbSettings, description="A/B cohort outcomes and their comparison.")
     coverage: CoverageSettings = Field(
         default_factory=CoverageSettings, description="Question-type coverage: the golden set against live traffic."
     )
