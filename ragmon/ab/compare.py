@@ -61,6 +61,15 @@ class AbOptions:
     max_quality_drop: float = 0.02
     confidence: float = 0.95
 
+    @classmethod
+    def of(cls, settings: Any, baseline: Arm, candidate: Arm, since: datetime, until: datetime, *,
+           min_per_arm: int | None = None, confidence: float = 0.95) -> AbOptions:
+        """The comparison the ``ab`` settings section configures, for these arms and window."""
+        a = settings
+        return cls(baseline, candidate, since, until, a.join_wait_seconds, a.reformulation_seconds,
+                   min_per_arm or a.min_per_arm, a.max_rate_harm, a.max_latency_increase_ms, a.max_quality_drop,
+                   confidence)
+
 
 @dataclass(frozen=True)
 class Measure:

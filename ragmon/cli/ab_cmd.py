@@ -46,7 +46,6 @@ def compare_cmd(
     if not 0.0 < confidence < 1.0:
         raise fail(f"--confidence must be in (0, 1), got {confidence}")
     settings = settings_of(ctx)
-    a = settings.ab
     now = datetime.now(UTC)
     try:
         base, cand = Arm.parse(baseline, baseline_variant), Arm.parse(candidate, candidate_variant)
@@ -57,9 +56,7 @@ def compare_cmd(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if start >= end:
         raise fail("--since must be before --until")
-    options = AbOptions(base, cand, start, end, a.join_wait_seconds, a.reformulation_seconds,
-                        min_per_arm or a.min_per_arm, a.max_rate_harm, a.max_latency_increase_ms, a.max_quality_drop,
-                        confidence)
+    options = AbOptions.of(settings.ab, base, cand, start, end, min_per_arm=min_per_arm, confidence=confidence)
     result = compare(ClickHouseStore.open(settings.store), options)
     if fmt == "json":
         typer.echo(to_json(result), nl=False)

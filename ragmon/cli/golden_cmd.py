@@ -58,7 +58,7 @@ def coverage_cmd(
     cases = load_golden(path).cases
     store = ClickHouseStore.open(settings.store)
     result = check_coverage(store, cases, c.question_types, until=end, window=window, fingerprint=fingerprint,
-                            thresholds=CoverageThresholds(c.max_distance, c.alpha, c.min_traces, c.min_share_gap))
+                            thresholds=CoverageThresholds.of(c))
     if fmt == "json":
         typer.echo(to_json(result), nl=False)
     else:

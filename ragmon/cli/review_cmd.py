@@ -205,7 +205,7 @@ def _under_represented(settings: Any, store: Any, golden: Path) -> list[str]:
     cases = load_golden(golden).cases if golden.exists() else ()
     result = check_coverage(store, cases, c.question_types, until=datetime.now(UTC),
                             window=timedelta(days=c.window_days),
-                            thresholds=CoverageThresholds(c.max_distance, c.alpha, c.min_traces, c.min_share_gap))
+                            thresholds=CoverageThresholds.of(c))
     return list(result.under_represented())
 
 

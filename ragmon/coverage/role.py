@@ -28,8 +28,7 @@ def run_check(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> A
     cases = load_golden(settings.golden_path).cases
     result = check_coverage(
         store, cases, settings.question_types, until=datetime.now(UTC), window=timedelta(days=settings.window_days),
-        thresholds=CoverageThresholds(settings.max_distance, settings.alpha, settings.min_traces,
-                                      settings.min_share_gap))
+        thresholds=CoverageThresholds.of(settings))
     export(result, telemetry, time.time())
     for s in result.diverged:
         log.warning("golden set no longer describes stratum %s (TVD %.2f): under-represented %s", s.stratum,

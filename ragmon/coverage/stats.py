@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from scipy.stats import chi2_contingency
 
@@ -27,6 +28,11 @@ class CoverageThresholds:
     alpha: float = 0.01
     min_traces: int = 50
     min_share_gap: float = 0.05
+
+    @classmethod
+    def of(cls, settings: Any) -> CoverageThresholds:
+        """From the ``coverage`` settings section (any object with these fields)."""
+        return cls(settings.max_distance, settings.alpha, settings.min_traces, settings.min_share_gap)
 
 
 @dataclass(frozen=True)

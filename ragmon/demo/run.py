@@ -17,14 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from ragmon.ab.compare import AbOptions, AbResult, Arm
+from ragmon.ab.compare import compare as ab_compare
 from ragmon.config import DriftSettings, DriftWindowSettings, SamplingSettings, Settings
 from ragmon.contracts.golden import GoldenCase
 from ragmon.coverage.check import CoverageResult, check_coverage
 from ragmon.coverage.stats import CoverageThresholds
-from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate
+from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate, generate_outcomes
 from ragmon.demo.traffic import generate_golden
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
+from ragmon.ingest.outcomes import OutcomeLoop
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
@@ -71,6 +74,7 @@ class DemoResult:
     review: SelectionResult
     shadow: ComparisonResult
     coverage: CoverageResult | None = None
+    ab: AbResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -129,10 +133,15 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     timings["coverage"] = time.perf_counter() - t0
     progress("coverage", 1, 1)
 
+    t0 = time.perf_counter()
+    ab = _ab(settings, store, scenario, traces, now)
+    timings["ab"] = time.perf_counter() - t0
+    progress("ab", 1, 1)
+
     redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
                          if s.name.endswith("_total")))
     return DemoResult(scenario, now, len(traces), stored, dead, redactions, ingest_seconds, scored, score_seconds,
-                      drift, review, shadow, coverage, timings)
+                      drift, review, shadow, coverage, ab, timings)
 
 
 def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],
@@ -196,7 +205,19 @@ def _coverage(settings: Settings, store: ClickHouseStore, scenario: Scenario, tr
     golden = coverage_golden(traces, scenario.new_type_start(now), c.question_types)
     return check_coverage(store, golden, c.question_types, until=now + timedelta(minutes=1),
                           window=timedelta(hours=scenario.new_type_hours),
-                          thresholds=CoverageThresholds(c.max_distance, c.alpha, c.min_traces, c.min_share_gap))
+                          thresholds=CoverageThresholds.of(c))
+
+
+def _ab(settings: Settings, store: ClickHouseStore, scenario: Scenario, traces: list[dict],
+        now: datetime) -> AbResult:
+    """Outcome events through the outcome loop (the in-memory twin of their topic), then the A/B comparison."""
+    source = InMemoryTraceSource()
+    source.append("rag.outcomes", 0, [json.dumps(e).encode() for e in generate_outcomes(scenario, traces)])
+    loop = OutcomeLoop(source, store, InMemoryDeadLetterSink(), settings.ab)
+    loop.run(threading.Event(), until=lambda: source.lag() == {("rag.outcomes", 0): 0} and loop.idle())
+    return ab_compare(store, AbOptions.of(
+        settings.ab, Arm(PRODUCTION.name, PRODUCTION.version, "production"),
+        Arm(CANDIDATE.name, CANDIDATE.version, "canary"), scenario.canary_start(now), now + timedelta(minutes=1)))
 
 
 def _shadow_options(scenario: Scenario, now: datetime) -> CompareOptions:

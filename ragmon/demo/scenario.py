@@ -11,6 +11,10 @@ so the shadow comparison has a winner stratum and a loser stratum.
 A **new question type**: for the last ``new_type_hours``, a share of one stratum's questions
 (``new_type_stratum``) ask for an amount ("How much ..."), a table-number question the golden set the demo
 builds from the first day's traffic does not hold, so the coverage check names it.
+
+A **canary cohort**: for the last ``canary_hours``, a share of production queries (``canary_share``) is served
+by ``hybrid@v2`` as variant ``canary``, and its users reformulate more often (``canary_reformulation`` against
+``reformulation``); ``generate_outcomes`` makes the outcome events (schemas/outcome.v1) of both arms.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ class Scenario:
     new_type_stratum: str = "consent"
     new_type_share: float = 0.4
     new_type_hours: float = 24.0
+    canary_hours: float = 24.0
+    canary_share: float = 0.2
+    reformulation: float = 0.08
+    canary_reformulation: float = 0.2
 
     def start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.hours)
@@ -77,6 +85,9 @@ class Scenario:
 
     def new_type_start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.new_type_hours)
+
+    def canary_start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.canary_hours)
 
 
 def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -100,7 +111,34 @@ def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, 
         if (trace["category"] == scenario.new_type_stratum and datetime.fromisoformat(trace["timestamp"]) >= new_type
                 and _share_of(trace["query_id"]) < scenario.new_type_share):
             traces[i] = dict(traces[i], question=_AMOUNT + trace["question"])  # both twins of a query alike
+    canary = scenario.canary_start(now)
+    for i, trace in enumerate(traces):
+        if (trace["retriever"]["variant"] == "production" and datetime.fromisoformat(trace["timestamp"]) >= canary
+                and _share_of("canary/" + trace["query_id"]) < scenario.canary_share):
+            traces[i] = dict(trace, retriever=dict(trace["retriever"], version=CANDIDATE.version, variant="canary"))
     return traces
+
+
+def generate_outcomes(scenario: Scenario, traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Outcome events of the production and canary traces: seconds after each query, users open a cited
+    passage, resolve, escalate, reformulate (more often in the canary cohort) or leave feedback."""
+    events = []
+    for trace in traces:
+        variant = trace["retriever"]["variant"]
+        if variant == "shadow":
+            continue
+        qid, ts = trace["query_id"], datetime.fromisoformat(trace["timestamp"])
+        u = [_share_of(f"{k}/{qid}") for k in range(5)]
+        reformulation = scenario.canary_reformulation if variant == "canary" else scenario.reformulation
+        chances = (("citation_opened", 0.35 if trace["citations"] else 0.0), ("resolved", 0.6),
+                   ("escalated", 0.04), ("reformulated", reformulation), ("feedback", 0.1))
+        for n, (kind, p) in enumerate(chances):
+            if u[n] < p:
+                event = {"query_id": qid, "kind": kind, "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()}
+                if kind == "feedback":
+                    event["value"] = 1 if u[n] < 0.07 else -1
+                events.append(event)
+    return events
 
 
 #: the opening of the injected table-number questions (the heuristic classifier's "how much" rule)
