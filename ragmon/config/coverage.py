@@ -8,6 +8,7 @@ thresholds of the comparison. Classifying traces is ``ragmon.judge.classify``; c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -24,6 +25,11 @@ OTHER = "other"
 
 class CoverageSettings(Section):
     enabled: bool = Field(True, description="Classify each scored trace's question type (stored in question_types).")
+    classifier: Literal["heuristic", "judge"] = Field(
+        "heuristic", description="'heuristic': keyword rules, no model (docs/coverage.md). 'judge': the judge's "
+        "OpenAI-compatible endpoint and model with a closed-list prompt (one more call per scored trace; needs "
+        "judge.kind 'openai', otherwise the heuristic rules are used).",
+    )
     question_types: list[str] = Field(
         default_factory=lambda: list(DEFAULT_QUESTION_TYPES), min_length=1, max_length=50,
         description="The closed list of question types. A golden case's type is its first tag in this list; the "

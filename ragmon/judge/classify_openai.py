@@ -131,9 +131,10 @@ class OpenAIClassifier:
         self._http.close()
 
 
-def make_classifier(judge_settings: Any, question_types: Sequence[str]) -> Any:
-    """The classifier matching the configured judge kind: heuristic rules, or the same OpenAI-compatible model."""
-    if judge_settings.kind == "heuristic":
+def make_classifier(judge_settings: Any, question_types: Sequence[str], kind: str = "heuristic") -> Any:
+    """``kind`` 'judge' with an OpenAI-compatible judge: the same endpoint and model; otherwise heuristic rules
+    (the default: classifying adds no model call and no cost)."""
+    if kind != "judge" or judge_settings.kind != "openai":
         from ragmon.judge.classify import HeuristicClassifier
 
         return HeuristicClassifier(question_types)

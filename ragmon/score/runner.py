@@ -35,7 +35,7 @@ def build_scorer(settings: Any, store: Any, telemetry: Telemetry, *, judge: Any 
     classifier = None
     coverage = getattr(settings, "coverage", None)
     if coverage is not None and coverage.enabled:
-        classifier = make_classifier(settings.judge, coverage.question_types)
+        classifier = make_classifier(settings.judge, coverage.question_types, coverage.classifier)
     return LiveScorer(store, judge, sampler, telemetry, judge_attempts=settings.score.judge_attempts,
                       max_in_flight=settings.judge.max_in_flight, classifier=classifier)
 

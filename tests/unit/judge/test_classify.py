@@ -90,3 +90,13 @@ def test_openai_classifier_retries_then_refuses_labels_outside_the_list() -> Non
         with pytest.raises(JudgeError, match="malformed"):
             c.classify(item("q"))
         assert len(srv.requests) == 2
+
+
+def test_the_llm_classifier_is_opt_in() -> None:
+    from ragmon.config import JudgeSettings
+    from ragmon.judge.classify_openai import make_classifier
+
+    openai = JudgeSettings(kind="openai")
+    assert isinstance(make_classifier(openai, DEFAULT_QUESTION_TYPES), HeuristicClassifier)  # no extra paid calls
+    assert isinstance(make_classifier(openai, DEFAULT_QUESTION_TYPES, "judge"), OpenAIClassifier)
+    assert isinstance(make_classifier(JudgeSettings(), DEFAULT_QUESTION_TYPES, "judge"), HeuristicClassifier)
