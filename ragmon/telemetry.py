@@ -327,6 +327,26 @@ class Telemetry:
             registry=r,
         )
         r.register(self.drift_gauges)
+        # -- golden-set coverage (docs/coverage.md) -------------------------------------------------------------
+        self.coverage_distance = Gauge(
+            "ragmon_golden_coverage_distance",
+            "Total variation distance between the golden set's and live traffic's question-type shares (last check).",
+            ["stratum"], registry=r,
+        )
+        self.coverage_diverged = Gauge(
+            "ragmon_golden_coverage_diverged",
+            "1 when the golden set no longer describes the stratum's live question types (last check), else 0.",
+            ["stratum"], registry=r,
+        )
+        self.coverage_under_represented = Gauge(
+            "ragmon_golden_coverage_under_represented_share",
+            "Traffic share minus golden-set share of a question type the golden set under-represents (last check).",
+            ["stratum", "question_type"], registry=r,
+        )
+        self.coverage_last_check = Gauge(
+            "ragmon_golden_coverage_last_check_timestamp_seconds",
+            "Unix time the last golden-set coverage check completed; 0 when none ran in this process.", registry=r,
+        )
         self.drift_last_check = Gauge(
             "ragmon_drift_last_check_timestamp_seconds",
             "Unix time the last drift check completed; the drift role's start time until its first check completes; "

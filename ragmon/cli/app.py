@@ -63,12 +63,14 @@ def root(
 def _register() -> None:
     """Every subcommand, in the order ``ragmon --help`` lists them (daemons first, tools after)."""
     from ragmon.cli import (
+        ab_cmd,
         calibrate_cmd,
         config_cmd,
         corpus_cmd,
         demo_cmd,
         drift_cmd,
         gate_cmd,
+        golden_cmd,
         ingest_cmd,
         leaks_cmd,
         review_cmd,
@@ -87,7 +89,9 @@ def _register() -> None:
     app.add_typer(review_cmd.app, name="review")
     app.add_typer(shadow_cmd.app, name="shadow")
     app.add_typer(leaks_cmd.app, name="leaks")
+    app.add_typer(ab_cmd.app, name="ab")
     app.command("gate")(gate_cmd.gate)
+    app.add_typer(golden_cmd.app, name="golden")
     app.command("calibrate")(calibrate_cmd.calibrate)
     app.add_typer(corpus_cmd.app, name="corpus")
     app.add_typer(store_cmd.app, name="store")

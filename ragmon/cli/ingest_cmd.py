@@ -65,6 +65,11 @@ def ingest(
         "token otlp.token / otlp.token_file; dead letters to otlp.dead_letters. Runs until SIGTERM/SIGINT.")] = False,
     otlp_port: Annotated[int | None, typer.Option(
         help="With --otlp-http: the receiver's port (otlp.port; 0 picks a free one).", show_default=False)] = None,
+    outcomes: Annotated[bool, typer.Option(
+        "--outcomes", help="Ingest outcome events (schemas/outcome.v1: citation_opened, reformulated, escalated, "
+        "resolved, feedback) instead of traces: from ab.outcomes_topic (dead letters to "
+        "ab.outcomes_dead_letter_topic), or with --file from JSON Lines. Same guarantees as traces; see docs/ab.md.")
+    ] = False,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
@@ -100,6 +105,11 @@ def ingest(
     settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
     settings = override(settings, "server", host=host, port=port)
     settings = override(settings, "otlp", port=otlp_port)
+    if outcomes:
+        if otlp_http:
+            raise fail("--outcomes reads outcome events; --otlp-http takes traces: choose one", EXIT_USAGE)
+        _ingest_outcomes(settings, file, dead_letter_file or "-", stats_json, exit_when_idle)
+        return
 
     if file is not None:
         from ragmon.store import ClickHouseStore
@@ -154,6 +164,44 @@ def _idle_watch(process: Process, role: str, seconds: float) -> None:
             last_count, since = consumed, time.monotonic()
         elif time.monotonic() - since >= seconds:
             process.stop()
+
+
+def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str, stats_json: Path | None,
+                     exit_when_idle: float | None) -> None:
+    """``--outcomes``: run the outcome loop over Kafka (until a signal, or idle) or a file (until its end)."""
+    import signal
+
+    from ragmon.errors import InputError
+    from ragmon.ingest.outcomes import open_outcome_loop
+    from ragmon.store import ClickHouseStore
+
+    store = ClickHouseStore.open(settings.store)
+    try:
+        loop, done, close = open_outcome_loop(settings, store, file=file, dead_letter_file=dead_letter_path)
+    except InputError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if done is None and exit_when_idle is not None:
+        last = [time.monotonic(), 0]
+
+        def done() -> bool:  # Kafka: stop once nothing new arrived for exit_when_idle seconds
+            if loop.stats.consumed != last[1]:
+                last[:] = [time.monotonic(), loop.stats.consumed]
+            return loop.idle() and time.monotonic() - last[0] >= exit_when_idle
+    try:
+        stats = loop.run(stop, until=done)
+    finally:
+        close()
+    summary = json.dumps({"consumed": stats.consumed, "stored": stats.stored, "dead_letters": dict(stats.dead_letters),
+                          "batches": stats.batches, "retries": stats.retries})
+    err_console.print(f"ragmon ingest --outcomes: {summary}", highlight=False, soft_wrap=True, markup=False)
+    if stats_json is not None:
+        stats_json.write_text(summary + "\n", encoding="utf-8")
+    if file is not None and not (done is not None and done()):
+        raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
+                   "again; what was stored is not stored twice", 1)
 
 
 def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -168,22 +168,57 @@ def export(
                                          "if missing, existing cases kept.", dir_okay=False)],
     week: Annotated[str | None, typer.Option(help="Only this ISO week (default: every week).",
                                              show_default=False)] = None,
+    prefer: Annotated[list[str] | None, typer.Option(
+        metavar="TYPE", help="Question type to export first (repeatable), e.g. one `ragmon golden coverage` "
+                             "names as under-represented.", show_default=False)] = None,
+    prefer_under_represented: Annotated[bool, typer.Option(
+        "--prefer-under-represented", help="Export first the question types the --golden file under-represents "
+                                           "in live traffic (a coverage check over coverage.window_days).")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Add at most this many cases (preferred types first).",
+                                              show_default=False)] = None,
 ) -> None:
-    """Write the items reviewers marked "add to golden set" as golden cases, with the adjudication filled in."""
+    """Write the items reviewers marked "add to golden set" as golden cases, with the adjudication filled in.
+    Each case is tagged with its trace's classified question type (when the score role stored one)."""
+    from ragmon.coverage.queries import types_of_traces
     from ragmon.review.export import export_golden
 
     check_output_file(golden, "--golden")
     if week is not None:
         parse_week(week)  # InputError (exit 2) before the store is opened
     settings = settings_of(ctx)
-    store = ClickHouseReviewQueries(open_store(settings))
-    result = export_golden(store, golden, week=week)
-    console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present",
+    unknown = sorted(set(prefer or ()) - {*settings.coverage.question_types, "other"})
+    if unknown:
+        raise fail(f"--prefer {', '.join(unknown)}: not among coverage.question_types "
+                   f"({', '.join(settings.coverage.question_types)})")
+    raw = open_store(settings)
+    store = ClickHouseReviewQueries(raw)
+    order = list(prefer or ())
+    if prefer_under_represented:
+        order += [t for t in _under_represented(settings, raw, golden) if t not in order]
+    result = export_golden(store, golden, week=week, prefer=order, limit=limit,
+                           question_types=lambda ids: types_of_traces(raw, ids))
+    console.print(f"{golden}: {len(result.added)} cases added, {len(result.already_present)} already present"
+                  + (f", {len(result.deferred)} left for later (--limit {limit})" if result.deferred else "")
+                  + (f"; preferred types: {', '.join(order)}" if order else ""),
                   highlight=False, soft_wrap=True)
     for cid, why in result.skipped.items():
         err_console.print(f"skipped {cid}: {why}", highlight=False, markup=False)
     if result.skipped:
         raise typer.Exit(1)
+
+
+def _under_represented(settings: Any, store: Any, golden: Path) -> list[str]:
+    """The types a coverage check of ``golden`` against live traffic names (none when the file is missing)."""
+    from ragmon.coverage.check import check_coverage
+    from ragmon.coverage.stats import CoverageThresholds
+    from ragmon.gate.golden_io import load_golden
+
+    c = settings.coverage
+    cases = load_golden(golden).cases if golden.exists() else ()
+    result = check_coverage(store, cases, c.question_types, until=datetime.now(UTC),
+                            window=timedelta(days=c.window_days),
+                            thresholds=CoverageThresholds.of(c))
+    return list(result.under_represented())
 
 
 @app.command("hash-password")

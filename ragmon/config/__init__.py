@@ -7,12 +7,14 @@ at start-up and raises ``ConfigError`` with one line per problem. Field names ca
 
 Layout: ``loading`` (file, environment, secret files, problem lines), ``settings`` (the root model), and the
 sections by role: ``store`` (store, kafka), ``ingest``, ``otlp``, ``score`` (judge, sampling, score), ``drift``,
-``review`` (server, review), ``read_api``, ``shadow``, ``process`` (process, roles). Import from ``ragmon.config``; the
-modules are its parts. This package must not import the store adapter, clickhouse-connect or chDB: the DSN is
+``review`` (server, review), ``read_api``, ``shadow``, ``coverage``, ``ab``, ``process`` (process, roles). Import
+from ``ragmon.config``; the modules are its parts. This package must not import the store adapter, clickhouse-connect or chDB: the DSN is
 checked by the pure ``ragmon.store.dsn``.
 """
 
+from ragmon.config.ab import AbSettings
 from ragmon.config.console import ConsoleSettings
+from ragmon.config.coverage import DEFAULT_QUESTION_TYPES, OTHER, CoverageSettings
 from ragmon.config.drift import DriftFeatureOverride, DriftSettings, DriftWindowSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.loading import MAX_PROBLEM_LINES, load_settings, masked_dump, override
@@ -29,6 +31,10 @@ from ragmon.store.dsn import mask_dsn, mask_url
 
 __all__ = [
     "DEFAULT_DSN",
+    "DEFAULT_QUESTION_TYPES",
+    "OTHER",
+    "AbSettings",
+    "CoverageSettings",
     "MAX_PROBLEM_LINES",
     "ConsoleSettings",
     "DriftFeatureOverride",

@@ -14,7 +14,9 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ragmon.config.ab import AbSettings
 from ragmon.config.console import ConsoleSettings
+from ragmon.config.coverage import CoverageSettings
 from ragmon.config.drift import DriftSettings
 from ragmon.config.ingest import IngestSettings
 from ragmon.config.otlp import OtlpSettings
@@ -61,6 +63,10 @@ class Settings(BaseSettings):
     shadow: ShadowSettings = Field(default_factory=ShadowSettings, description="Configured running shadow comparisons.")
     console: ConsoleSettings = Field(
         default_factory=ConsoleSettings, description="The console's pages (served with the review UI, behind its sign-in)."
+    )
+    ab: AbSettings = Field(default_factory=AbSettings, description="A/B cohort outcomes and their comparison.")
+    coverage: CoverageSettings = Field(
+        default_factory=CoverageSettings, description="Question-type coverage: the golden set against live traffic."
     )
 
     @classmethod

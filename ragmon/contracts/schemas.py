@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmon.contracts.golden import GoldenCase
+from ragmon.contracts.outcome import Outcome
 from ragmon.contracts.trace import Trace
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -15,6 +16,7 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS: dict[str, type] = {
     "trace.v1.schema.json": Trace,
     "golden-case.v1.schema.json": GoldenCase,
+    "outcome.v1.schema.json": Outcome,
 }
 
 

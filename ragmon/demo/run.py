@@ -13,19 +13,26 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from ragmon.ab.compare import AbOptions, AbResult, Arm
+from ragmon.ab.compare import compare as ab_compare
 from ragmon.config import DriftSettings, DriftWindowSettings, SamplingSettings, Settings
 from ragmon.contracts.golden import GoldenCase
-from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate
+from ragmon.coverage.check import CoverageResult, check_coverage
+from ragmon.coverage.stats import CoverageThresholds
+from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate, generate_outcomes
 from ragmon.demo.traffic import generate_golden
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
+from ragmon.ingest.outcomes import OutcomeLoop
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.judge.base import JudgeInput
+from ragmon.judge.classify import HeuristicClassifier
 from ragmon.leaks.listing import LeakListing, list_leaks
 from ragmon.metrics.permissions import LeakRule
 from ragmon.review.queries import ClickHouseReviewQueries
@@ -68,6 +75,8 @@ class DemoResult:
     drift: CheckResult
     review: SelectionResult
     shadow: ComparisonResult
+    coverage: CoverageResult | None = None
+    ab: AbResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
     leaks: LeakListing | None = None
 
@@ -124,10 +133,21 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
 
     leaks = list_leaks(store, LeakRule.sharing(settings.ingest.shared_tenants), since=scenario.start(now)
                        - timedelta(minutes=1), until=now + timedelta(minutes=1), limit=20)  # fmt: skip
+
+    t0 = time.perf_counter()
+    coverage = _coverage(settings, store, scenario, traces, now)
+    timings["coverage"] = time.perf_counter() - t0
+    progress("coverage", 1, 1)
+
+    t0 = time.perf_counter()
+    ab = _ab(settings, store, scenario, traces, now)
+    timings["ab"] = time.perf_counter() - t0
+    progress("ab", 1, 1)
+
     redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
                          if s.name.endswith("_total")))
     return DemoResult(scenario, now, len(traces), stored, dead, redactions, ingest_seconds, scored, score_seconds,
-                      drift, review, shadow, timings, leaks)
+                      drift, review, shadow, coverage, ab, timings, leaks)
 
 
 def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],
@@ -160,6 +180,50 @@ def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, me
     for letter in letters.letters:
         reasons[letter.reason] = reasons.get(letter.reason, 0) + 1
     return reasons
+
+
+def coverage_golden(traces: list[dict], until: datetime, question_types: Sequence[str], every: int = 10) -> list[GoldenCase]:
+    """A golden set refreshed from the first day's logs: every ``every``-th production trace before ``until``,
+    tagged with its question type by the same rules that classify live traffic."""
+    classifier = HeuristicClassifier(question_types)
+    cases = []
+    production = [t for t in traces if t["retriever"]["variant"] == "production"
+                  and datetime.fromisoformat(t["timestamp"]) < until]
+    by_stratum: dict[str, list[dict]] = {}
+    for trace in production:
+        by_stratum.setdefault(trace["category"], []).append(trace)
+    for trace in (t for group in by_stratum.values() for t in group[::every]):
+        answer = trace["behaviour"] == "answer" and trace["context"]["chunk_ids"]
+        docs = {r["chunk_id"]: r["doc_id"] for r in trace["retrieved"]}
+        passages = [{"doc_id": docs.get(c, "doc"), "chunk_ids": [c]} for c in trace["context"]["chunk_ids"][:2]]
+        cases.append(GoldenCase.model_validate({
+            "id": f"demo-coverage-{trace['query_id']}", "question": trace["question"], "category": trace["category"],
+            "expected_behaviour": "answer" if answer else "refuse", "reference_passages": passages if answer else [],
+            "source": "ragmon demo: the first day's logs",
+            "tags": [classifier.classify(JudgeInput.of(trace)).label],
+        }))
+    return cases
+
+
+def _coverage(settings: Settings, store: ClickHouseStore, scenario: Scenario, traces: list[dict],
+              now: datetime) -> CoverageResult:
+    c = settings.coverage
+    golden = coverage_golden(traces, scenario.new_type_start(now), c.question_types)
+    return check_coverage(store, golden, c.question_types, until=now + timedelta(minutes=1),
+                          window=timedelta(hours=scenario.new_type_hours),
+                          thresholds=CoverageThresholds.of(c))
+
+
+def _ab(settings: Settings, store: ClickHouseStore, scenario: Scenario, traces: list[dict],
+        now: datetime) -> AbResult:
+    """Outcome events through the outcome loop (the in-memory twin of their topic), then the A/B comparison."""
+    source = InMemoryTraceSource()
+    source.append("rag.outcomes", 0, [json.dumps(e).encode() for e in generate_outcomes(scenario, traces)])
+    loop = OutcomeLoop(source, store, InMemoryDeadLetterSink(), settings.ab)
+    loop.run(threading.Event(), until=lambda: source.lag() == {("rag.outcomes", 0): 0} and loop.idle())
+    return ab_compare(store, AbOptions.of(
+        settings.ab, Arm(PRODUCTION.name, PRODUCTION.version, "production"),
+        Arm(CANDIDATE.name, CANDIDATE.version, "canary"), scenario.canary_start(now), now + timedelta(minutes=1)))
 
 
 def _shadow_options(scenario: Scenario, now: datetime) -> CompareOptions:

@@ -10,10 +10,19 @@ production traces of ``leak_stratum`` retrieve one chunk of tenant ``globex`` at
 which ingest counts on every trace and ``ragmon leaks list`` names.
 The shadow candidate (``hybrid@v2``) is less noisy than production on one stratum and noisier on another,
 so the shadow comparison has a winner stratum and a loser stratum.
+
+A **new question type**: for the last ``new_type_hours``, a share of one stratum's questions
+(``new_type_stratum``) ask for an amount ("How much ..."), a table-number question the golden set the demo
+builds from the first day's traffic does not hold, so the coverage check names it.
+
+A **canary cohort**: for the last ``canary_hours``, a share of production queries (``canary_share``) is served
+by ``hybrid@v2`` as variant ``canary``, and its users reformulate more often (``canary_reformulation`` against
+``reformulation``); ``generate_outcomes`` makes the outcome events (schemas/outcome.v1) of both arms.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -65,12 +74,25 @@ class Scenario:
     leaks: int = 2
     seed: int = 7
     strata: tuple[str, ...] = DEFAULT_STRATA
+    new_type_stratum: str = "consent"
+    new_type_share: float = 0.4
+    new_type_hours: float = 24.0
+    canary_hours: float = 24.0
+    canary_share: float = 0.2
+    reformulation: float = 0.08
+    canary_reformulation: float = 0.2
 
     def start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.hours)
 
     def incident_start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.incident_hours)
+
+    def new_type_start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.new_type_hours)
+
+    def canary_start(self, now: datetime) -> datetime:
+        return now - timedelta(hours=self.canary_hours)
 
 
 def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -89,6 +111,16 @@ def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, 
         if (trace["retriever"]["variant"] == "production" and trace["category"] == scenario.incident_stratum
                 and datetime.fromisoformat(trace["timestamp"]) >= incident):
             traces[i] = _inject(trace, scenario.score_scale, i)
+    new_type = scenario.new_type_start(now)
+    for i, trace in enumerate(traces):
+        if (trace["category"] == scenario.new_type_stratum and datetime.fromisoformat(trace["timestamp"]) >= new_type
+                and _share_of(trace["query_id"]) < scenario.new_type_share):
+            traces[i] = dict(traces[i], question=_AMOUNT + trace["question"])  # both twins of a query alike
+    canary = scenario.canary_start(now)
+    for i, trace in enumerate(traces):
+        if (trace["retriever"]["variant"] == "production" and datetime.fromisoformat(trace["timestamp"]) >= canary
+                and _share_of("canary/" + trace["query_id"]) < scenario.canary_share):
+            traces[i] = dict(trace, retriever=dict(trace["retriever"], version=CANDIDATE.version, variant="canary"))
     return _with_tenants(traces, scenario.leak_stratum, scenario.leaks)
 
 
@@ -107,6 +139,37 @@ def _with_tenants(traces: list[dict[str, Any]], leak_stratum: str, leaks: int) -
         retrieved[1] = dict(retrieved[1], tenant=LEAKED_TENANT)
         out[i] = dict(out[i], retrieved=retrieved, attributes=dict(out[i].get("attributes", {}), demo_leak="true"))
     return out
+
+
+def generate_outcomes(scenario: Scenario, traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Outcome events of the production and canary traces: seconds after each query, users open a cited
+    passage, resolve, escalate, reformulate (more often in the canary cohort) or leave feedback."""
+    events = []
+    for trace in traces:
+        variant = trace["retriever"]["variant"]
+        if variant == "shadow":
+            continue
+        qid, ts = trace["query_id"], datetime.fromisoformat(trace["timestamp"])
+        u = [_share_of(f"{k}/{qid}") for k in range(5)]
+        reformulation = scenario.canary_reformulation if variant == "canary" else scenario.reformulation
+        chances = (("citation_opened", 0.35 if trace["citations"] else 0.0), ("resolved", 0.6),
+                   ("escalated", 0.04), ("reformulated", reformulation), ("feedback", 0.1))
+        for n, (kind, p) in enumerate(chances):
+            if u[n] < p:
+                event = {"query_id": qid, "kind": kind, "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()}
+                if kind == "feedback":
+                    event["value"] = 1 if u[n] < 0.07 else -1
+                events.append(event)
+    return events
+
+
+#: the opening of the injected table-number questions (the heuristic classifier's "how much" rule)
+_AMOUNT = "How much does it cost? "
+
+
+def _share_of(query_id: str) -> float:
+    """A stable number in [0, 1) per query id, so a production trace and its shadow twin are chosen together."""
+    return int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) / 2**32
 
 
 def _inject(trace: dict[str, Any], scale: float, i: int) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ragmon.ab.report import rich_renderable as ab_renderable
+from ragmon.coverage.report import rich_renderable as coverage_renderable
 from ragmon.demo.run import DemoResult
 
 
@@ -89,6 +91,19 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         shadow.add_row(st.stratum, f"{st.pairs:,}", _fmt(st.agreement.mean_overlap), st.verdict.decision,
                        _why(st.verdict.reasons))
     console.print(shadow)
+
+    if r.coverage is not None:
+        cv = r.coverage
+        console.print(f"Question-type coverage (golden set from the first day's logs vs the last "
+                      f"{s.new_type_hours:g}h; injected: {s.new_type_share:.0%} table-number questions in "
+                      f"{s.new_type_stratum}), exit code {cv.exit_code}:", highlight=False)
+        console.print(coverage_renderable(cv))
+
+    if r.ab is not None:
+        console.print(f"A/B: a canary cohort ({s.canary_share:.0%} of production queries for the last "
+                      f"{s.canary_hours:g}h) on hybrid@v2 whose users reformulate {s.canary_reformulation:.0%} of the "
+                      f"time against {s.reformulation:.0%}:", highlight=False)
+        console.print(ab_renderable(r.ab))
 
     console.print(
         f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "

@@ -3,8 +3,8 @@
 ``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape every role package's
 ``role.py`` has; ``ragmon.process`` calls them for ``ragmon drift`` and ``ragmon run``. The schedule itself is
 ``schedule.DriftRole``, the check ``check.DriftChecker``; judge drift (``judge_agreement.JudgeAgreementJob``, weekly
-judge-vs-human kappa from review labels) runs beside it as its own periodic loop. Must not open the store or
-bind a port.
+judge-vs-human kappa from review labels) runs beside it as its own periodic loop, and with ``coverage.golden_path``
+set so does the golden-set coverage check (``ragmon.coverage.role``). Must not open the store or bind a port.
 """
 
 from __future__ import annotations
@@ -12,17 +12,26 @@ from __future__ import annotations
 from typing import Any
 
 from ragmon.config import Settings
+from ragmon.coverage.role import coverage_role
 from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.drift.check import DriftChecker
 from ragmon.drift.features import plan_features
 from ragmon.drift.judge_agreement import JudgeAgreementJob
 from ragmon.drift.schedule import DriftRole
+from ragmon.errors import ConfigError, InputError
+from ragmon.gate.golden_io import load_golden
 from ragmon.telemetry import Telemetry
 
 
 def check(settings: Settings) -> None:
-    """Raise ``ConfigError`` when ``drift.features`` or ``drift.overrides`` name what does not exist."""
+    """Raise ``ConfigError`` when ``drift.features`` or ``drift.overrides`` name what does not exist, or
+    ``coverage.golden_path`` is not a valid golden set."""
     plan_features(settings.drift)
+    if settings.coverage.golden_path is not None:
+        try:
+            load_golden(settings.coverage.golden_path)
+        except InputError as exc:
+            raise ConfigError([f"coverage.golden_path: {exc}"]) from None
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
@@ -34,4 +43,6 @@ def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
     if agreement.enabled:
         job = JudgeAgreementJob(store, agreement, telemetry)
         loops += (PeriodicRole("judge-agreement", agreement.interval_seconds, job.run_once),)
+    if settings.coverage.golden_path is not None:  # the golden set's coverage of live question types
+        loops += (coverage_role(settings.coverage, store, telemetry),)
     return RoleParts(loops=loops, service=role, liveness=role.liveness)

@@ -5,13 +5,16 @@ reference passages (chunks the reviewers ticked, grouped by document) from the l
 an adjudication naming every reviewer of the item, whether all of them agreed, and their notes. Reviewers who
 asked for the case but disagree on the expected behaviour produce no case: the item is reported as needing
 adjudication (disagreement is never resolved by a vote). Cases already in the target file are kept as they are.
-Must not: write anything but the target file.
+Given the stored question type of each trace (``question_types``, docs/coverage.md), a case is tagged with it,
+and the ``prefer``-red types (those the golden set under-represents) are exported first, so a refresh capped at
+``limit`` cases adds them before the others. Must not: write anything but the target file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,10 @@ class ExportResult:
     added: tuple[str, ...]
     already_present: tuple[str, ...]
     skipped: dict[str, str] = field(default_factory=dict)  # case id → why it was not exported
+    prefer: tuple[str, ...] = ()
+    limit: int | None = None
+    #: marked items left for a later export because of ``limit``
+    deferred: tuple[str, ...] = ()
 
 
 def case_id(week: str, trace_id: str) -> str:
@@ -78,12 +85,21 @@ def golden_case(trace: dict[str, Any], labels: list[Label]) -> GoldenCase:
     )
 
 
-def export_golden(store: ReviewStore, path: Path, *, week: str | None = None) -> ExportResult:
-    """Append the marked items not yet in ``path`` (a JSON array of golden cases; created if missing)."""
+def export_golden(store: ReviewStore, path: Path, *, week: str | None = None, prefer: Sequence[str] = (),
+                  limit: int | None = None,
+                  question_types: Callable[[list[str]], dict[str, str]] | None = None) -> ExportResult:
+    """Append the marked items not yet in ``path`` (a JSON array of golden cases; created if missing).
+
+    ``question_types`` maps trace ids to their stored question type: each case is tagged with its type, items
+    of the ``prefer`` types go first (in that order), and at most ``limit`` new cases are added."""
     existing = _read_existing(path)
     known = {c.id for c in existing}
-    added, present, skipped, new_cases = [], [], {}, []
-    for item_week, trace_id in store.golden_marked(week or None):
+    added, present, skipped, new_cases, deferred = [], [], {}, [], []
+    marked = store.golden_marked(week or None)
+    types = question_types([t for _, t in marked]) if question_types is not None and marked else {}
+    rank = {t: i for i, t in enumerate(prefer)}
+    marked = sorted(marked, key=lambda m: rank.get(types.get(m[1], ""), len(rank)))  # stable: sorted within a rank
+    for item_week, trace_id in marked:
         cid = case_id(item_week, trace_id)
         if cid in known:
             present.append(cid)
@@ -92,8 +108,13 @@ def export_golden(store: ReviewStore, path: Path, *, week: str | None = None) ->
         if trace is None:
             skipped[cid] = "the trace is no longer stored (retention TTL)"
             continue
+        if limit is not None and len(new_cases) >= limit:
+            deferred.append(cid)
+            continue
         try:
             case = golden_case(trace, store.labels_for(trace_id))
+            if trace_id in types:
+                case = case.model_copy(update={"tags": [*case.tags, types[trace_id]]})
         except (ValueError, ValidationError) as exc:
             skipped[cid] = _reason(exc)
             continue
@@ -101,7 +122,7 @@ def export_golden(store: ReviewStore, path: Path, *, week: str | None = None) ->
         added.append(cid)
     if new_cases or not path.exists():
         _write_atomically(path, [*existing, *new_cases])
-    return ExportResult(path, week, tuple(added), tuple(present), skipped)
+    return ExportResult(path, week, tuple(added), tuple(present), skipped, tuple(prefer), limit, tuple(deferred))
 
 
 def _reason(exc: Exception) -> str:

@@ -4,7 +4,8 @@ Owns the three steps of scoring a trace: ``decide`` (a sampling decision row wit
 reserves its possible cost against the daily budget), ``start`` (the judge, in a ``JudgePool`` of up to
 ``max_in_flight`` calls: ``judge.scoring.score_trace``, the path the gate uses, with ``judge_attempts`` tries)
 and ``write`` (the finished traces' rows with the judge fingerprint, two columnar inserts with deduplication
-tokens). ``process`` runs all three over one batch. A judge that still fails — or returns verdicts the metrics
+tokens, and a third of question types when a ``QuestionClassifier`` is given: it classifies each sampled trace
+in the same pool slot as the judge, docs/coverage.md). ``process`` runs all three over one batch. A judge that still fails — or returns verdicts the metrics
 reject — is written as ``status='failed'`` rows with the error and a NaN value: a failure, never a score.
 Retryable store errors are retried with backoff, others propagate (the caller must not commit those offsets).
 Which offsets may be committed is the caller's business (``ragmon.score.ledger``). ``decide``/``start``/``write``
@@ -28,6 +29,7 @@ from typing import Any
 
 from ragmon.errors import JudgeError, RetryableStoreError
 from ragmon.judge.base import Judge, JudgeInput
+from ragmon.judge.classify import Classification, QuestionClassifier
 from ragmon.judge.pool import JudgePool
 from ragmon.judge.scoring import METRICS, TraceScores, score_trace
 from ragmon.sampling.sampler import SamplingDecision, ScoreSampler
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 
 DECISION_COLUMNS = ("trace_id", "query_id", "ts", "decided_at", "retriever_name", "variant", "category", "sampler",
                     "decision", "rate")
+#: the question-type classification of a scored trace (``question_types``, docs/coverage.md)
+TYPE_COLUMNS = ("trace_id", "query_id", "ts", "classified_at", "retriever_name", "variant", "category", "question_type",
+                "status", "error", "classifier_name", "classifier_fingerprint")
 SCORE_COLUMNS = ("trace_id", "query_id", "ts", "scored_at", "retriever_name", "retriever_version", "variant",
                  "category", "metric", "value", "status", "error", "judge_name", "judge_fingerprint", "details")
 
@@ -79,6 +84,8 @@ class Scoring:
     #: scores, or the judge's error text; None until judged (and for traces not sampled)
     outcome: TraceScores | str | None = None
     scored_at: datetime | None = None
+    #: the question type (``Classification``), or the classifier's error text; None without a classifier
+    question_type: Classification | str | None = None
 
 
 class LiveScorer:
@@ -86,8 +93,11 @@ class LiveScorer:
 
     def __init__(self, store: ScoreStore, judge: Judge, sampler: ScoreSampler, telemetry: Telemetry | None = None, *,
                  judge_attempts: int = 2, store_attempts: int = 5, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, max_in_flight: int = 1, pool: JudgePool | None = None):
+                 sleep: Callable[[float], None] = time.sleep, max_in_flight: int = 1, pool: JudgePool | None = None,
+                 classifier: QuestionClassifier | None = None):
         self.store = store
+        #: classifies each sampled trace's question type in the same judge call slot (None: not classified)
+        self.classifier = classifier
         self.judge = judge
         self.sampler = sampler
         self.telemetry = telemetry or Telemetry()
@@ -193,16 +203,35 @@ class LiveScorer:
                     scores[col].append(v)
         self._insert("sampling_decisions", decisions, batch_key)
         self._insert("scores", scores, batch_key)
+        if self.classifier is not None:
+            self._insert("question_types", self._type_columns(done), batch_key)
         self.telemetry.score_traces_scored.inc(result.scored)
         self.telemetry.score_failures.inc(result.failed)
         self.telemetry.score_last_batch.set(self._clock())
         return result
+
+    def _type_columns(self, done: Sequence[Scoring]) -> dict[str, list[Any]]:
+        columns: dict[str, list[Any]] = {c: [] for c in TYPE_COLUMNS}
+        assert self.classifier is not None
+        for s in done:
+            if s.question_type is None:
+                continue
+            ok = isinstance(s.question_type, Classification)
+            label, error = (s.question_type.label, "") if ok else ("", str(s.question_type))
+            for col, v in zip(TYPE_COLUMNS, (
+                s.item.trace_id, s.item.query_id, s.meta["ts"], s.scored_at or s.decided_at, s.item.retriever,
+                s.item.variant, s.item.category, label, "ok" if ok else "failed", error, self.classifier.name,
+                self.classifier.fingerprint), strict=True):
+                columns[col].append(v)
+        return columns
 
     def close(self) -> None:
         """Abandon judge calls still queued (see ``JudgePool.close``)."""
         self.pool.close()
 
     def _judge_one(self, scoring: Scoring) -> Scoring:
+        if self.classifier is not None:
+            scoring.question_type = self._classify(scoring.item)
         outcome = self._judge(scoring.trace)
         scoring.outcome, scoring.trace = outcome, None  # the trace is not needed any more: let it go
         scoring.scored_at = datetime.fromtimestamp(self._clock(), UTC)
@@ -235,6 +264,17 @@ class LiveScorer:
             if attempt < self.judge_attempts:
                 self._sleep(min(30.0, 2.0 ** attempt) * random.random())
         return error[:2000] or "judge failed"
+
+    def _classify(self, item: JudgeInput) -> Classification | str:
+        """The question type, or the error text: a failed classification is a row, never a guessed label."""
+        assert self.classifier is not None
+        try:
+            return self.classifier.classify(item)
+        except JudgeError as exc:
+            return str(exc)[:2000] or "classifier failed"
+        except Exception as exc:  # noqa: BLE001 - one bad trace must not stop the loop; unknown is permanent
+            log.exception("classifier %s crashed on a trace", self.classifier.name)
+            return f"internal error in the {self.classifier.name} classifier: {type(exc).__name__}: {exc}"
 
     def _counted(self, outcome: str) -> None:
         if self._count_calls:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ragmon.contracts.redact import Redactor
 from ragmon.judge import make_judge
+from ragmon.judge.classify_openai import make_classifier
 from ragmon.sampling.sampler import ScoreSampler
 from ragmon.score.consume import Progress, consume
 from ragmon.score.pipeline import BatchResult, LiveScorer
@@ -33,8 +34,12 @@ def build_scorer(settings: Any, store: ScoreStore, telemetry: Telemetry, *, judg
     """A scorer with the judge and sampler the settings pin (either may be passed in instead)."""
     judge = judge or make_judge(settings.judge, telemetry)
     sampler = sampler or ScoreSampler.from_settings(settings.sampling)
+    classifier = None
+    coverage = getattr(settings, "coverage", None)
+    if coverage is not None and coverage.enabled:
+        classifier = make_classifier(settings.judge, coverage.question_types, coverage.classifier)
     return LiveScorer(store, judge, sampler, telemetry, judge_attempts=settings.score.judge_attempts,
-                      max_in_flight=settings.judge.max_in_flight)
+                      max_in_flight=settings.judge.max_in_flight, classifier=classifier)
 
 
 def backfill(scorer: LiveScorer, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,

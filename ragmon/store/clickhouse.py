@@ -37,7 +37,8 @@ from ragmon.store.trace_rows import TRACE_COLUMNS
 
 log = logging.getLogger("ragmon.store")
 TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labels", "drift_checks", "corpus_versions",
-          "triage_queue", "triage_labels")
+          "triage_queue", "triage_labels",
+          "question_types", "outcomes")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

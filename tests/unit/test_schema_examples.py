@@ -225,7 +225,7 @@ def test_schema_check_passes_on_the_checked_in_files():
 
 
 def test_schema_check_fails_when_a_file_is_altered(tmp_path: Path):
-    for name in ("trace.v1.schema.json", "golden-case.v1.schema.json"):
+    for name in ("trace.v1.schema.json", "golden-case.v1.schema.json", "outcome.v1.schema.json"):
         shutil.copy(SCHEMAS / name, tmp_path / name)
     assert CliRunner().invoke(app, ["schema", "check", "--dir", str(tmp_path)]).exit_code == 0
 

@@ -1,0 +1,210 @@
+"""Outcome events (schemas/outcome.v1) from their own topic or a file into ``outcomes``, with the trace guarantees.
+
+Owns the outcome loop: poll → decode (``decode_outcome``) → batch → insert with a deduplication token derived
+from the batch's source positions → dead letters acknowledged → commit the batch's offsets. Offsets are
+committed only after both the insert and the dead letters were acknowledged, so a crash replays at most the
+uncommitted tail, which collapses under FINAL (one row per ``event_id``). While the store or the dead-letter sink
+fails, the source is paused and the same batch is retried on the ``Backoff`` schedule; memory stays bounded by
+one batch. Partitions revoked in a rebalance are flushed first. It reuses the trace sources and sinks
+(``TraceSource``, ``DeadLetterSink``) and must not talk to Kafka or ClickHouse directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ragmon.config import AbSettings
+from ragmon.contracts.decode import Rejection
+from ragmon.contracts.outcome import Outcome, decode_outcome
+from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
+from ragmon.ingest.backoff import Backoff
+from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
+from ragmon.ingest.source import Partition, RawMessage, TraceSource
+
+log = logging.getLogger("ragmon.ingest.outcomes")
+
+COLUMNS = ("event_id", "query_id", "kind", "time", "value", "received_at", "source")
+
+
+@dataclass
+class OutcomeStats:
+    consumed: int = 0
+    stored: int = 0
+    batches: int = 0
+    retries: int = 0
+    dead_letters: Counter = field(default_factory=Counter)
+    last_error: str | None = None
+
+
+@dataclass
+class _Batch:
+    outcomes: list[tuple[Outcome, str]] = field(default_factory=list)
+    letters: list[DeadLetter] = field(default_factory=list)
+    #: partition → (first offset, next offset to commit)
+    ranges: dict[Partition, tuple[int, int]] = field(default_factory=dict)
+    started: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.outcomes) + len(self.letters)
+
+    def token(self) -> str:
+        spans = sorted(f"{t}/{p}/{a}-{b}" for (t, p), (a, b) in self.ranges.items())
+        return hashlib.sha256(("outcomes|" + "|".join(spans)).encode()).hexdigest()
+
+
+class OutcomeLoop:
+    """One consumer of outcome events. Not thread-safe: ``run`` owns it."""
+
+    def __init__(self, source: TraceSource, store: Any, dead_letters: DeadLetterSink, settings: AbSettings, *,
+                 clock: Callable[[], float] = time.monotonic, poll_timeout_seconds: float = 0.5,
+                 max_backoff_seconds: float = 30.0):
+        self.source, self.store, self.sink, self.settings = source, store, dead_letters, settings
+        self.stats = OutcomeStats()
+        self._clock = clock
+        self._poll_timeout = poll_timeout_seconds
+        self._batch = _Batch()
+        self._backoff = Backoff(max_backoff_seconds, clock=clock, rng=random.Random())
+        self._failing = False
+        source.set_revoke_handler(self._on_revoke)
+
+    def idle(self) -> bool:
+        """Nothing read is waiting to be stored or committed."""
+        return not len(self._batch) and not self._failing
+
+    def run(self, stop: threading.Event, until: Callable[[], bool] | None = None) -> OutcomeStats:
+        """Consume until ``stop`` is set (or ``until()`` is true), then flush what is buffered."""
+        try:
+            while not stop.is_set():
+                if self._failing:
+                    if stop.wait(self._backoff.remaining()):
+                        break
+                    self._flush()
+                    continue
+                room = self.settings.max_batch_events - len(self._batch)
+                for msg in self.source.poll(self._poll_timeout, max(1, room)):
+                    self._add(msg)
+                due = len(self._batch) and (
+                    len(self._batch) >= self.settings.max_batch_events
+                    or self._clock() - self._batch.started >= self.settings.flush_interval_seconds
+                    or (until is not None and until()))
+                if due:
+                    self._flush()
+                elif until is not None and until() and self.idle():
+                    break
+        finally:
+            if len(self._batch) and not self._failing:
+                self._flush()
+        return self.stats
+
+    def _add(self, msg: RawMessage) -> None:
+        batch = self._batch
+        if not len(batch):
+            batch.started = self._clock()
+        self.stats.consumed += 1
+        key = (msg.topic, msg.partition)
+        first = batch.ranges.get(key, (msg.offset, msg.offset))[0]
+        batch.ranges[key] = (first, msg.offset + 1)
+        if msg.unreadable:
+            result: Outcome | Rejection = Rejection(msg.reason, msg.unreadable)
+        else:
+            result = decode_outcome(msg.value)
+        if isinstance(result, Rejection):
+            batch.letters.append(DeadLetter(msg.topic, msg.partition, msg.offset, msg.value, result.reason,
+                                            result.detail, msg.headers))
+        else:
+            batch.outcomes.append((result, f"{msg.topic}/{msg.partition}/{msg.offset}"))
+
+    def _flush(self) -> dict[Partition, int]:
+        """Store, dead-letter, then commit the batch; on failure pause and keep it for a retry."""
+        batch = self._batch
+        try:
+            if batch.outcomes:
+                self.store.insert_columns("outcomes", _columns(batch.outcomes), dedup_token=batch.token())
+            sent = self.sink.send(batch.letters)
+            offsets = {p: end for p, (_, end) in batch.ranges.items()}
+            self.source.commit(offsets)
+        except (StoreError, SourceError) as exc:
+            retryable = isinstance(exc, RetryableStoreError | RetryableSourceError)
+            self.stats.retries += 1
+            self.stats.last_error = str(exc)
+            delay = self._backoff.failed(retryable)
+            log.warning("outcome batch not stored (%s); pausing the source, retry in %.1fs", exc, delay)
+            if not self._failing:
+                self.source.pause()
+            self._failing = True
+            return {}
+        self.stats.stored += len(batch.outcomes)
+        self.stats.batches += 1
+        self.stats.dead_letters.update(d.reason for d in sent)
+        self._batch = _Batch()
+        self._backoff.reset()
+        if self._failing:
+            self._failing = False
+            self.source.resume()
+        return offsets
+
+    def _on_revoke(self, partitions: set[Partition]) -> Mapping[Partition, int]:
+        if not len(self._batch):
+            return {}
+        offsets = self._flush()
+        return {p: o for p, o in offsets.items() if p in partitions}
+
+
+def _columns(outcomes: list[tuple[Outcome, str]]) -> dict[str, list[Any]]:
+    now = datetime.now(UTC)
+    cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for o, where in outcomes:
+        for c, v in zip(COLUMNS, (o.identity, o.query_id, o.kind.value, o.time.astimezone(UTC), o.value, now, where),
+                        strict=True):
+            cols[c].append(v)
+    return cols
+
+
+def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None,
+                      dead_letter_file: str = "-") -> tuple[OutcomeLoop, Callable[[], bool] | None, Callable[[], None]]:
+    """(loop, the "input done" test for a file or None for Kafka, close) for ``ragmon ingest --outcomes``.
+
+    Kafka: ``ab.outcomes_topic`` in group ``ab.outcomes_group_id``, dead letters to ``ab.outcomes_dead_letter_topic``
+    (the other kafka.* settings apply). File: JSON Lines (``-``: standard input), dead letters appended to
+    ``dead_letter_file``. Fails fast when the broker or a file cannot be opened."""
+    if file is not None:
+        from ragmon.ingest.dead_letter_file import FileDeadLetterSink
+        from ragmon.ingest.file_source import FileTraceSource, topic_of
+
+        sink: Any = FileDeadLetterSink(dead_letter_file)
+        try:
+            source: Any = FileTraceSource([file], topic=topic_of(file), max_line_bytes=settings.ingest.max_message_bytes)
+        except Exception:
+            sink.close()
+            raise
+        loop = OutcomeLoop(source, store, sink, settings.ab)
+        done: Callable[[], bool] | None = lambda: source.exhausted and loop.idle()  # noqa: E731
+    else:
+        from ragmon.ingest.dead_letter import KafkaDeadLetterSink
+        from ragmon.ingest.source import KafkaTraceSource
+
+        kafka = settings.kafka.model_copy(update={"topic": settings.ab.outcomes_topic,
+                                                  "group_id": settings.ab.outcomes_group_id,
+                                                  "dead_letter_topic": settings.ab.outcomes_dead_letter_topic})
+        source = KafkaTraceSource(kafka, client_id="ragmon-outcomes")
+        try:
+            sink = KafkaDeadLetterSink(kafka)
+        except Exception:
+            source.close()
+            raise
+        loop, done = OutcomeLoop(source, store, sink, settings.ab), None
+
+    def close() -> None:
+        source.close()
+        sink.close()
+
+    return loop, done, close
