@@ -30,9 +30,10 @@ from ragmon.telemetry import Telemetry
 
 #: every role a process can run, in start-up order; each is the package ``ragmon.<role>`` with ``role.py``, but for
 #: those in ``ROLE_MODULES``
-ROLES = ("ingest", "otlp", "score", "drift", "review", "shadow")
-#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver runs the ingest package's loop
-ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role"}
+ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "review", "shadow")
+#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver and the outcome-event loop live in the
+#: ingest package
+ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role", "outcomes": "ragmon.ingest.outcomes_role"}
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 

@@ -113,6 +113,21 @@ class Telemetry:
         self.ingest_store_retries = Counter(
             "ragmon_ingest_store_retries_total", "Store writes retried after a retryable failure.", registry=r
         )
+        self.outcomes_consumed = Counter(
+            "ragmon_outcomes_consumed_total", "Outcome events (schemas/outcome.v1) read and settled: stored or "
+            "dead-lettered.", registry=r,
+        )
+        self.outcomes_stored = Counter(
+            "ragmon_outcomes_stored_total", "Outcome events written to the store (acknowledged inserts).", registry=r
+        )
+        self.outcomes_dead_letters = Counter(
+            "ragmon_outcomes_dead_letters_total", "Outcome events sent to ab.outcomes_dead_letter_topic, by reason.",
+            ["reason"], registry=r,
+        )
+        self.outcomes_store_retries = Counter(
+            "ragmon_outcomes_store_retries_total", "Outcome batches retried after a failed write or dead-letter "
+            "send.", registry=r,
+        )
         self.ingest_consumer_lag = Gauge(
             "ragmon_ingest_consumer_lag_messages", "Messages behind the partition end.", ["topic", "partition"],
             registry=r,

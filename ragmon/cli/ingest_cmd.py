@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -100,6 +100,10 @@ def ingest(
     if otlp_port is not None and not otlp_http:
         raise fail("--otlp-port needs --otlp-http", EXIT_USAGE)
     settings = settings_of(ctx)
+    if outcomes:  # --topic, --group-id and --dead-letter-topic name the outcome topics (ab.outcomes_*)
+        settings = override(settings, "ab", outcomes_topic=topic, outcomes_group_id=group_id,
+                            outcomes_dead_letter_topic=dead_letter_topic)
+        topic = group_id = dead_letter_topic = None
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                         dead_letter_topic=dead_letter_topic, input_format=input_format)
     settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
@@ -168,7 +172,11 @@ def _idle_watch(process: Process, role: str, seconds: float) -> None:
 
 def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str, stats_json: Path | None,
                      exit_when_idle: float | None) -> None:
-    """``--outcomes``: run the outcome loop over Kafka (until a signal, or idle) or a file (until its end)."""
+    """``--outcomes``: the outcome loop over a file (until its end), or over Kafka as the ``outcomes`` role of a
+    process (``/metrics``, ``/healthz``, ``/readyz`` as ``ragmon ingest`` serves them) until a signal or idle."""
+    if file is None:
+        _serve_outcomes(settings, stats_json, exit_when_idle)
+        return
     import signal
 
     from ragmon.errors import InputError
@@ -183,25 +191,51 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if done is None and exit_when_idle is not None:
-        last = [time.monotonic(), 0]
-
-        def done() -> bool:  # Kafka: stop once nothing new arrived for exit_when_idle seconds
-            if loop.stats.consumed != last[1]:
-                last[:] = [time.monotonic(), loop.stats.consumed]
-            return loop.idle() and time.monotonic() - last[0] >= exit_when_idle
     try:
         stats = loop.run(stop, until=done)
     finally:
         close()
+    _outcome_summary(stats, stats_json)
+    if not (done is not None and done()):
+        raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
+                   "again; what was stored is not stored twice", 1)
+
+
+def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle: float | None) -> None:
+    from ragmon.process import serve_roles
+
+    def announce(process: Process) -> None:
+        ab = settings.ab
+        err_console.print(
+            f"ragmon ingest --outcomes: {ab.outcomes_topic} @ {settings.kafka.bootstrap_servers} (group "
+            f"{ab.outcomes_group_id}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
+            f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
+        if exit_when_idle is not None:
+            threading.Thread(target=_outcomes_idle_watch, args=(process, exit_when_idle),
+                             name="ragmon-idle-watch", daemon=True).start()
+
+    process = serve_roles(settings, only=["outcomes"], title="ragmon ingest --outcomes", started=announce)
+    _outcome_summary(process.service("outcomes").stats, stats_json)
+    exit_if_stuck(process)
+
+
+def _outcomes_idle_watch(process: Process, seconds: float) -> None:
+    """Stop ``process`` once its outcome loop has read nothing for ``seconds`` and has nothing left to store."""
+    loop = process.service("outcomes")
+    last_count, since = -1, time.monotonic()
+    while not process.wait_for_stop(0.2):
+        if loop.stats.consumed != last_count or not loop.idle():
+            last_count, since = loop.stats.consumed, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            process.stop()
+
+
+def _outcome_summary(stats: Any, stats_json: Path | None) -> None:
     summary = json.dumps({"consumed": stats.consumed, "stored": stats.stored, "dead_letters": dict(stats.dead_letters),
                           "batches": stats.batches, "retries": stats.retries})
     err_console.print(f"ragmon ingest --outcomes: {summary}", highlight=False, soft_wrap=True, markup=False)
     if stats_json is not None:
         stats_json.write_text(summary + "\n", encoding="utf-8")
-    if file is not None and not (done is not None and done()):
-        raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
-                   "again; what was stored is not stored twice", 1)
 
 
 def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None) -> None:

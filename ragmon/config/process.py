@@ -45,6 +45,10 @@ class RolesSettings(Section):
         True, description="Serve OTLP/HTTP POST /v1/traces (otlp.host:otlp.port) into the store, through the same "
         "assembly, validation and redaction as Kafka input.",
     )
+    outcomes: bool = Field(
+        False, description="Ingest A/B outcome events (schemas/outcome.v1) from ab.outcomes_topic, with the trace "
+        "loop's guarantees. Off by default: switch it on when an application sends outcomes for `ragmon ab compare`.",
+    )
     score: bool = Field(True, description="Score sampled traces with the judge.")
     drift: bool = Field(True, description="Run drift checks on a schedule.")
     review: bool = Field(True, description="Serve the review UI and select the weekly sample.")

@@ -29,6 +29,7 @@ from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError
 from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
 from ragmon.ingest.source import Partition, RawMessage, TraceSource
+from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest.outcomes")
 
@@ -62,19 +63,30 @@ class _Batch:
 
 
 class OutcomeLoop:
-    """One consumer of outcome events. Not thread-safe: ``run`` owns it."""
+    """One consumer of outcome events. Not thread-safe: ``run`` owns it. As a daemon role (``ragmon run`` with
+    ``roles.outcomes``) it is named ``outcomes`` and exports its counts through ``telemetry`` when given."""
+
+    name = "outcomes"
 
     def __init__(self, source: TraceSource, store: Any, dead_letters: DeadLetterSink, settings: AbSettings, *,
                  clock: Callable[[], float] = time.monotonic, poll_timeout_seconds: float = 0.5,
-                 max_backoff_seconds: float = 30.0):
+                 max_backoff_seconds: float = 30.0, telemetry: Telemetry | None = None):
         self.source, self.store, self.sink, self.settings = source, store, dead_letters, settings
         self.stats = OutcomeStats()
+        self.telemetry = telemetry
+        #: monotonic time of the last poll (the role's liveness)
+        self.last_poll = time.monotonic()
         self._clock = clock
         self._poll_timeout = poll_timeout_seconds
         self._batch = _Batch()
         self._backoff = Backoff(max_backoff_seconds, clock=clock, rng=random.Random())
         self._failing = False
         source.set_revoke_handler(self._on_revoke)
+
+    @property
+    def paused(self) -> bool:
+        """Writes are failing: the source is paused and the batch waits for its retry."""
+        return self._failing
 
     def idle(self) -> bool:
         """Nothing read is waiting to be stored or committed."""
@@ -92,6 +104,7 @@ class OutcomeLoop:
                 room = self.settings.max_batch_events - len(self._batch)
                 for msg in self.source.poll(self._poll_timeout, max(1, room)):
                     self._add(msg)
+                self.last_poll = time.monotonic()
                 due = len(self._batch) and (
                     len(self._batch) >= self.settings.max_batch_events
                     or self._clock() - self._batch.started >= self.settings.flush_interval_seconds
@@ -136,6 +149,8 @@ class OutcomeLoop:
             retryable = isinstance(exc, RetryableStoreError | RetryableSourceError)
             self.stats.retries += 1
             self.stats.last_error = str(exc)
+            if self.telemetry is not None:
+                self.telemetry.outcomes_store_retries.inc()
             delay = self._backoff.failed(retryable)
             log.warning("outcome batch not stored (%s); pausing the source, retry in %.1fs", exc, delay)
             if not self._failing:
@@ -145,6 +160,11 @@ class OutcomeLoop:
         self.stats.stored += len(batch.outcomes)
         self.stats.batches += 1
         self.stats.dead_letters.update(d.reason for d in sent)
+        if self.telemetry is not None:
+            self.telemetry.outcomes_consumed.inc(len(batch))
+            self.telemetry.outcomes_stored.inc(len(batch.outcomes))
+            for d in sent:
+                self.telemetry.outcomes_dead_letters.labels(d.reason).inc()
         self._batch = _Batch()
         self._backoff.reset()
         if self._failing:
@@ -169,8 +189,9 @@ def _columns(outcomes: list[tuple[Outcome, str]]) -> dict[str, list[Any]]:
     return cols
 
 
-def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None,
-                      dead_letter_file: str = "-") -> tuple[OutcomeLoop, Callable[[], bool] | None, Callable[[], None]]:
+def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dead_letter_file: str = "-",
+                      telemetry: Telemetry | None = None,
+                      ) -> tuple[OutcomeLoop, Callable[[], bool] | None, Callable[[], None]]:
     """(loop, the "input done" test for a file or None for Kafka, close) for ``ragmon ingest --outcomes``.
 
     Kafka: ``ab.outcomes_topic`` in group ``ab.outcomes_group_id``, dead letters to ``ab.outcomes_dead_letter_topic``
@@ -186,7 +207,7 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None,
         except Exception:
             sink.close()
             raise
-        loop = OutcomeLoop(source, store, sink, settings.ab)
+        loop = OutcomeLoop(source, store, sink, settings.ab, telemetry=telemetry)
         done: Callable[[], bool] | None = lambda: source.exhausted and loop.idle()  # noqa: E731
     else:
         from ragmon.ingest.dead_letter import KafkaDeadLetterSink
@@ -201,7 +222,7 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None,
         except Exception:
             source.close()
             raise
-        loop, done = OutcomeLoop(source, store, sink, settings.ab), None
+        loop, done = OutcomeLoop(source, store, sink, settings.ab, telemetry=telemetry), None
 
     def close() -> None:
         source.close()

@@ -64,6 +64,8 @@ def test_rendered_manifest_invariants(values: Path | None) -> None:
             assert env[f"RAGMON_ROLES__{other.upper()}"]["value"] == str(other == role).lower()
         assert env["RAGMON_ROLES__SHADOW"]["value"] == str(role == "drift").lower()  # once, not in every pod
         assert env["RAGMON_ROLES__OTLP"]["value"] == "false"  # no stray OTLP/HTTP port: traces come through Kafka
+        outcomes = role == "ingest" and spec.get("roles", {}).get("ingest", {}).get("outcomes", False)
+        assert env["RAGMON_ROLES__OUTCOMES"]["value"] == str(outcomes).lower()  # beside the traces, if switched on
         for name, entry in env.items():
             # secrets only by reference: nothing that looks like a credential is inline
             if any(word in name for word in ("DSN", "PASSWORD", "KEY", "TOKEN", "SECRET")):

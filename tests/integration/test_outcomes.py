@@ -176,3 +176,70 @@ def test_ab_compare_rejects_a_cohort_that_reformulates_more_and_holds_a_small_on
     assert r.exit_code == 1 and "cohort is still too small in consent" in r.output
     assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v1",
                                     "--candidate-variant", "production"]).exit_code == 2
+
+
+@pytest.mark.kafka
+def test_cli_kafka_outcomes_use_the_topic_flags_and_exit_when_idle(store, store_settings, kafka_bootstrap, new_topic,
+                                                                    monkeypatch, tmp_path: Path):
+    topic = new_topic(2)
+    values = [json.dumps(event(i, "citation_opened")).encode() for i in range(40)] + [BAD[0]]
+    produce(kafka_bootstrap, topic, values, partitions=2)
+    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
+    stats = tmp_path / "stats.json"
+    r = CliRunner().invoke(cli, [
+        "ingest", "--outcomes", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--group-id", f"{topic}-g",
+        "--dead-letter-topic", f"{topic}.dlq", "--port", "0", "--exit-when-idle", "2", "--stats-json", str(stats)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(stats.read_text())["stored"] == 40 and count(store) == 40
+    assert sum(committed(kafka_bootstrap, f"{topic}-g").values()) == len(values)
+    assert [dict(m.headers)["ragmon.reason"].decode() for m in read_topic(kafka_bootstrap, f"{topic}.dlq")] == ["schema"]
+
+
+@pytest.mark.kafka
+def test_run_with_the_outcomes_role_stores_events_and_exports_their_counts(store, kafka_bootstrap, new_topic):
+    import httpx
+
+    from ragmon.config import KafkaSettings, ProcessSettings, RolesSettings, ServerSettings, Settings
+    from ragmon.process import build_process
+
+    topic = new_topic(1)
+    off = {r: False for r in RolesSettings.model_fields}
+    settings = Settings(
+        roles={**off, "outcomes": True}, server=ServerSettings(port=0),
+        kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, session_timeout_ms=6000),
+        ab=AbSettings(outcomes_topic=topic, outcomes_group_id=f"{topic}-g", outcomes_dead_letter_topic=f"{topic}.dlq",
+                      flush_interval_seconds=0.2),
+        process=ProcessSettings(shutdown_grace_seconds=10))
+    process = build_process(settings, store=store)
+    assert process.role_names == ["outcomes"]
+    port = process.serve()
+    process.daemon.start()
+    try:
+        produce(kafka_bootstrap, topic, [json.dumps(event(i)).encode() for i in range(25)] + [BAD[1]], partitions=1)
+        deadline = datetime.now(UTC) + timedelta(seconds=60)
+        stats = process.service("outcomes").stats
+        while (stats.stored < 25 or not stats.dead_letters) and datetime.now(UTC) < deadline:
+            threading.Event().wait(0.2)
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz").json()
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz")
+    finally:
+        assert process.daemon.stop() == []
+        process.stop_server()
+    assert count(store) == 25
+    assert "ragmon_outcomes_stored_total 25.0" in metrics
+    assert 'ragmon_outcomes_dead_letters_total{reason="invalid_json"} 1.0' in metrics
+    assert health.status_code == 200 and "outcomes" in json.dumps(ready)
+
+
+def test_outcome_topics_that_collide_with_the_traces_topics_are_refused():
+    from ragmon.config import Settings
+    from ragmon.errors import ConfigError
+    from ragmon.ingest.outcomes_role import check
+
+    with pytest.raises(ConfigError) as err:
+        check(Settings(ab=AbSettings(outcomes_topic="rag.traces", outcomes_group_id="ragmon-ingest",
+                                     outcomes_dead_letter_topic="rag.traces")))
+    text = "\n".join(err.value.problems)
+    assert "ab.outcomes_dead_letter_topic" in text and "ab.outcomes_topic" in text and "ab.outcomes_group_id" in text
