@@ -42,12 +42,20 @@ _ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bea
 _bearer = HTTPBearer(auto_error=False, description="A reviewer's API token (`ragmon review new-token`).")
 
 
-def api_router(ctx: ReviewContext) -> APIRouter:
-    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS, route_class=StoreAwareRoute)
+class Caller:
+    """Who made an API request: the reviewer, whether by the session cookie, and that session's CSRF token."""
 
-    class Caller:
-        def __init__(self, username: str, via_cookie: bool, csrf: str):
-            self.username, self.via_cookie, self.csrf = username, via_cookie, csrf
+    def __init__(self, username: str, via_cookie: bool, csrf: str):
+        self.username, self.via_cookie, self.csrf = username, via_cookie, csrf
+
+    def check_csrf(self, request: Request) -> None:
+        """A write made with the cookie must carry the session's CSRF token (403 otherwise)."""
+        if self.via_cookie and not csrf_ok(self.csrf, request.headers.get("X-CSRF-Token")):
+            raise HTTPException(403, "a cookie session must send its CSRF token in X-CSRF-Token")
+
+
+def caller_dependency(ctx: ReviewContext) -> Any:
+    """The ``Depends`` of every review API route (the review queue's and triage's): 401 unless signed in."""
 
     def caller(request: Request,
                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
@@ -62,7 +70,12 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         raise HTTPException(401, "sign in: send 'Authorization: Bearer <token>' or the review session cookie",
                             headers={"WWW-Authenticate": "Bearer"})
 
-    Who = Annotated[Caller, Depends(caller)]
+    return Annotated[Caller, Depends(caller)]
+
+
+def api_router(ctx: ReviewContext) -> APIRouter:
+    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS, route_class=StoreAwareRoute)
+    Who = caller_dependency(ctx)
 
     def week_or_404(week: str) -> Week:
         try:
@@ -114,8 +127,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
                            422: {"model": ErrorOut, "description": "The label is not valid for this item."}},
                 summary="Store (or replace) the caller's label of an item")
     def put_label(week: WeekParam, trace_id: TraceParam, body: LabelIn, who: Who, request: Request) -> LabelOut:
-        if who.via_cookie and not csrf_ok(who.csrf, request.headers.get("X-CSRF-Token")):
-            raise HTTPException(403, "a cookie session must send its CSRF token in X-CSRF-Token")
+        who.check_csrf(request)
         trace = queued_trace(week, trace_id)
         try:
             label = body.to_label(week, trace_id, who.username, datetime.fromtimestamp(ctx.clock(), UTC),

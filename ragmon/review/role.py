@@ -32,6 +32,7 @@ from ragmon.review.api import api_router
 from ragmon.review.auth import Authenticator
 from ragmon.review.context import ReviewContext
 from ragmon.review.selection import SelectionResult, previous_week, select_week
+from ragmon.review.triage_api import triage_api_router
 from ragmon.review.triage_web import triage_router
 from ragmon.review.web import web_router
 from ragmon.store import ClickHouseStore
@@ -49,6 +50,7 @@ class ReviewRole:
         self.router.include_router(api_router(self.context))
         if isinstance(store, ClickHouseStore):  # the triage queue's tables; the in-memory review double has none
             self.router.include_router(triage_router(self.context, store))
+            self.router.include_router(triage_api_router(self.context, store))
 
     def refresh_gauges(self) -> None:
         self.context.refresh_gauges()

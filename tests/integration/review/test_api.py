@@ -15,6 +15,7 @@ from schemathesis import GenerationMode, checks
 
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import select_week
+from ragmon.review.triage import select_triage
 from tests.integration.review.support import (
     TOKENS,
     insert_score,
@@ -36,8 +37,10 @@ LABEL = {"answer_correct": True, "grounded": True, "citations_supported": None, 
 def seeded_app(store):
     week, traces = week_traces(6, ["billing", "consent"], seed=21)
     traces[0]["retrieved"][0]["text"] = HOSTILE
+    traces[1]["feedback"] = {"rating": -1, "comment": HOSTILE}  # a thumbs-down: the week has a triage queue too
     insert_traces(store, traces)
     select_week(ClickHouseReviewQueries(store), week, 6, seed="api", now=datetime.now(UTC))
+    select_triage(store, week, seed="api", now=datetime.now(UTC))
     insert_score(store, traces[0], "faithfulness", float("nan"), status="failed")
     insert_score(store, traces[0], "answer_relevance", 0.75)
     app, _ = review_app(store)
@@ -126,7 +129,10 @@ def test_fuzz_api_no_server_errors_and_schema_conformance(store, mode):
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.label for op in operations} == {
         "GET /review/api/v1/weeks", "GET /review/api/v1/weeks/{week}/queue",
-        "GET /review/api/v1/weeks/{week}/items/{trace_id}", "PUT /review/api/v1/weeks/{week}/items/{trace_id}/label"}
+        "GET /review/api/v1/weeks/{week}/items/{trace_id}", "PUT /review/api/v1/weeks/{week}/items/{trace_id}/label",
+        "GET /review/api/v1/triage/weeks", "GET /review/api/v1/triage/weeks/{week}/queue",
+        "GET /review/api/v1/triage/weeks/{week}/report",
+        "PUT /review/api/v1/triage/weeks/{week}/items/{trace_id}/label"}
     calls: list[int] = []
     for operation in operations:
         strategy = operation.as_strategy(generation_mode=GenerationMode(mode))
@@ -140,7 +146,7 @@ def test_fuzz_api_no_server_errors_and_schema_conformance(store, mode):
                 calls.append(case.call_and_validate(headers=BEARER, checks=REAIMED_CHECKS).status_code)
 
         run()
-    assert len(calls) >= 4 * 10 and all(code < 500 for code in calls)
+    assert len(calls) >= 8 * 10 and all(code < 500 for code in calls)
     if mode == "positive":
         assert calls.count(200) >= 10, sorted(set(calls))
 

@@ -151,3 +151,48 @@ def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
     assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
     bad = ragmon("review", "triage", "--week", "2026-W60")
     assert bad.returncode == 2 and "2026-W60" in bad.stderr
+
+
+def test_the_triage_json_api_lists_queues_labels_and_reports(store: ClickHouseStore) -> None:
+    from urllib.parse import quote
+
+    from fastapi.testclient import TestClient
+
+    from tests.integration.review.support import TOKENS
+
+    week, traces = week_traces(40, ["billing", "consent"], seed=8)
+    traces = thumbs(traces, 4)  # 10 thumbs-down
+    insert_traces(store, traces)
+    queued = select_triage(store, week, seed="api", now=NOW)
+    app, _ = review_app(store)
+    client, bearer = TestClient(app), {"Authorization": f"Bearer {TOKENS['alice']}"}
+    base = "/review/api/v1/triage"
+    assert client.get(f"{base}/weeks").status_code == 401
+    listed = client.get(f"{base}/weeks", headers=bearer).json()
+    assert listed["weeks"] == [{"week": week, "thumbs_down": 10, "queued": 10, "triaged": 0, "seed": "api"}]
+    assert list(listed["causes"]) == list(CAUSES)
+    queue = client.get(f"{base}/weeks/{week}/queue", headers=bearer).json()
+    assert [i["trace_id"] for i in queue["items"]] == [i.trace_id for i in queued.items]
+    first = queued.items[0]
+    url = f"{base}/weeks/{week}/items/{quote(first.trace_id, safe='')}/label"
+    assert client.put(url, headers=bearer, json={"cause": "retrieval_miss", "note": " no passage "}).json()["note"] \
+        == "no passage"
+    assert client.put(url, headers=bearer, json={"cause": "bad_vibes"}).status_code == 422
+    assert client.put(url, headers=bearer, json={"cause": "other"}).status_code == 422  # 'other' needs a note
+    assert client.put(url, headers=bearer, json={"cause": "other", "note": "x", "extra": 1}).status_code == 422
+    not_queued = next(t["trace_id"] for t in traces if not (t.get("feedback") or {}).get("rating") == -1)
+    assert client.put(f"{base}/weeks/{week}/items/{not_queued}/label", headers=bearer,
+                      json={"cause": "retrieval_miss"}).status_code == 404
+    assert client.get(f"{base}/weeks/2026-W01/queue", headers=bearer).status_code == 404
+    cookie = signed_in(app)  # a cookie session must send the CSRF token with a write
+    assert cookie.put(url, json={"cause": "stale_document"}).status_code == 403
+    page = cookie.get(f"/review/triage/{week}/items/{quote(first.trace_id, safe='')}").text
+    assert cookie.put(url, json={"cause": "stale_document"}, headers={"X-CSRF-Token": csrf_of(page)}).status_code == 200
+    queue = client.get(f"{base}/weeks/{week}/queue", headers=bearer).json()
+    item = next(i for i in queue["items"] if i["trace_id"] == first.trace_id)
+    assert (item["cause"], item["reviewer"], queue["triaged"]) == ("stale_document", "alice", 1)  # newest label wins
+    report = client.get(f"{base}/weeks/{week}/report?weeks=2", headers=bearer).json()
+    assert report["weeks"][-1] == week and report["triaged"][-1] == 1 and report["thumbs_down"][-1] == 10
+    assert {(r["cause"], r["stratum"]) for r in report["rows"]} == {("stale_document", "ALL"),
+                                                                    ("stale_document", first.category)}
+    assert client.get(f"{base}/weeks/{week}/report?weeks=0", headers=bearer).status_code == 422
