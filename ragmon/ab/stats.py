@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from ragmon.metrics.intervals import wilson_interval
+
 
 @dataclass(frozen=True)
 class Delta:
@@ -29,15 +31,6 @@ class Delta:
     confidence: float
 
 
-def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
-    if n == 0:
-        return math.nan, math.nan
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def rate_delta(k_base: int, n_base: int, k_cand: int, n_cand: int, confidence: float = 0.95) -> Delta:
     """Difference of proportions (candidate − baseline) with Newcombe's hybrid score interval (method 10)."""
     if not n_base or not n_cand:
@@ -46,8 +39,8 @@ def rate_delta(k_base: int, n_base: int, k_cand: int, n_cand: int, confidence: f
         return Delta(p1, p2, n_base, n_cand, math.nan, math.nan, math.nan, confidence)
     z = float(norm.ppf(0.5 + confidence / 2))
     p1, p2 = k_base / n_base, k_cand / n_cand
-    l1, u1 = wilson(k_base, n_base, z)
-    l2, u2 = wilson(k_cand, n_cand, z)
+    l1, u1 = wilson_interval(p1, n_base, z)
+    l2, u2 = wilson_interval(p2, n_cand, z)
     d = p2 - p1
     low = d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)
     high = d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2)

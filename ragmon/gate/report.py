@@ -23,6 +23,7 @@ from ragmon.gate.runner import CaseRun
 from ragmon.gated import ALL as ALL  # the gate's reports name their all-strata row this way
 from ragmon.gated import StrataReport, per_stratum
 from ragmon.metrics.cost import percentile
+from ragmon.metrics.intervals import wilson_interval
 from ragmon.metrics.summary import mean_defined
 
 
@@ -132,15 +133,6 @@ def _row(name: str, runs: Sequence[CaseRun], t: Thresholds) -> StratumRow:
         permission_leaks=leaks,
         **row,
     )
-
-
-def wilson_interval(share: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval (95% by default) of a share observed over ``n`` cases. Exact in form for a
-    hit rate; for a mean of per-case values in [0, 1] (coverage) an approximation that stays inside [0, 1] and is
-    honest about small n: 1 of 2 cases gives [0.09, 0.91]."""
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def small_strata_notes(result: GateResult, below: int = 5) -> list[str]:

@@ -135,3 +135,10 @@ def test_golden_mismatch_is_refused_unless_allowed() -> None:
     with pytest.raises(GoldenMismatchError, match="set 'dev' \\(baseline\\) vs 'release'"):
         check_same_golden({"version": "v1", "sha256": "aa", "set": "release"}, base, False)
     assert check_same_golden({"version": "v2", "sha256": "bb", "set": "dev"}, base, True) is True
+
+
+def test_wilson_interval_of_one_in_two_and_of_no_cases():
+    # 1 of 2: the documented [0.09, 0.91]; 0 cases: no interval, never a division by zero
+    low, high = wilson_interval(0.5, 2)
+    assert (round(low, 2), round(high, 2)) == (0.09, 0.91)
+    assert all(math.isnan(x) for x in wilson_interval(0.0, 0))
