@@ -119,6 +119,10 @@ def _read_commands(tmp: Path) -> list[list[str]]:
          now.isoformat(), "--format", "json"],
         ["review", "status"],
         ["review", "status", "--format", "json"],
+        ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v2", "--since", since, "--until",
+         now.isoformat(), "--format", "json"],
+        ["leaks", "list", "--since", since, "--until", now.isoformat(), "--format", "json"],
+        ["review", "triage", "--no-select", "--format", "json"],
     ]
 
 
