@@ -14,7 +14,9 @@ minute the benchmark prints, for that minute:
   threads (they keep the process's name: the ingest loop, kafka-python's network thread, the write thread),
   the engine is every thread chDB's ClickHouse named for its role (merges, inserts, schedule pools); the
   traces counted are those committed in that minute;
-- RSS of the ingest process (``VmRSS``);
+- RSS of the ingest process (``VmRSS``), and its anonymous part (``RssAnon``: heaps, caches, what the process
+  really holds); the rest is file-backed, mostly the pages of chDB's 530 MB shared library that have been run
+  (~170-210 MB: reclaimable by the kernel and shared by every process that maps the same file);
 - active parts and the highest merge level of ``traces``, read from the part directories of the table (a part
   is active unless a part of a higher level covers its block range: ClickHouse's own rule), since the chDB
   directory is locked by the ingest process; bytes on disk of the active parts per row they hold (``count.txt``);
@@ -127,9 +129,10 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
     return out
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory figure of ``/proc/<pid>/status`` in MB: ``VmRSS`` (all resident), ``RssAnon``, ``RssFile``."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -184,6 +187,7 @@ class Minute:
     python_us: float
     engine_us: float
     rss_mb: float
+    anon_mb: float
     parts: int
     max_level: int
     bytes_per_trace: float
@@ -270,7 +274,7 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
         main_name = Path(f"/proc/{proc.pid}/comm").read_text().strip()
         print(f"soak: {args.rate:,.0f} traces/s for {minutes:g} min, topic {topic}, ingest pid {proc.pid}, "
               f"{os.cpu_count()} cores; Python threads = those named {main_name!r}; {' '.join(args.env)}", flush=True)
-        print(f"{'min':>3} {'traces':>7} {'py µs':>6} {'eng µs':>6} {'tot µs':>6} {'RSS MB':>6} {'parts':>5} "
+        print(f"{'min':>3} {'traces':>7} {'py µs':>6} {'eng µs':>6} {'tot µs':>6} {'RSS MB':>6} {'anon':>5} {'parts':>5} "
               f"{'lvl':>3} {'B/trace':>7} {'lag':>6} {'fresh p50/p99/max s':>19} {'load':>5}", flush=True)
         producer = Producer(args.bootstrap, topic, args.rate, minutes * 60)
         watch = Watch(admin, group)
@@ -311,11 +315,11 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
             fresh = watch.fresh[mark_fresh:]
             mark_fresh = len(watch.fresh)
             row = Minute(minute, stored, py / max(stored, 1) * 1e6, eng / max(stored, 1) * 1e6, rss_mb(proc.pid),
-                         len(parts), max((p[3] for p in parts), default=0), size / max(rows_on_disk, 1), rows_on_disk, lag,
+                         rss_mb(proc.pid, "RssAnon"), len(parts), max((p[3] for p in parts), default=0), size / max(rows_on_disk, 1), rows_on_disk, lag,
                          pick(fresh, 0.5), pick(fresh, 0.99), max(fresh, default=float("nan")), os.getloadavg()[0])
             rows.append(row)
             print(f"{row.minute:>3} {row.traces:>7,} {row.python_us:>6.0f} {row.engine_us:>6.0f} {row.total_us:>6.0f} "
-                  f"{row.rss_mb:>6.0f} {row.parts:>5} {row.max_level:>3} {row.bytes_per_trace:>7.0f} {row.lag:>6,} "
+                  f"{row.rss_mb:>6.0f} {row.anon_mb:>5.0f} {row.parts:>5} {row.max_level:>3} {row.bytes_per_trace:>7.0f} {row.lag:>6,} "
                   f"{row.fresh_p50:>5.2f} / {row.fresh_p99:>5.2f} / {row.fresh_max:>5.2f} {row.load1:>5.2f}",
                   flush=True)
         producer.stop.set()
@@ -358,6 +362,7 @@ def summarize(rows: list[Minute], watch: Watch, sent: int, rate: float, minutes:
         "traces_per_cpu_second": round(1e6 / max(py + eng, 1e-9)),
         "rss_mb_steady_min_max": [round(min(r.rss_mb for r in steady)), round(max(r.rss_mb for r in steady))],
         "rss_mb_peak_sampled": round(max(r.rss_mb for r in rows)) if rows else None,
+        "anon_rss_mb_steady_min_max": [round(min(r.anon_mb for r in steady)), round(max(r.anon_mb for r in steady))],
         "rss_mb_per_hour_steady": round((steady[-1].rss_mb - steady[0].rss_mb) / max(len(steady) - 1, 1) * 60, 1),
         "parts_end": last.parts if last else None, "max_level_end": last.max_level if last else None,
         "bytes_per_trace_end": round(bpt), "rows_on_disk_end": last.rows_on_disk if last else None, "disk_gib_per_day_at_rate": round(bpt * rate * 86400 / 2**30, 1),
