@@ -39,6 +39,13 @@ TraceParam = Annotated[str, Path(min_length=1, max_length=256, description="The 
 _ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
            404: {"model": ErrorOut, "description": "No such week or item in the queue."},
            503: {"model": ErrorOut, "description": "The store is unavailable; retry later."}}
+#: what a PUT with a body may answer before its own checks: the body, its size, the CSRF header
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
+    411: {"model": ErrorOut, "description": "A chunked body without Content-Length."},
+    413: {"model": ErrorOut, "description": "The body is larger than 1 MiB."},
+    403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
+}
 _bearer = HTTPBearer(auto_error=False, description="A reviewer's API token (`ragmon review new-token`).")
 
 
@@ -119,10 +126,7 @@ def api_router(ctx: ReviewContext) -> APIRouter:
                           ctx.store.verdicts(week, trace_id) if revealed else [], who.username)
 
     @router.put("/weeks/{week}/items/{trace_id:path}/label", response_model=LabelOut,
-                responses={400: {"model": ErrorOut, "description": "The body is not parseable JSON."},
-                           411: {"model": ErrorOut, "description": "A chunked body without Content-Length."},
-                           413: {"model": ErrorOut, "description": "The body is larger than 1 MiB."},
-                           403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
+                responses={**BODY_ERRORS,
                            410: {"model": ErrorOut, "description": "The trace was deleted by the retention TTL."},
                            422: {"model": ErrorOut, "description": "The label is not valid for this item."}},
                 summary="Store (or replace) the caller's label of an item")

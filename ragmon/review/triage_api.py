@@ -16,7 +16,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmon.errors import InputError
-from ragmon.review.api import WEEK_PATTERN, caller_dependency
+from ragmon.review.api import BODY_ERRORS, WEEK_PATTERN, caller_dependency
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.models import ErrorOut
 from ragmon.review.records import parse_week
@@ -140,7 +140,7 @@ def triage_api_router(ctx: ReviewContext, store: RowStore) -> APIRouter:
         return TriageReportOut(**triage_report(store, week, weeks).as_dict())
 
     @router.put("/weeks/{week}/items/{trace_id:path}/label", response_model=TriageLabelOut,
-                responses={403: {"model": ErrorOut, "description": "Cookie session without X-CSRF-Token."},
+                responses={**BODY_ERRORS,
                            422: {"model": ErrorOut, "description": "Not a cause of the taxonomy, or 'other' "
                                                                    "without a note."}},
                 summary="Store (or replace) the caller's cause for a queued thumbs-down trace")

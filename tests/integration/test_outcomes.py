@@ -179,21 +179,34 @@ def test_ab_compare_rejects_a_cohort_that_reformulates_more_and_holds_a_small_on
 
 
 @pytest.mark.kafka
-def test_cli_kafka_outcomes_use_the_topic_flags_and_exit_when_idle(store, store_settings, kafka_bootstrap, new_topic,
-                                                                    monkeypatch, tmp_path: Path):
+def test_cli_kafka_outcomes_use_the_topic_flags_and_exit_when_idle(kafka_bootstrap, new_topic, tmp_path: Path):
+    """`ragmon ingest --outcomes` from Kafka as its own process (a daemon: signals, /metrics, its own chDB)."""
+    import os
+    import subprocess
+    import sys
+
     topic = new_topic(2)
     values = [json.dumps(event(i, "citation_opened")).encode() for i in range(40)] + [BAD[0]]
     produce(kafka_bootstrap, topic, values, partitions=2)
-    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
-    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
-    stats = tmp_path / "stats.json"
-    r = CliRunner().invoke(cli, [
-        "ingest", "--outcomes", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--group-id", f"{topic}-g",
-        "--dead-letter-topic", f"{topic}.dlq", "--port", "0", "--exit-when-idle", "2", "--stats-json", str(stats)])
-    assert r.exit_code == 0, r.output
-    assert json.loads(stats.read_text())["stored"] == 40 and count(store) == 40
+    stats, chdb = tmp_path / "stats.json", tmp_path / "chdb"
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-m", "ragmon", "ingest", "--outcomes", "--bootstrap-servers", kafka_bootstrap,
+                        "--topic", topic, "--group-id", f"{topic}-g", "--dead-letter-topic", f"{topic}.dlq", "--port",
+                        "0", "--exit-when-idle", "2", "--stats-json", str(stats)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"ragmon ingest --outcomes: {topic} @ {kafka_bootstrap}" in r.stderr and "/metrics" in r.stderr
+    assert json.loads(stats.read_text())["stored"] == 40
     assert sum(committed(kafka_bootstrap, f"{topic}-g").values()) == len(values)
     assert [dict(m.headers)["ragmon.reason"].decode() for m in read_topic(kafka_bootstrap, f"{topic}.dlq")] == ["schema"]
+    counted = subprocess.run([sys.executable, "-c", (
+        "from pydantic import SecretStr; from ragmon.config import StoreSettings; from ragmon.store import "
+        f"ClickHouseStore; s = ClickHouseStore.open(StoreSettings(dsn=SecretStr('chdb://{chdb}'))); "
+        "print(s.command(f\"SELECT count() FROM {s.table('outcomes')} FINAL\"))")],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert counted.returncode == 0, counted.stderr
+    assert int(counted.stdout.strip().splitlines()[-1]) == 40
 
 
 @pytest.mark.kafka
