@@ -17,7 +17,7 @@ from rich.table import Table
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.config import override
 
-STAGES = ("generate", "ingest", "score", "drift", "review", "shadow", "coverage", "ab")
+STAGES = ("generate", "ingest", "score", "drift", "review", "shadow", "coverage", "ab", "triage", "judge")
 
 
 def demo(
