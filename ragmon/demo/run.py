@@ -25,9 +25,16 @@ from ragmon.contracts.golden import GoldenCase
 from ragmon.coverage.check import CoverageResult, check_coverage
 from ragmon.coverage.stats import CoverageThresholds
 from ragmon.demo.judge_drift import JudgeDriftDemo, run_judge_drift
-from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate, generate_history, generate_outcomes
-from ragmon.demo.triage import TriageDemo, run_triage
+from ragmon.demo.scenario import (
+    CANDIDATE,
+    PRODUCTION,
+    Scenario,
+    generate,
+    generate_history,
+    generate_outcomes,
+)
 from ragmon.demo.traffic import generate_golden
+from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
