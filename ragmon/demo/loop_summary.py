@@ -23,7 +23,8 @@ def triage_renderable(t: TriageDemo, s: Scenario) -> RenderableType:
         f"queued (seed {q.seed}). Injected: {burst} thumbs-down in stratum {s.incident_stratum} in the last "
         f"{s.incident_hours:g}h, on answers that assert what their passages do not say (the incident), and "
         f"{sum(t.background.values())} background thumbs-down. No cause is simulated: reviewers give each queued "
-        f"trace one at /review/triage/{q.week} (`ragmon demo --keep-serving`).")
+        f"trace one at /review/triage/{q.week} (`ragmon demo --keep-serving`); `ragmon review triage --week {q.week}` "
+        "reports the causes given.")
     table = Table(title=f"Triage queue {q.week}", title_justify="left")
     for col in ("stratum", "thumbs-down injected", "of which the burst", "queued for triage"):
         table.add_column(col, justify="left" if col == "stratum" else "right")

@@ -119,6 +119,7 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "
         "http://127.0.0.1:9108/metrics are served by `ragmon demo --keep-serving`; "
         f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2`, `ragmon drift report`, "
-        "`ragmon leaks list --since 3d`, `ragmon review triage` and `ragmon drift judge-agreement` work on "
+        "`ragmon leaks list --since 3d`, `ragmon review triage --week <week>` and `ragmon drift judge-agreement` "
+        "work on "
         f"the same data with RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo.",
         highlight=False, soft_wrap=True)
