@@ -44,7 +44,7 @@ def _kappa(w: WeekAgreement | None) -> str:
 
 def judge_drift_renderable(j: JudgeDriftDemo) -> RenderableType:
     head = Text(
-        f"Judge drift: {j.labels} review labels by SIMULATED reviewers ({', '.join(REVIEWERS)}) on the real review "
+        f"Judge drift: {j.labels:,} review labels by SIMULATED reviewers ({', '.join(REVIEWERS)}) on the real review "
         f"samples of {j.weeks[0]}..{j.weeks[-1]}: they agree with what the answers say {j.agreement:.0%} of the time, "
         f"and {j.drifted_agreement:.0%} in stratum {j.stratum} in {j.weeks[-1]}. Kappa of the heuristic judge vs "
         "those labels, as `ragmon drift judge-agreement` and RagmonJudgeAgreementLow see it:")
