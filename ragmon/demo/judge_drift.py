@@ -53,7 +53,7 @@ def run_judge_drift(store: Any, settings: JudgeAgreementSettings, telemetry: Tel
     """Select each history week's review sample, label it with the simulated reviewers, run the agreement job.
     ``traces`` are every generated trace (history and the two days), for what a reviewer would see in each."""
     review = ClickHouseReviewQueries(store)
-    truth = {t["trace_id"]: not unsupported(t) for t in traces}
+    truth = {t["trace_id"]: (not unsupported(t), t["behaviour"]) for t in traces}
     starts = scenario.history_week_starts(now)
     weeks = tuple(iso_week(s) for s in starts)
     size = SAMPLE_PER_STRATUM * len(scenario.strata)
@@ -63,12 +63,13 @@ def run_judge_drift(store: Any, settings: JudgeAgreementSettings, telemetry: Tel
                                 min_per_stratum=SAMPLE_PER_STRATUM, now=now, selected_by="demo")
         at = min(start + timedelta(days=8), now)  # labels come in the week after the one reviewed
         for n, item in enumerate(selection.items):
-            flip = scenario.drifted_disagreement if (week == weeks[-1] and item.category == scenario.judge_drift_stratum
-                                                     ) else scenario.reviewer_disagreement  # fmt: skip
-            grounded, cited = (truth.get(item.trace_id, True) != (share_of(f"{label}/{k}/{item.trace_id}") < flip)
+            drifted = week == weeks[-1] and item.category == scenario.judge_drift_stratum
+            flip = scenario.drifted_disagreement if drifted else scenario.reviewer_disagreement
+            supported, behaviour = truth[item.trace_id]
+            grounded, cited = (supported != (share_of(f"{label}/{k}/{item.trace_id}") < flip)
                                for label in ("grounded", "citations_supported"))  # fmt: skip
             labels.append(Label(week, item.trace_id, REVIEWERS[n % len(REVIEWERS)], at, None, grounded, cited, None,
-                                "answer", note=NOTE))
+                                behaviour, note=NOTE))
     review.save_labels(labels)
     job = JudgeAgreementJob(store, settings, telemetry, clock=lambda: now)
     return JudgeDriftDemo(weeks, len(labels), scenario.judge_drift_stratum, 1 - scenario.reviewer_disagreement,
