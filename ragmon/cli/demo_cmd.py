@@ -17,7 +17,7 @@ from rich.table import Table
 from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.config import override
 
-STAGES = ("generate", "ingest", "score", "drift", "review", "shadow", "coverage", "ab")
+STAGES = ("generate", "ingest", "score", "drift", "review", "shadow", "coverage", "ab", "triage", "judge")
 
 
 def demo(
@@ -43,10 +43,15 @@ def demo(
 
     It generates two days of traffic for a production retriever (hybrid@v1) and a shadow candidate
     (hybrid@v2) across four strata, injects a retrieval-score drift and a faithfulness drop in one stratum for
-    the last six hours, then runs the real stages: decode, redact, batch and store (with a few malformed
-    messages dead-lettered), deterministic sampling and the heuristic judge, a drift check, the weekly review
-    selection and the shadow comparison. It ends with what was ingested, the drift detected, the shadow
-    verdict, and where the review UI and /metrics are.
+    the last six hours, two permission leaks, a question type the golden set lacks, a canary cohort that
+    reformulates more, and a burst of thumbs-down on the incident's answers, plus six thin past weeks of
+    traffic. Then it runs the real stages: decode, redact, batch and store (with a few malformed messages
+    dead-lettered), deterministic sampling and the heuristic judge, a drift check, the weekly review selection,
+    the shadow comparison, the leak listing, question-type coverage, the A/B comparison, the thumbs-down triage
+    queue, and judge drift: SIMULATED reviewers label the past weeks' review samples (agreeing less with the
+    judge in one stratum in the last week) and the judge-agreement job compares each week with the calibrated
+    kappa. It ends with what each stage found next to what was injected, and where the review UI and /metrics
+    are.
     """
     from ragmon.demo.run import demo_settings, run_demo
     from ragmon.demo.scenario import Scenario

@@ -4,8 +4,9 @@ Stages, each the production code path (only the Kafka consumer is replaced by it
 demo runs without external services): decode → validate → redact → batch → ClickHouse insert → commit
 (``IngestPipeline``, which counts permission leaks on every trace), deterministic sampling → heuristic judge → metric functions → ``scores``
 (``LiveScorer``), a drift check with the aggregation in ClickHouse (``DriftChecker``), the weekly review
-selection (``select_week``), the shadow comparison (``compare``) and the leak listing (``list_leaks``). Returns a ``DemoResult``; printing is
-the CLI's job.
+selection (``select_week``), the shadow comparison (``compare``) and the leak listing (``list_leaks``), question-type
+coverage, the A/B comparison, the thumbs-down triage queue (``demo.triage``) and judge drift over the history weeks
+with simulated reviewers (``demo.judge_drift``). Returns a ``DemoResult``; printing is the CLI's job.
 """
 
 from __future__ import annotations
@@ -23,8 +24,17 @@ from ragmon.config import DriftSettings, DriftWindowSettings, SamplingSettings, 
 from ragmon.contracts.golden import GoldenCase
 from ragmon.coverage.check import CoverageResult, check_coverage
 from ragmon.coverage.stats import CoverageThresholds
-from ragmon.demo.scenario import CANDIDATE, PRODUCTION, Scenario, generate, generate_outcomes
+from ragmon.demo.judge_drift import JudgeDriftDemo, run_judge_drift
+from ragmon.demo.scenario import (
+    CANDIDATE,
+    PRODUCTION,
+    Scenario,
+    generate,
+    generate_history,
+    generate_outcomes,
+)
 from ragmon.demo.traffic import generate_golden
+from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
@@ -79,6 +89,8 @@ class DemoResult:
     ab: AbResult | None = None
     timings: dict[str, float] = field(default_factory=dict)
     leaks: LeakListing | None = None
+    triage: TriageDemo | None = None
+    judge_drift: JudgeDriftDemo | None = None
 
 
 def demo_settings(base: Settings, sample_rate: float) -> Settings:
@@ -100,7 +112,8 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
 
     t0 = time.perf_counter()
     traces = generate(scenario, now)
-    messages = [json.dumps(t, separators=(",", ":")).encode() for t in traces]
+    history = generate_history(scenario, now)
+    messages = [json.dumps(t, separators=(",", ":")).encode() for t in history + traces]
     timings["generate"] = time.perf_counter() - t0
     progress("generate", len(messages), len(messages))
 
@@ -111,7 +124,8 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
 
     t0 = time.perf_counter()
     scorer = build_scorer(settings, store, telemetry)
-    scored = backfill(scorer, store, scenario.start(now) - timedelta(minutes=1), now + timedelta(minutes=1),
+    since = scenario.history_week_starts(now)[0] if history else scenario.start(now) - timedelta(minutes=1)
+    scored = backfill(scorer, store, since, now + timedelta(minutes=1),
                       page_size=1000, progress=lambda done, _r: progress("score", done, len(messages)))
     score_seconds = time.perf_counter() - t0
 
@@ -144,10 +158,20 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     timings["ab"] = time.perf_counter() - t0
     progress("ab", 1, 1)
 
+    t0 = time.perf_counter()
+    triage = run_triage(store, scenario, traces, now)
+    timings["triage"] = time.perf_counter() - t0
+    progress("triage", 1, 1)
+
+    t0 = time.perf_counter()
+    judge_drift = run_judge_drift(store, settings.drift.judge_agreement, telemetry, scenario, history + traces, now)
+    timings["judge"] = time.perf_counter() - t0
+    progress("judge", 1, 1)
+
     redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
                          if s.name.endswith("_total")))
-    return DemoResult(scenario, now, len(traces), stored, dead, redactions, ingest_seconds, scored, score_seconds,
-                      drift, review, shadow, coverage, ab, timings, leaks)
+    return DemoResult(scenario, now, len(messages), stored, dead, redactions, ingest_seconds, scored, score_seconds,
+                      drift, review, shadow, coverage, ab, timings, leaks, triage, judge_drift)
 
 
 def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],

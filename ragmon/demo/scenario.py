@@ -18,6 +18,14 @@ builds from the first day's traffic does not hold, so the coverage check names i
 A **canary cohort**: for the last ``canary_hours``, a share of production queries (``canary_share``) is served
 by ``hybrid@v2`` as variant ``canary``, and its users reformulate more often (``canary_reformulation`` against
 ``reformulation``); ``generate_outcomes`` makes the outcome events (schemas/outcome.v1) of both arms.
+
+A **burst of thumbs-down**: users give ``feedback.rating = -1`` to a share (``thumbs_down_share``) of the
+incident's unsupported answers, over a thin background (``thumbs_down_background``) everywhere; the cause a
+triage reviewer finds in those traces is the answer asserting what its passages do not say.
+
+**History** for judge drift (``generate_history``): ``history_weeks`` thin past weeks of production traffic
+(``history_per_week`` traces each, ``history_unsupported`` of the answers unsupported, so a judge has both
+verdicts to give), before the two days.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from ragmon.demo.traffic import (
     generate_traces,
     relevance_of,
 )
+from ragmon.review.records import iso_week
 
 PRODUCTION = RetrieverProfile(name="hybrid", version="v1", k=10, noise=0.6, latency_ms_median=45.0)
 CANDIDATE = RetrieverProfile(
@@ -81,6 +90,14 @@ class Scenario:
     canary_share: float = 0.2
     reformulation: float = 0.08
     canary_reformulation: float = 0.2
+    thumbs_down_share: float = 0.4
+    thumbs_down_background: float = 0.005
+    history_weeks: int = 6
+    history_per_week: int = 480
+    history_unsupported: float = 0.3
+    judge_drift_stratum: str = "returns"
+    reviewer_disagreement: float = 0.04
+    drifted_disagreement: float = 0.45
 
     def start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.hours)
@@ -93,6 +110,15 @@ class Scenario:
 
     def canary_start(self, now: datetime) -> datetime:
         return now - timedelta(hours=self.canary_hours)
+
+    def triage_week(self, now: datetime) -> str:
+        """The ISO week the thumbs-down burst falls in (this week, unless the demo runs early on a Monday)."""
+        return iso_week(now - timedelta(hours=self.incident_hours / 2))
+
+    def history_week_starts(self, now: datetime) -> list[datetime]:
+        """Monday 00:00 UTC of each history week, oldest first; the last is the week before ``now``'s."""
+        monday = (now - timedelta(days=now.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
+        return [monday - timedelta(weeks=k) for k in range(self.history_weeks, 0, -1)]
 
 
 def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -114,14 +140,55 @@ def generate(scenario: Scenario, now: datetime | None = None) -> list[dict[str, 
     new_type = scenario.new_type_start(now)
     for i, trace in enumerate(traces):
         if (trace["category"] == scenario.new_type_stratum and datetime.fromisoformat(trace["timestamp"]) >= new_type
-                and _share_of(trace["query_id"]) < scenario.new_type_share):
+                and share_of(trace["query_id"]) < scenario.new_type_share):
             traces[i] = dict(traces[i], question=_AMOUNT + trace["question"])  # both twins of a query alike
     canary = scenario.canary_start(now)
     for i, trace in enumerate(traces):
         if (trace["retriever"]["variant"] == "production" and datetime.fromisoformat(trace["timestamp"]) >= canary
-                and _share_of("canary/" + trace["query_id"]) < scenario.canary_share):
+                and share_of("canary/" + trace["query_id"]) < scenario.canary_share):
             traces[i] = dict(trace, retriever=dict(trace["retriever"], version=CANDIDATE.version, variant="canary"))
-    return _with_tenants(traces, scenario.leak_stratum, scenario.leaks)
+    return _with_tenants(_with_feedback(traces, scenario, now), scenario.leak_stratum, scenario.leaks)
+
+
+def generate_history(scenario: Scenario, now: datetime) -> list[dict[str, Any]]:
+    """Production traces of the history weeks (each spread over its week, ending before the two days start),
+    ``history_unsupported`` of their answers unsupported. Query ids differ from the two days' (own seeds)."""
+    out: list[dict[str, Any]] = []
+    for k, start in enumerate(scenario.history_week_starts(now)):
+        end = min(start + timedelta(weeks=1), scenario.start(now)) - timedelta(hours=1)
+        n, seed = scenario.history_per_week, 1_000 * (scenario.seed + 1) + k
+        spacing = (end - start - timedelta(hours=1)).total_seconds() / n
+        relevance = relevance_of(n, scenario.strata, seed)
+        for i, trace in enumerate(generate_traces(n, scenario.strata, seed=seed, start=start + timedelta(hours=1),
+                                                  production=PRODUCTION, spacing_seconds=spacing)):
+            trace = _realistic(trace, relevance.get(trace["query_id"], {}))
+            if share_of("history/" + trace["query_id"]) < scenario.history_unsupported:
+                trace = _inject(trace, 1.0, i)
+            out.append(dict(trace, attributes={"demo_seed": str(scenario.seed), "demo_history": "true"}))
+    return _with_tenants(out, scenario.leak_stratum, 0)
+
+
+def unsupported(trace: dict[str, Any]) -> bool:
+    """Whether the answer asserts one of the injected claims no passage states (what a reviewer would find)."""
+    return any(claim in trace["answer"] for claim in _UNSUPPORTED)
+
+
+def _with_feedback(traces: list[dict[str, Any]], scenario: Scenario, now: datetime) -> list[dict[str, Any]]:
+    """Thumbs-down from users (production and canary; shadow answers are never shown): the burst on the incident's
+    unsupported answers, and the thin background everywhere else. Marked ``demo_feedback`` burst/background."""
+    incident = scenario.incident_start(now)
+    out = []
+    for trace in traces:
+        u = share_of("thumbs-down/" + trace["query_id"])
+        kind = ""
+        if trace["retriever"]["variant"] != "shadow":
+            burst = (trace["category"] == scenario.incident_stratum and unsupported(trace)
+                     and datetime.fromisoformat(trace["timestamp"]) >= incident)
+            kind = "burst" if burst and u < scenario.thumbs_down_share else (
+                "background" if u < scenario.thumbs_down_background else "")
+        out.append(dict(trace, feedback={"rating": -1},
+                        attributes=dict(trace.get("attributes", {}), demo_feedback=kind)) if kind else trace)
+    return out
 
 
 USER_TENANT, LEAKED_TENANT = "acme", "globex"
@@ -150,12 +217,16 @@ def generate_outcomes(scenario: Scenario, traces: list[dict[str, Any]]) -> list[
         if variant == "shadow":
             continue
         qid, ts = trace["query_id"], datetime.fromisoformat(trace["timestamp"])
-        u = [_share_of(f"{k}/{qid}") for k in range(5)]
+        u = [share_of(f"{k}/{qid}") for k in range(5)]
         reformulation = scenario.canary_reformulation if variant == "canary" else scenario.reformulation
         chances = (("citation_opened", 0.35 if trace["citations"] else 0.0), ("resolved", 0.6),
                    ("escalated", 0.04), ("reformulated", reformulation), ("feedback", 0.1))
+        rating = (trace.get("feedback") or {}).get("rating")
         for n, (kind, p) in enumerate(chances):
-            if u[n] < p:
+            if kind == "feedback" and rating is not None:  # the trace's own feedback, as the outcome event too
+                events.append({"query_id": qid, "kind": kind, "value": rating,
+                               "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()})
+            elif u[n] < p:
                 event = {"query_id": qid, "kind": kind, "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()}
                 if kind == "feedback":
                     event["value"] = 1 if u[n] < 0.07 else -1
@@ -167,7 +238,7 @@ def generate_outcomes(scenario: Scenario, traces: list[dict[str, Any]]) -> list[
 _AMOUNT = "How much does it cost? "
 
 
-def _share_of(query_id: str) -> float:
+def share_of(query_id: str) -> float:
     """A stable number in [0, 1) per query id, so a production trace and its shadow twin are chosen together."""
     return int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) / 2**32
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ragmon.ab.report import rich_renderable as ab_renderable
 from ragmon.coverage.report import rich_renderable as coverage_renderable
+from ragmon.demo.loop_summary import judge_drift_renderable, triage_renderable
 from ragmon.demo.run import DemoResult
 
 
@@ -33,7 +34,11 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
         f"Injected: from {s.incident_start(r.now):%Y-%m-%d %H:%M} UTC on, stratum [bold]{s.incident_stratum}[/] of "
         f"hybrid@v1 (production): retrieval scores ×{s.score_scale} (stale index) and unsupported answers "
         f"(faithfulness drop); {s.leaks} production trace(s) of stratum [bold]{s.leak_stratum}[/] retrieve a chunk of "
-        "another tenant (permission leak). Shadow candidate hybrid@v2: better on shipping, worse on returns.",
+        "another tenant (permission leak). Shadow candidate hybrid@v2: better on shipping, worse on returns. "
+        f"Users thumbs-down {s.thumbs_down_share:.0%} of the incident's unsupported answers (over a "
+        f"{s.thumbs_down_background:.1%} background everywhere). {s.history_weeks} thin past weeks "
+        f"({s.history_per_week} production traces each) are reviewed by SIMULATED reviewers who part ways with the "
+        f"judge in the last of them in stratum [bold]{s.judge_drift_stratum}[/] (judge drift).",
         highlight=False)
 
     ingest = Table(title="Ingest", title_justify="left")
@@ -105,10 +110,16 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
                       f"time against {s.reformulation:.0%}:", highlight=False)
         console.print(ab_renderable(r.ab))
 
+    if r.triage is not None:
+        console.print(triage_renderable(r.triage, s))
+    if r.judge_drift is not None:
+        console.print(judge_drift_renderable(r.judge_drift))
+
     console.print(
         f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "
         "http://127.0.0.1:9108/metrics are served by `ragmon demo --keep-serving`; "
-        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2`, `ragmon drift report` and "
-        "`ragmon leaks list --since 3d` work on "
+        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2`, `ragmon drift report`, "
+        "`ragmon leaks list --since 3d`, `ragmon review triage --week <week>` and `ragmon drift judge-agreement` "
+        "work on "
         f"the same data with RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo.",
         highlight=False, soft_wrap=True)

@@ -193,11 +193,16 @@ class ClickHouseReviewQueries:
             r.selected_by, r.selected_at]], _SELECTION_COLUMNS)
 
     def save_label(self, label: Label) -> None:
-        row = [label.week, label.trace_id, label.reviewer, label.labelled_at, _bit(label.answer_correct),
-               _bit(label.grounded), _bit(label.citations_supported), _bit(label.refusal_appropriate),
-               label.expected_behaviour, int(label.add_to_golden), label.note, list(label.relevant_chunk_ids),
-               label.reference_answer]
-        self.store.insert_rows("review_labels", [row], _LABEL_COLUMNS)
+        self.save_labels([label])
+
+    def save_labels(self, labels: Sequence[Label]) -> None:
+        """``save_label`` for many labels in one insert (the demo's simulated reviewers write hundreds)."""
+        rows = [[label.week, label.trace_id, label.reviewer, label.labelled_at, _bit(label.answer_correct),
+                 _bit(label.grounded), _bit(label.citations_supported), _bit(label.refusal_appropriate),
+                 label.expected_behaviour, int(label.add_to_golden), label.note, list(label.relevant_chunk_ids),
+                 label.reference_answer] for label in labels]
+        if rows:
+            self.store.insert_rows("review_labels", rows, _LABEL_COLUMNS)
 
     def labels_for(self, trace_id: str) -> list[Label]:
         rows = self._rows(f"SELECT {', '.join(_LABEL_COLUMNS)} FROM {self._t('review_labels')} FINAL "

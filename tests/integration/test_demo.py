@@ -1,5 +1,7 @@
 """`ragmon demo` end to end in a subprocess (its own chDB directory): the injected incident is found, the
-shadow verdicts name the winning and losing strata, and --keep-serving serves the review UI and /metrics."""
+shadow verdicts name the winning and losing strata, the thumbs-down burst leads the triage queue, the judge
+agreement job reports the week the simulated reviewers drifted in, and --keep-serving serves the review UI and
+/metrics."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path
     assert ("billing", "faithfulness") in drifted
     assert {stratum for stratum, _ in drifted} == {"billing"}, drift_rows
     # three malformed messages dead-lettered with their reasons, every valid trace stored once
-    assert re.search(r"18,005 │\s+18,002 │ invalid_json: 1, non_finite_score: 1, schema: 1", out), out
+    # (the two days' 18,002 traces and six history weeks of 480)
+    assert re.search(r"20,885 │\s+20,882 │ invalid_json: 1, non_finite_score: 1, schema: 1", out), out
     verdicts = {m["stratum"]: m["verdict"] for m in re.finditer(
         r"│ (?P<stratum>billing|consent|returns|shipping)\s+│[^│]+│[^│]+│ (?P<verdict>promote|hold|reject)", out)}
     assert verdicts["shipping"] == "promote"
@@ -42,9 +45,52 @@ def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path
     assert "overall verdict: REJECT" in out
     assert "/review/" in out and "/metrics" in out
     # the injected permission leaks: two consent traces, each naming the globex chunk (never its text)
-    assert "Permission leaks (counted on all 18,002 traces" in out and "2 trace(s), 2 chunk(s)" in out, out
+    assert "Permission leaks (counted on all 20,882 traces" in out and "2 trace(s), 2 chunk(s)" in out, out
     leak_rows = [line for line in out.splitlines() if "(globex)" in line]
     assert len(leak_rows) == 2 and all("│ consent" in row and "│ acme" in row for row in leak_rows), leak_rows
+    _assert_triage_queue_led_by_the_burst(out)
+    _assert_judge_agreement_drop(out)
+
+
+def _table(out: str, title: str) -> list[list[str]]:
+    """The body rows of the table printed under ``title``, as stripped cells."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("└"):
+            break
+        if line.startswith("│"):
+            rows.append([cell.strip() for cell in line.strip("│").split("│")])
+    return rows
+
+
+def _assert_triage_queue_led_by_the_burst(out: str) -> None:
+    injected = re.search(r"Injected: (\d+) thumbs-down in stratum (\w+)", out)
+    assert injected, out
+    burst, stratum = int(injected[1]), injected[2]
+    queued = {row[0]: (int(row[2]), int(row[3])) for row in _table(out, "Triage queue ")}
+    assert stratum == "billing" and burst > 0
+    # the real selection queued the burst: its stratum holds the most queued thumbs-down, and all of the burst
+    assert max(queued, key=lambda s: queued[s][1]) == stratum, queued
+    assert queued[stratum][0] == burst and queued[stratum][1] >= burst, queued
+    assert all(queued[s][0] == 0 and queued[s][1] > 0 for s in queued if s != stratum), queued  # the background
+
+
+def _assert_judge_agreement_drop(out: str) -> None:
+    assert "SIMULATED reviewers" in out
+    header = next(line for line in out.splitlines() if line.startswith("┃ label"))
+    weeks = re.findall(r"\d{4}-W\d{2}", header)
+    assert len(weeks) == 2, header  # six history weeks: four calibrate, two after
+    rows = _table(out, "Judge agreement (SIMULATED reviewers)")
+    for label in ("grounded", "citations_supported"):
+        cells = {row[1]: row for row in rows if row[0] == label}
+        assert set(cells) == {"billing", "consent", "returns", "shipping", "ALL"}, rows
+        # the latest week (the last column before the verdict) dropped in returns, and only there so far
+        latest = {s: float(c[-2].split()[0]) for s, c in cells.items() if s != "ALL"}
+        assert cells["returns"][-1] == "LOW", cells["returns"]
+        assert min(latest, key=latest.__getitem__) == "returns", latest
+        assert float(cells["returns"][-3].split()[0]) > latest["returns"], cells["returns"]  # the week before
 
 
 def test_demo_keep_serving_serves_review_ui_and_metrics(tmp_path: Path) -> None:
