@@ -111,10 +111,13 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
         t = deviation / math.sqrt(var)
         if previous is not None:  # the innovation: what the previous window's deviation does not predict
             t = (t - rho * previous) / math.sqrt(1 - rho * rho)
+        # the sign is the tested statistic's (the innovation's when whitened), not the raw deviation's: the raw
+        # deviation of trending traffic keeps its sign for hours, and the CUSUM would add that up as drift
+        sign = t if t != 0 else deviation
         t = abs(t)
         p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), min(nu, df_eff)) if nu < df_eff
                        else _sp.t.sf(t, max(df_eff, 1.0))))
-        z = math.copysign(float(_sp.norm.isf(p / 2)), deviation) if p > 0 else math.copysign(math.inf, deviation)
+        z = math.copysign(float(_sp.norm.isf(p / 2)), sign) if p > 0 else math.copysign(math.inf, sign)
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
     return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
@@ -122,7 +125,7 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
 
 
 #: lags over which ``_persistence`` sums the innovations' autocorrelation
-PERSISTENCE_LAGS = 6
+PERSISTENCE_LAGS = 24
 
 
 def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
@@ -132,7 +135,8 @@ def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
     the sequential rule divides its increments by the square root of this so it does not add that up as drift."""
     ok = np.isfinite(z)
     idx, z = idx[ok], z[ok]
-    if idx.size < 4 * PERSISTENCE_LAGS:
+    lags = min(PERSISTENCE_LAGS, idx.size // 6)
+    if lags < 2:
         return 1.0
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
@@ -142,12 +146,12 @@ def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
     if var <= 0:
         return 1.0
     lrv = 1.0
-    for lag in range(1, PERSISTENCE_LAGS + 1):
+    for lag in range(1, lags):
         a, b = innov[:-lag], innov[lag:]
         both = np.isfinite(a) & np.isfinite(b)
-        if both.sum() < 2 * PERSISTENCE_LAGS:
+        if both.sum() < 2 * lags:
             continue
-        lrv += 2 * (1 - lag / (PERSISTENCE_LAGS + 1)) * float(np.mean(a[both] * b[both])) / var
+        lrv += 2 * (1 - lag / lags) * float(np.mean(a[both] * b[both])) / var
     return float(min(max(lrv, 1.0), 10.0))
 
 

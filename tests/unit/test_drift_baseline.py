@@ -117,6 +117,26 @@ def test_innovation_for_correlated_windows() -> None:
     assert np.mean(np.array(jumps) < 0.001) >= 0.9
 
 
+def test_z_takes_the_innovation_sign_so_consecutive_checks_do_not_lean_together() -> None:
+    """The z-score the CUSUM adds up is the innovation's, sign included: a window above its baseline but below what
+    the previous window's excursion predicts is evidence of a fall, and the z-scores of consecutive checks on a
+    correlated walk without drift are about independent (signed by the raw deviation, they kept one sign for
+    as long as the walk stayed on one side: a CUSUM false alarm on every long excursion)."""
+    rng = np.random.default_rng(17)
+    e = np.empty(168 + 400)
+    e[-1] = rng.normal()
+    for w in range(e.size - 2, -1, -1):
+        e[w] = 0.9 * e[w + 1] + math.sqrt(1 - 0.81) * rng.normal()
+    values, variances = 0.1 * e, np.full(e.size, 1e-6)
+    zs = np.array([compare(values, variances, current=c, reference=168, period=1).z for c in range(400)])
+    assert abs(np.corrcoef(zs[1:], zs[:-1])[0, 1]) < 0.2
+    assert np.mean(np.sign(zs[1:]) == np.sign(zs[:-1])) < 0.65
+    falls = values.copy()
+    falls[1], falls[0] = falls[2:].mean() + 0.3, falls[2:].mean() + 0.1  # still above the baseline, but falling
+    b = compare(falls, variances, current=0, reference=168, period=1)
+    assert not isinstance(b, str) and b.value > b.expected and b.rho > 0.5 and b.z < -1
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.floats(-3, 3), st.floats(0.0, 2.0))
 def test_z_moves_with_the_current_value(shift: float, extra: float) -> None:
