@@ -129,10 +129,12 @@ PERSISTENCE_LAGS = 24
 
 
 def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
-    """How much sums of consecutive innovations vary beyond their count: the long-run variance over the variance
-    (Bartlett-weighted autocorrelations up to ``PERSISTENCE_LAGS``), at least 1. Trending traffic whose excursions
-    last longer than one lag-one correlation describes leaves innovations that still lean the same way for hours;
-    the sequential rule divides its increments by the square root of this so it does not add that up as drift."""
+    """How much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
+    ``1 + 2 Σ_{j<L} (1 − j/L) ρ_j`` (Bartlett weights), L = ``PERSISTENCE_LAGS`` (a day of hourly windows, the
+    CUSUM's lookback; a sixth of the windows when there are fewer), between 1 and 10. Trending traffic whose
+    excursions last longer than one lag-one correlation describes leaves innovations that still lean the same way
+    for hours; the sequential rule divides its increments by the square root of this so it does not add that up
+    as drift."""
     ok = np.isfinite(z)
     idx, z = idx[ok], z[ok]
     lags = min(PERSISTENCE_LAGS, idx.size // 6)
@@ -141,17 +143,19 @@ def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
     innov = (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
-    finite = innov[np.isfinite(innov)]
-    var = float(np.mean(finite ** 2)) if finite.size else 0.0
+    present = np.isfinite(innov)
+    var = float(np.mean(innov[present] ** 2)) if present.any() else 0.0
     if var <= 0:
         return 1.0
-    lrv = 1.0
-    for lag in range(1, lags):
-        a, b = innov[:-lag], innov[lag:]
-        both = np.isfinite(a) & np.isfinite(b)
-        if both.sum() < 2 * lags:
-            continue
-        lrv += 2 * (1 - lag / lags) * float(np.mean(a[both] * b[both])) / var
+    # every lag at once: sums of products over pairs of windows both present, and how many such pairs
+    x = np.where(present, innov, 0.0)
+    m = present.astype(float)
+    products = np.correlate(x, x, "full")[x.size:x.size + lags - 1]
+    pairs = np.rint(np.correlate(m, m, "full")[x.size:x.size + lags - 1])
+    lag = np.arange(1, products.size + 1)
+    use = pairs >= 2 * lags
+    acf = np.divide(products, pairs, out=np.zeros_like(products), where=use) / var
+    lrv = 1.0 + float(np.sum(2 * (1 - lag[use] / lags) * acf[use]))
     return float(min(max(lrv, 1.0), 10.0))
 
 
