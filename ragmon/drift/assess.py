@@ -5,7 +5,8 @@ per-window series of every (group, feature) — window 0 the newest — and whic
 
 1. **pools** a group whose current window holds fewer traces than its tests need: ``j`` consecutive windows
    become one block (``j`` from ``POOL_SIZES``, at most ``max_pool``), so a low-traffic stratum is assessed over
-   two, three, … hours instead of not at all; the result carries ``pooled = j``. With no block large enough
+   two, three, … hours instead of not at all; the result carries ``pooled = j``. A rare rate is pooled (up to
+   ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block large enough
    the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
 2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: BH over the whole
    check, effect and sample-size gates) — the per-check verdict, whose false-alarm rate is ``alpha``;

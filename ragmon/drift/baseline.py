@@ -20,7 +20,8 @@ the unit of replication (a random-effects model, as in meta-analysis or Laney's 
   together or their residuals have heavy tails (``_effective_df``) — popular queries that trend for hours make
   the estimate of the spread far noisier than its window count suggests. When the residuals' tails are heavy,
   the t distribution is also the one whose kurtosis matches theirs (excess kurtosis 6/(ν − 4)), scaled to unit
-  variance. ``z`` is the normal-equivalent of the p-value, signed: what the sequential rule accumulates.
+  variance. ``z`` is the normal-equivalent of the p-value, signed by the tested statistic (the innovation's
+  sign when whitened, below): what the sequential rule accumulates.
 
 With ``τ² = 0`` (independent draws) this is a z test with the sampling variance alone; with ``τ² > 0`` the
 current window has to stand out from the natural spread. When consecutive windows move together (``rho``, the
