@@ -5,7 +5,8 @@ per-window series of every (group, feature) — window 0 the newest — and whic
 
 1. **pools** a group whose current window holds fewer traces than its tests need: ``j`` consecutive windows
    become one block (``j`` from ``POOL_SIZES``, at most ``max_pool``), so a low-traffic stratum is assessed over
-   two, three, … hours instead of not at all; the result carries ``pooled = j``. With no block large enough
+   two, three, … hours instead of not at all; the result carries ``pooled = j``. A rare rate is pooled (up to
+   ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block large enough
    the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
 2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: BH over the whole
    check, effect and sample-size gates) — the per-check verdict, whose false-alarm rate is ``alpha``;
@@ -30,6 +31,13 @@ from ragmon.drift.series import Series
 
 #: block sizes a low-traffic group is pooled into (divisors of a day of hours first, so slots stay aligned)
 POOL_SIZES = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168)
+#: a rate's current block must expect at least this many of its rarer outcome at the reference share (an empty
+#: shortlist in 1 % of traces, 50 traces an hour: two windows). With fewer, a Poisson count is mostly 0 and no
+#: rise of the rate can reach significance in one window; a share never seen to vary (0 events) never pools.
+MIN_EXPECTED_EVENTS = 1.0
+#: ... but for events alone it pools at most this many windows: a rarer outcome than that is left to the CUSUM,
+#: so a stale index's slowly rising share is not judged a day late
+MAX_EVENT_POOL = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +141,13 @@ def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[P
     none when even ``max_pool`` windows are not enough (the tests then say so)."""
     need = min((p.min_samples for p in entry.tests), default=1)
     n = entry.series.n
-    pooled = 1
-    for size in POOL_SIZES:
-        if size > d.max_pool:
-            break
-        if int(n[current:current + size].sum()) >= need:
-            pooled = size
-            break
+    rare = _rare_share(entry.series, current, d.reference)
+    sizes = [size for size in POOL_SIZES if size <= d.max_pool]
+    enough = [size for size in sizes if int(n[current:current + size].sum()) >= need]
+    # a rate's block must also expect an event (when some block within max_pool can); else traces decide
+    events = [size for size in enough if size <= MAX_EVENT_POOL and rare > 0
+              and int(n[current:current + size].sum()) * rare >= MIN_EXPECTED_EVENTS]
+    pooled = events[0] if events else enough[0] if enough else 1
     series = entry.series if pooled == 1 else _shift(entry.series, current).blocks(pooled)
     at = current if pooled == 1 else 0
     period = d.period // pooled if d.period % pooled == 0 else 1
@@ -149,6 +157,19 @@ def _prepare(entry: Entry, d: Detector, current: int) -> tuple[int, list[tuple[P
                                   min_window=max(1, math.ceil(p.min_samples / 2)), pooled=pooled, guard=guard))
                    for p in entry.tests]
     return pooled, comparisons
+
+
+def _rare_share(series: Series, current: int, reference: int) -> float:
+    """The reference share of a rate's rarer outcome (1 for a continuous feature): a window of n traces expects
+    ``n ×`` this many of the events a shift of the rate is seen in."""
+    if series.kind != "rate" or series.k is None:
+        return 1.0
+    ref = slice(current + 1, current + 1 + reference)
+    trials = float(series.n[ref].sum())
+    if trials <= 0:
+        return 1.0
+    share = float(series.k[ref].sum()) / trials
+    return min(share, 1 - share)
 
 
 def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Comparison]], d: Detector,

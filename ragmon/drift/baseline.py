@@ -20,7 +20,8 @@ the unit of replication (a random-effects model, as in meta-analysis or Laney's 
   together or their residuals have heavy tails (``_effective_df``) — popular queries that trend for hours make
   the estimate of the spread far noisier than its window count suggests. When the residuals' tails are heavy,
   the t distribution is also the one whose kurtosis matches theirs (excess kurtosis 6/(ν − 4)), scaled to unit
-  variance. ``z`` is the normal-equivalent of the p-value, signed: what the sequential rule accumulates.
+  variance. ``z`` is the normal-equivalent of the p-value, signed by the tested statistic (the innovation's
+  sign when whitened, below): what the sequential rule accumulates.
 
 With ``τ² = 0`` (independent draws) this is a z test with the sampling variance alone; with ``τ² > 0`` the
 current window has to stand out from the natural spread. When consecutive windows move together (``rho``, the
@@ -111,10 +112,13 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
         t = deviation / math.sqrt(var)
         if previous is not None:  # the innovation: what the previous window's deviation does not predict
             t = (t - rho * previous) / math.sqrt(1 - rho * rho)
+        # the sign is the tested statistic's (the innovation's when whitened), not the raw deviation's: the raw
+        # deviation of trending traffic keeps its sign for hours, and the CUSUM would add that up as drift
+        sign = t if t != 0 else deviation
         t = abs(t)
         p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), min(nu, df_eff)) if nu < df_eff
                        else _sp.t.sf(t, max(df_eff, 1.0))))
-        z = math.copysign(float(_sp.norm.isf(p / 2)), deviation) if p > 0 else math.copysign(math.inf, deviation)
+        z = math.copysign(float(_sp.norm.isf(p / 2)), sign) if p > 0 else math.copysign(math.inf, sign)
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
     return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
@@ -122,32 +126,37 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
 
 
 #: lags over which ``_persistence`` sums the innovations' autocorrelation
-PERSISTENCE_LAGS = 6
+PERSISTENCE_LAGS = 24
 
 
 def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
-    """How much sums of consecutive innovations vary beyond their count: the long-run variance over the variance
-    (Bartlett-weighted autocorrelations up to ``PERSISTENCE_LAGS``), at least 1. Trending traffic whose excursions
-    last longer than one lag-one correlation describes leaves innovations that still lean the same way for hours;
-    the sequential rule divides its increments by the square root of this so it does not add that up as drift."""
+    """How much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
+    ``1 + 2 Σ_{j<L} (1 − j/L) ρ_j`` (Bartlett weights), L = ``PERSISTENCE_LAGS`` (a day of hourly windows, the
+    CUSUM's lookback; a sixth of the windows when there are fewer), between 1 and 10. Trending traffic whose
+    excursions last longer than one lag-one correlation describes leaves innovations that still lean the same way
+    for hours; the sequential rule divides its increments by the square root of this so it does not add that up
+    as drift."""
     ok = np.isfinite(z)
     idx, z = idx[ok], z[ok]
-    if idx.size < 4 * PERSISTENCE_LAGS:
+    lags = min(PERSISTENCE_LAGS, idx.size // 6)
+    if lags < 2:
         return 1.0
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
     innov = (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
-    finite = innov[np.isfinite(innov)]
-    var = float(np.mean(finite ** 2)) if finite.size else 0.0
+    present = np.isfinite(innov)
+    var = float(np.mean(innov[present] ** 2)) if present.any() else 0.0
     if var <= 0:
         return 1.0
-    lrv = 1.0
-    for lag in range(1, PERSISTENCE_LAGS + 1):
-        a, b = innov[:-lag], innov[lag:]
-        both = np.isfinite(a) & np.isfinite(b)
-        if both.sum() < 2 * PERSISTENCE_LAGS:
-            continue
-        lrv += 2 * (1 - lag / (PERSISTENCE_LAGS + 1)) * float(np.mean(a[both] * b[both])) / var
+    # every lag at once: sums of products over pairs of windows both present, and how many such pairs
+    x = np.where(present, innov, 0.0)
+    m = present.astype(float)
+    products = np.correlate(x, x, "full")[x.size:x.size + lags - 1]
+    pairs = np.rint(np.correlate(m, m, "full")[x.size:x.size + lags - 1])
+    lag = np.arange(1, products.size + 1)
+    use = pairs >= 2 * lags
+    acf = np.divide(products, pairs, out=np.zeros_like(products), where=use) / var
+    lrv = 1.0 + float(np.sum(2 * (1 - lag[use] / lags) * acf[use]))
     return float(min(max(lrv, 1.0), 10.0))
 
 

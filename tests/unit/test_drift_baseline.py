@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.baseline import compare
+from ragmon.drift.baseline import _persistence, compare
 
 
 def test_hand_computed_small_case() -> None:
@@ -115,6 +115,39 @@ def test_innovation_for_correlated_windows() -> None:
         jumps.append(compare(jump, np.full(169, 1e-6), current=0, reference=168, period=1).p_value)
     assert np.mean(np.array(ps) < 0.05) <= 0.08
     assert np.mean(np.array(jumps) < 0.001) >= 0.9
+
+
+def test_z_takes_the_innovation_sign_so_consecutive_checks_do_not_lean_together() -> None:
+    """The z-score the CUSUM adds up is the innovation's, sign included: a window above its baseline but below what
+    the previous window's excursion predicts is evidence of a fall, and the z-scores of consecutive checks on a
+    correlated walk without drift are about independent (signed by the raw deviation, they kept one sign for
+    as long as the walk stayed on one side: a CUSUM false alarm on every long excursion)."""
+    rng = np.random.default_rng(17)
+    e = np.empty(168 + 400)
+    e[-1] = rng.normal()
+    for w in range(e.size - 2, -1, -1):
+        e[w] = 0.9 * e[w + 1] + math.sqrt(1 - 0.81) * rng.normal()
+    values, variances = 0.1 * e, np.full(e.size, 1e-6)
+    zs = np.array([compare(values, variances, current=c, reference=168, period=1).z for c in range(400)])
+    assert abs(np.corrcoef(zs[1:], zs[:-1])[0, 1]) < 0.2
+    assert np.mean(np.sign(zs[1:]) == np.sign(zs[:-1])) < 0.65
+    falls = values.copy()
+    falls[1], falls[0] = falls[2:].mean() + 0.3, falls[2:].mean() + 0.1  # still above the baseline, but falling
+    b = compare(falls, variances, current=0, reference=168, period=1)
+    assert not isinstance(b, str) and b.value > b.expected and b.rho > 0.5 and b.z < -1
+
+
+def test_persistence_is_the_variance_of_a_day_of_innovations() -> None:
+    """Innovations that lean the same way for half a day (a 12-window moving sum of white noise): a sum of 24 of
+    them varies about 8 times more than 24 independent ones would (capped at 10); six lags saw under 6 of it."""
+    rng = np.random.default_rng(18)
+    ratios = []
+    for _ in range(40):
+        z = np.convolve(rng.normal(size=168 + 11), np.ones(12), "valid") / math.sqrt(12)
+        ratios.append(_persistence(np.arange(168), z, 0.0))
+    assert np.median(ratios) > 7
+    white = [_persistence(np.arange(168), rng.normal(size=168), 0.0) for _ in range(40)]
+    assert np.median(white) < 1.3
 
 
 @settings(max_examples=60, deadline=None)

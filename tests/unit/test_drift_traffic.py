@@ -121,3 +121,24 @@ def test_low_traffic_is_pooled_not_left_blind() -> None:
     assert mean.decision.status == "ok" and mean.pooled == 3  # 12 an hour: three hours reach the 30 it needs
     unpooled = assess(_entries(history, _plans(["top1_score"])), Detector(max_pool=1))
     assert all(r.decision.status == "insufficient_data" for r in unpooled)
+
+
+def test_a_rare_rate_is_pooled_until_its_block_expects_an_event() -> None:
+    """Empty shortlists are about 1 % of traces: at 50 traces an hour a window expects half of one, so no rise could
+    reach significance in it; two or three windows are pooled, to one expected event (refusals, about 6 %, are not;
+    nor is anything at 200)."""
+    plans = _plans(["empty_shortlist_rate", "refusal_rate"])
+
+    def pooled(size: int, seed: int, shift: dict[int, Shift] | None = None) -> dict[str, Assessed]:
+        history = _history("mix", size, DETECTOR.history, seed=seed, shift=shift, strata_count=1)
+        return {r.key[1]: r for r in assess(_entries(history, plans), DETECTOR)}
+
+    low = pooled(50, 13)
+    assert low["empty_shortlist_rate"].pooled in (2, 3) and low["refusal_rate"].pooled == 1
+    assert low["empty_shortlist_rate"].decision.status == "ok"
+    assert pooled(200, 13)["empty_shortlist_rate"].pooled == 1
+    rise = pooled(50, 14, shift={0: Shift(extra_empty=0.1), 1: Shift(extra_empty=0.1)})["empty_shortlist_rate"]
+    assert rise.pooled in (2, 3) and rise.decision.drifted
+    # a share never seen to move (no event in the reference) is not pooled for events it cannot expect
+    never = Series("rate", np.full(DETECTOR.history, 50), k=np.zeros(DETECTOR.history, np.int64))
+    assert assess([Entry("never", plans["empty_shortlist_rate"], never)], DETECTOR)[0].pooled == 1
