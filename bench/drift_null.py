@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -46,18 +45,10 @@ from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
 from ragmon.drift.series import Series  # noqa: E402
 from ragmon.drift.summary import ContinuousSummary, RateSummary  # noqa: E402
 from ragmon.drift.traffic import SHAPES, Shift, Stratum, strata  # noqa: E402
+from ragmon.metrics.intervals import wilson_interval
 
 STRATA = 4
 SIZES = (200, 1000, 5000)
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return math.nan, math.nan
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _plans(shape: str) -> dict[str, list[Planned]]:
@@ -128,7 +119,7 @@ def null_run(shape: str, size: int, series: int, checks: int, detector: Detector
             now = {x.key for x in results if x.cusum is not None and x.cusum.alarm}
             onsets += len(now - was)
             was = now
-    low, high = wilson(alarmed, total)
+    low, high = wilson_interval(alarmed / total if total else 0.0, total)
     return {"checks": total, "alarmed": alarmed, "rate": alarmed / total, "low": low, "high": high,
             "cusum_per_day": onsets / (total / detector.windows_per_day)}
 
@@ -179,7 +170,7 @@ def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int,
                 break
         caught += hit
         by_check += hit_check
-    low, high = wilson(caught, trials)
+    low, high = wilson_interval(caught / trials if trials else 0.0, trials)
     return {"trials": trials, "caught": caught, "rate": caught / trials, "low": low, "high": high,
             "by_check": by_check / trials}
 
