@@ -38,9 +38,9 @@ class Arm:
 
     @classmethod
     def parse(cls, text: str, variant: str) -> Arm:
-        name, _, version = text.partition("@")
-        if not name:
-            raise ValueError(f"{text!r}: expected NAME or NAME@VERSION")
+        name, at, version = text.partition("@")
+        if not name or (at and not version) or "@" in version or text != text.strip():
+            raise ValueError(f"{text[:80]!r}: expected NAME or NAME@VERSION (one '@', both sides non-empty)")
         return cls(name, version or None, variant)
 
     def __str__(self) -> str:
@@ -100,6 +100,10 @@ class AbResult:
     strata: tuple[StratumResult, ...]
     decision: str
     too_small: tuple[str, ...] = field(default=())
+    #: the span of the candidate's traces in the window; the baseline is compared over it only (None: no cohort)
+    cohort: tuple[datetime, datetime] | None = None
+    #: the arms with no trace at all in the window (a typo in a name or version looks like this)
+    empty_arms: tuple[str, ...] = field(default=())
 
     @property
     def exit_code(self) -> int:
@@ -181,6 +185,11 @@ def compare(store: AbStore, o: AbOptions) -> AbResult:
     """Compare the arms per stratum (and over all) in [since, until − join wait)."""
     end = o.until - timedelta(seconds=o.join_wait_seconds)
     base, cand = _traces(store, o.baseline, o, end), _traces(store, o.candidate, o, end)
+    empty = tuple(str(arm) for arm, rows in ((o.baseline, base), (o.candidate, cand)) if not rows)
+    cohort = None
+    if cand:  # the same hours on both sides: production before (or after) the cohort ran is not its baseline
+        cohort = (min(r["ts"] for r in cand), max(r["ts"] for r in cand))
+        base = [r for r in base if cohort[0] <= r["ts"] <= cohort[1]]
     fp, rows = quality_of(store, [r["trace_id"] for r in base + cand], QUALITY)
     quality: dict[str, dict[str, float]] = defaultdict(dict)
     for row in rows:
@@ -195,4 +204,4 @@ def compare(store: AbStore, o: AbOptions) -> AbResult:
     decisions = {s.decision for s in strata} or {HOLD}
     decision = REJECT if REJECT in decisions else HOLD if HOLD in decisions else PROMOTE
     too_small = tuple(s.stratum for s in strata if s.reasons and s.reasons[0].startswith("cohort too small"))
-    return AbResult(o, fp, (*strata, overall), decision, too_small)
+    return AbResult(o, fp, (*strata, overall), decision, too_small, cohort, empty)

@@ -25,6 +25,8 @@ def to_json(result: AbResult) -> str:
         "baseline": str(o.baseline), "candidate": str(o.candidate), "since": o.since.isoformat(),
         "until": o.until.isoformat(), "judge_fingerprint": result.judge_fingerprint, "decision": result.decision,
         "exit_code": result.exit_code, "too_small": list(result.too_small),
+        "cohort": [t.isoformat() for t in result.cohort] if result.cohort else None,
+        "empty_arms": list(result.empty_arms),
         "parameters": {"join_wait_seconds": o.join_wait_seconds, "reformulation_seconds": o.reformulation_seconds,
                        "min_per_arm": o.min_per_arm, "max_rate_harm": o.max_rate_harm,
                        "max_latency_increase_ms": o.max_latency_increase_ms, "max_quality_drop": o.max_quality_drop,
@@ -65,7 +67,13 @@ def rich_renderable(result: AbResult) -> Group:
         verdict_style = {"promote": "green", "reject": "red"}.get(s.decision, "yellow")
         table.add_row(s.stratum, f"{s.n_baseline}/{s.n_candidate}", Text(s.decision, style=verdict_style), *cells,
                       "; ".join(s.reasons))
+    if result.cohort:
+        head.append(f"\nthe cohort's traces span {result.cohort[0]:%Y-%m-%d %H:%M} – {result.cohort[1]:%Y-%m-%d %H:%M} "
+                    "UTC: the baseline is compared over the same span")
     tail = f"verdict: {result.decision.upper()} (exit code {result.exit_code})"
+    if result.empty_arms:
+        tail += (f"; no traces at all for {' and '.join(result.empty_arms)} in the window: check the name, version "
+                 "and variant (`ragmon store status`, the console's traces page)")
     if result.too_small:
         tail += f"; the cohort is still too small in {', '.join(result.too_small)} (min {o.min_per_arm} per arm)"
     return Group(head, table, Text(tail))

@@ -80,13 +80,18 @@ def demo(
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(tasks[stage], completed=done, total=total)
 
-        result = run_demo(settings, store, telemetry, scenario, progress=progress)
+        result = run_demo(settings, store, telemetry, scenario, progress=progress,
+                          golden_path=data_dir / GOLDEN_FILE)
 
     from ragmon.demo.summary import print_summary
 
-    print_summary(console, result, data_dir)
+    print_summary(console, result, data_dir, data_dir / GOLDEN_FILE)
     if keep_serving:
         _serve(settings, store, telemetry, host, port)
+
+
+#: the golden set the demo's coverage step compares with traffic, written into the demo's directory
+GOLDEN_FILE = "golden-coverage.json"
 
 
 def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from ragmon.ab.compare import AbOptions, AbResult, Arm
 from ragmon.ab.compare import compare as ab_compare
@@ -36,6 +37,7 @@ from ragmon.demo.scenario import (
 from ragmon.demo.traffic import generate_golden
 from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
+from ragmon.gate.golden_io import write_golden
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
 from ragmon.ingest.pipeline import IngestPipeline
@@ -106,7 +108,9 @@ def demo_settings(base: Settings, sample_rate: float) -> Settings:
 
 
 def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, scenario: Scenario, *,
-             progress: Progress = lambda stage, done, total: None) -> DemoResult:
+             progress: Progress = lambda stage, done, total: None, golden_path: Path | None = None) -> DemoResult:
+    """Generate, ingest, score and check the scenario's traffic. ``golden_path``: where to write the golden set
+    the coverage step compares with traffic (so ``ragmon golden coverage --golden`` can repeat it)."""
     now = datetime.now(UTC)
     timings: dict[str, float] = {}
 
@@ -149,7 +153,7 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
                        - timedelta(minutes=1), until=now + timedelta(minutes=1), limit=20)  # fmt: skip
 
     t0 = time.perf_counter()
-    coverage = _coverage(settings, store, scenario, traces, now)
+    coverage = _coverage(settings, store, scenario, traces, now, golden_path)
     timings["coverage"] = time.perf_counter() - t0
     progress("coverage", 1, 1)
 
@@ -230,9 +234,11 @@ def coverage_golden(traces: list[dict], until: datetime, question_types: Sequenc
 
 
 def _coverage(settings: Settings, store: ClickHouseStore, scenario: Scenario, traces: list[dict],
-              now: datetime) -> CoverageResult:
+              now: datetime, golden_path: Path | None) -> CoverageResult:
     c = settings.coverage
     golden = coverage_golden(traces, scenario.new_type_start(now), c.question_types)
+    if golden_path is not None:
+        write_golden(golden_path, golden)
     return check_coverage(store, golden, c.question_types, until=now + timedelta(minutes=1),
                           window=timedelta(hours=scenario.new_type_hours),
                           thresholds=CoverageThresholds.of(c))

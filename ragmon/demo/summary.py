@@ -24,7 +24,7 @@ def _why(reasons: tuple[str, ...]) -> str:
     return "; ".join(shown[:2]) + (f" (+{len(shown) - 2} more)" if len(shown) > 2 else "")
 
 
-def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
+def print_summary(console: Console, r: DemoResult, data_dir: Path, golden_path: Path) -> None:
     s = r.scenario
     if console.is_terminal:
         console.rule("[bold]ragmon demo")
@@ -115,11 +115,21 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path) -> None:
     if r.judge_drift is not None:
         console.print(judge_drift_renderable(r.judge_drift))
 
+    env = f"RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo"
     console.print(
-        f"Data: {data_dir} (database ragmon_demo). Review UI http://127.0.0.1:9108/review/ and metrics "
-        "http://127.0.0.1:9108/metrics are served by `ragmon demo --keep-serving`; "
-        f"`ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2`, `ragmon drift report`, "
-        "`ragmon leaks list --since 3d`, `ragmon review triage --week <week>` and `ragmon drift judge-agreement` "
-        "work on "
-        f"the same data with RAGMON_STORE__DSN=chdb://{data_dir} RAGMON_STORE__DATABASE=ragmon_demo.",
-        highlight=False, soft_wrap=True)
+        f"Data: {data_dir} (database ragmon_demo). `ragmon demo --keep-serving` serves the review UI, the console "
+        "and /metrics on it (and prints where). These commands read the same data (prefix each with the "
+        f"environment {env}):", highlight=False, soft_wrap=True)
+    commands = Table.grid(padding=(0, 2))
+    for command, what in (
+        ("ragmon drift report", "the drift check, with both windows' histograms"),
+        ("ragmon shadow compare --baseline hybrid@v1 --candidate hybrid@v2", "the shadow comparison"),
+        ("ragmon leaks list --since 3d", "the leaking traces"),
+        (f"ragmon golden coverage --golden {golden_path} --since {s.new_type_hours:g}h", "question-type coverage"),
+        (f"ragmon ab compare --baseline hybrid@v1 --candidate hybrid@v2 --since {s.canary_hours:g}h",
+         "the canary cohort (since it started)"),
+        ("ragmon review triage --no-select", "the thumbs-down triage queue and report"),
+        ("ragmon drift judge-agreement", "judge-vs-reviewer agreement by week (simulated reviewers)"),
+    ):
+        commands.add_row(command, f"[dim]{what}[/]")
+    console.print(commands)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -153,3 +154,12 @@ def parse_golden(data: Any, path: Path) -> GoldenFile:
         sha256=digest,
         cases=tuple(cases),
     )
+
+
+def write_golden(path: Path, cases: list[GoldenCase] | tuple[GoldenCase, ...]) -> None:
+    """Write ``cases`` as a golden-set file (a JSON array of golden-case.v1), atomically: a reader sees the old
+    file or the new one, never half of it."""
+    data = [c.model_dump(mode="json") for c in cases]
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

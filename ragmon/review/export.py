@@ -12,8 +12,6 @@ and the ``prefer``-red types (those the golden set under-represents) are exporte
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ from pydantic import ValidationError
 
 from ragmon.contracts.golden import Adjudication, GoldenCase, GoldenSet, ReferencePassage
 from ragmon.errors import InputError
+from ragmon.gate.golden_io import write_golden
 from ragmon.review.labels import Label, disagreements
 from ragmon.review.queries import ReviewStore
 
@@ -121,7 +120,7 @@ def export_golden(store: ReviewStore, path: Path, *, week: str | None = None, pr
         new_cases.append(case)
         added.append(cid)
     if new_cases or not path.exists():
-        _write_atomically(path, [*existing, *new_cases])
+        write_golden(path, [*existing, *new_cases])
     return ExportResult(path, week, tuple(added), tuple(present), skipped, tuple(prefer), limit, tuple(deferred))
 
 
@@ -146,10 +145,3 @@ def _read_existing(path: Path) -> list[GoldenCase]:
         where = ".".join(map(str, first["loc"]))
         raise InputError(f"{path}: not a valid golden set (at {where}: {first['msg']}); fix it or export to a new "
                          "file") from None
-
-
-def _write_atomically(path: Path, cases: list[GoldenCase]) -> None:
-    data = [c.model_dump(mode="json") for c in cases]
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

@@ -153,7 +153,9 @@ def test_ab_compare_rejects_a_cohort_that_reformulates_more_and_holds_a_small_on
     result = compare(store, options)
     by = {s.stratum: s for s in result.strata}
     billing = {m.name: m for m in by["billing"].measures}
-    assert by["billing"].n_baseline == 400 and by["billing"].n_candidate == 300
+    # the baseline is compared over the cohort's span only: its first 300 traces (30 s apart), not all 400
+    assert by["billing"].n_baseline == 300 and by["billing"].n_candidate == 300
+    assert (result.cohort[1] - result.cohort[0]).total_seconds() == 30 * 299 and result.empty_arms == ()
     assert billing["reformulated"].delta.baseline == pytest.approx(0.1)
     assert billing["reformulated"].delta.candidate == pytest.approx(100 / 300)
     assert billing["reformulated"].status == "harm" and by["billing"].decision == REJECT
@@ -176,6 +178,10 @@ def test_ab_compare_rejects_a_cohort_that_reformulates_more_and_holds_a_small_on
     assert r.exit_code == 1 and "cohort is still too small in consent" in r.output
     assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v1",
                                     "--candidate-variant", "production"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@", "--candidate", "hybrid@v2"]).exit_code == 2
+    typo = CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybird@v2",
+                                    "--since", "7h"], env={"COLUMNS": "300"})
+    assert typo.exit_code == 4 and "no traces at all for hybird@v2 (canary)" in typo.output
 
 
 @pytest.mark.kafka

@@ -49,3 +49,12 @@ def test_verdict_directions_and_tolerance() -> None:
     assert judge("escalated", _d(0.0, -0.03, 0.03), 0.02).status == "inconclusive"
     assert judge("latency_ms", _d(80.0, 60.0, 100.0), 50.0).status == "harm"
     assert judge("faithfulness", _d(math.nan, math.nan, math.nan), 0.02).status == "no_data"
+
+
+@pytest.mark.parametrize("text", ["hybrid@", "@v1", "hybrid@v1@x", "", " hybrid@v1"])
+def test_an_arm_that_is_not_name_or_name_at_version_is_refused(text: str) -> None:
+    from ragmon.ab.compare import Arm
+
+    with pytest.raises(ValueError, match="NAME@VERSION"):
+        Arm.parse(text, "canary")
+    assert Arm.parse("hybrid@v1", "canary").version == "v1" and Arm.parse("hybrid", "canary").version is None
