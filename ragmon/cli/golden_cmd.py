@@ -59,6 +59,9 @@ def coverage_cmd(
     store = open_store(settings)
     result = check_coverage(store, cases, c.question_types, until=end, window=window, fingerprint=fingerprint,
                             thresholds=CoverageThresholds.of(c))
+    if fingerprint is not None and not any(st.traffic for st in result.strata):
+        raise fail(f"--fingerprint {fingerprint[:80]!r}: no traffic in the window was classified with it; leave it "
+                   "out to use the newest classifier's (`ragmon golden coverage --format json` names it)")
     if fmt == "json":
         typer.echo(to_json(result), nl=False)
     else:

@@ -8,6 +8,7 @@ counted as untagged and left out), building the per-stratum comparison (``ragmon
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,7 +111,8 @@ def export(result: CoverageResult, telemetry: Telemetry, now: float) -> None:
     telemetry.coverage_diverged.clear()
     telemetry.coverage_under_represented.clear()
     for s in result.strata:
-        telemetry.coverage_distance.labels(s.stratum).set(s.distance)
+        if math.isfinite(s.distance):  # a stratum with no golden cases (or no traffic) has no distance
+            telemetry.coverage_distance.labels(s.stratum).set(s.distance)
         telemetry.coverage_diverged.labels(s.stratum).set(1 if s.status in (DIVERGED, NO_GOLDEN) else 0)
         for share in s.shares:
             if share.question_type in s.under_represented:

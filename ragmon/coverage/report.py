@@ -41,6 +41,10 @@ def to_json(result: CoverageResult) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+def _cell(x: float, spec: str) -> str:
+    return format(x, spec) if math.isfinite(x) else "-"
+
+
 def rich_renderable(result: CoverageResult) -> Group:
     head = Text(f"Question-type coverage {result.since:%Y-%m-%d %H:%M} – {result.until:%Y-%m-%d %H:%M} UTC, "
                 f"classifier {result.fingerprint or '(no classified traffic)'}; golden set {result.golden_cases} "
@@ -51,7 +55,7 @@ def rich_renderable(result: CoverageResult) -> Group:
         gaps = {t.question_type: t.gap for t in s.shares}
         under = ", ".join(f"{t} (+{gaps[t]:.0%})" for t in s.under_represented) or "-"
         table.add_row(s.stratum, Text(s.status, style=style), str(s.golden_cases), str(s.traffic),
-                      f"{s.distance:.2f}", f"{s.p_value:.2g}", f"{s.cramers_v:.2f}", under)
+                      _cell(s.distance, ".2f"), _cell(s.p_value, ".2g"), _cell(s.cramers_v, ".2f"), under)
     verdict = {0: "the golden set describes live traffic", 1: "the golden set no longer describes live traffic",
                4: "too little classified traffic to say"}[result.exit_code]
     add = result.under_represented()

@@ -31,8 +31,8 @@ def run_check(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> A
         thresholds=CoverageThresholds.of(settings))
     export(result, telemetry, time.time())
     for s in result.diverged:
-        log.warning("golden set no longer describes stratum %s (TVD %.2f): under-represented %s", s.stratum,
-                    s.distance, ", ".join(s.under_represented) or "-")
+        log.warning("golden set no longer describes stratum %s (%s): under-represented %s", s.stratum,
+                    s.status if s.status != "diverged" else f"TVD {s.distance:.2f}", ", ".join(s.under_represented) or "-")
     return result
 
 

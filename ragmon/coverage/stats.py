@@ -98,8 +98,10 @@ def compare_stratum(stratum: str, golden: Mapping[str, int], traffic: Mapping[st
     """Compare one stratum's golden-set and traffic question-type counts."""
     shares = shares_of(golden, traffic, types)
     ng, nt = sum(golden.values()), sum(traffic.values())
-    g, p, v = g_test(golden, traffic)
-    distance = total_variation(shares) if ng and nt else 0.0
+    # with one side empty there is no distribution to compare: no distance and no test (NaN: "-" and null in
+    # reports, no gauge), never the 0 and p = 1 of a perfect match
+    g, p, v = g_test(golden, traffic) if ng and nt else (math.nan, math.nan, math.nan)
+    distance = total_variation(shares) if ng and nt else math.nan
     under = tuple(s.question_type for s in sorted(shares, key=lambda s: -s.gap)
                   if s.traffic > 0 and s.gap >= thresholds.min_share_gap) if ng and nt else ()
     if not ng:

@@ -132,6 +132,8 @@ def test_cli_report_json_and_exit_code(store, store_settings, tmp_path, monkeypa
     assert r.exit_code == 1 and "add cases of: table-number" in r.output
     assert runner.invoke(cli, ["golden", "coverage", "--golden", str(path), "--format", "xml"]).exit_code == 2
     assert runner.invoke(cli, ["golden", "coverage"]).exit_code == 2  # no golden set anywhere
+    unknown = runner.invoke(cli, ["golden", "coverage", "--golden", str(path), "--fingerprint", "deadbeef"])
+    assert unknown.exit_code == 2 and "no traffic in the window was classified with it" in unknown.output
 
 
 def test_export_prefers_under_represented_types_and_tags_cases(store, tmp_path):
