@@ -216,7 +216,8 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dea
         kafka = settings.kafka.model_copy(update={"topic": settings.ab.outcomes_topic,
                                                   "group_id": settings.ab.outcomes_group_id,
                                                   "dead_letter_topic": settings.ab.outcomes_dead_letter_topic})
-        source = KafkaTraceSource(kafka, client_id="ragmon-outcomes")
+        source = KafkaTraceSource(kafka, client_id="ragmon-outcomes", topic_setting="ab.outcomes_topic "
+                                  "(RAGMON_AB__OUTCOMES_TOPIC, --topic with --outcomes)")
         try:
             sink = KafkaDeadLetterSink(kafka)
         except Exception:

@@ -32,7 +32,11 @@ Partition = tuple[str, int]
 COMMIT_TIMEOUT_MS = 5_000
 
 
-def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str) -> None:
+#: where a consumer's topic is set, for the missing-topic warning
+TOPIC_SETTING = "kafka.topic (RAGMON_KAFKA__TOPIC, --topic)"
+
+
+def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str, setting: str = TOPIC_SETTING) -> None:
     """Log a warning when ``topic`` does not exist on the cluster: the consumer would wait for it silently (a typo
     in kafka.topic looks like an idle topic). Never raises."""
     try:
@@ -40,8 +44,8 @@ def warn_if_topic_missing(consumer: object, topic: str, bootstrap: str) -> None:
     except Exception:  # noqa: BLE001 - a best-effort early warning
         return
     if not exists:
-        log.warning("topic %r does not exist on %s (yet): waiting for it to be created; check kafka.topic "
-                    "(RAGMON_KAFKA__TOPIC, --topic) if it should exist", topic, bootstrap)
+        log.warning("topic %r does not exist on %s (yet): waiting for it to be created; check %s if it should "
+                    "exist", topic, bootstrap, setting)
 
 
 class RawMessage(NamedTuple):
@@ -116,7 +120,7 @@ class LocalPosition:
 class KafkaTraceSource:
     """A kafka-python consumer-group member: manual commits, earliest reset, pause/resume, revoke hook."""
 
-    def __init__(self, settings: KafkaSettings, *, client_id: str = "ragmon-ingest"):
+    def __init__(self, settings: KafkaSettings, *, client_id: str = "ragmon-ingest", topic_setting: str = TOPIC_SETTING):
         from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
         from kafka.errors import KafkaError
 
@@ -148,7 +152,7 @@ class KafkaTraceSource:
             self._consumer = KafkaConsumer(**consumer_options(settings, group_id=settings.group_id,
                                                               client_id=client_id))
             self._consumer.subscribe([settings.topic], listener=_Listener())
-            warn_if_topic_missing(self._consumer, settings.topic, settings.bootstrap_servers)
+            warn_if_topic_missing(self._consumer, settings.topic, settings.bootstrap_servers, topic_setting)
         except KafkaError as exc:
             raise SourceError(
                 f"cannot connect to Kafka at {settings.bootstrap_servers} ({type(exc).__name__}: {exc}); check "

@@ -16,6 +16,7 @@ newest label of a trace is its cause. Owns the taxonomy, the queries and the lab
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +37,9 @@ CAUSES: Mapping[str, str] = {
     "other": "Other (say what in the note)",
 }
 MAX_NOTE_CHARS = 2_000
+#: Unicode categories a note may not hold (but newline and tab): controls, format characters such as bidi
+#: overrides, surrogates, private and unassigned code points — they let a note forge what a later reader sees
+_INVISIBLE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 DEFAULT_MAX_ITEMS = 200
 
 
@@ -126,6 +130,9 @@ def check_label(cause: str, note: str) -> tuple[str, str]:
     if cause not in CAUSES:
         raise InputError(f"cause {cause[:40]!r} is not one of {', '.join(CAUSES)}")
     note = note.strip()
+    if any(unicodedata.category(ch) in _INVISIBLE and ch not in "\n\t" for ch in note):
+        raise InputError("the note holds control or invisible characters (e.g. a right-to-left override); write it "
+                         "as plain text")
     if len(note) > MAX_NOTE_CHARS:
         raise InputError(f"the note is {len(note)} characters; at most {MAX_NOTE_CHARS}")
     if cause == "other" and not note:

@@ -111,6 +111,10 @@ def triage_api_router(ctx: ReviewContext, store: RowStore) -> APIRouter:
     Who = caller_dependency(ctx)
 
     def week_or_404(week: str) -> TriageWeek:
+        try:
+            parse_week(week)
+        except InputError as exc:  # 2026-W99: no such week, so no command to suggest
+            raise HTTPException(404, str(exc)) from None
         data = load_triage(store, week)
         if data is None:
             raise HTTPException(404, f"week {week} has no triage queue; queue it with "

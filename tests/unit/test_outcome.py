@@ -73,3 +73,18 @@ def test_decode_of_encode(query_id: str, kind: str, time, value) -> None:
     decoded = decode_outcome(outcome.model_dump_json().encode())
     if time.year < 2106:
         assert decoded == outcome
+
+
+def test_a_missing_outcome_topic_names_the_outcome_setting(caplog) -> None:
+    from ragmon.ingest.source import warn_if_topic_missing
+
+    class NoTopics:
+        def partitions_for_topic(self, topic: str) -> set[int]:
+            return set()
+
+    with caplog.at_level("WARNING", logger="ragmon.ingest"):
+        warn_if_topic_missing(NoTopics(), "rag.outcomes", "b:9092", "ab.outcomes_topic (RAGMON_AB__OUTCOMES_TOPIC)")
+        warn_if_topic_missing(NoTopics(), "rag.traces", "b:9092")
+    first, second = (r.getMessage() for r in caplog.records)
+    assert "check ab.outcomes_topic (RAGMON_AB__OUTCOMES_TOPIC)" in first and "kafka.topic" not in first
+    assert "check kafka.topic (RAGMON_KAFKA__TOPIC, --topic)" in second

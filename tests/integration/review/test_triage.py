@@ -180,6 +180,12 @@ def test_the_triage_json_api_lists_queues_labels_and_reports(store: ClickHouseSt
     assert client.put(url, headers=bearer, json={"cause": "bad_vibes"}).status_code == 422
     assert client.put(url, headers=bearer, json={"cause": "other"}).status_code == 422  # 'other' needs a note
     assert client.put(url, headers=bearer, json={"cause": "other", "note": "x", "extra": 1}).status_code == 422
+    forged = client.put(url, headers=bearer, json={"cause": "other", "note": "ok\u202e\u0000 forged"})
+    assert forged.status_code == 422 and "invisible characters" in forged.text
+    long = client.put(url, headers=bearer, json={"cause": "other", "note": "A" * 100_000})
+    assert long.status_code == 422 and "A" * 3_000 not in long.text and len(long.content) < 2_000  # never echoed
+    beyond = client.get(f"{base}/weeks/2026-W99/queue", headers=bearer)
+    assert beyond.status_code == 404 and "ragmon review triage" not in beyond.text
     not_queued = next(t["trace_id"] for t in traces if not (t.get("feedback") or {}).get("rating") == -1)
     assert client.put(f"{base}/weeks/{week}/items/{not_queued}/label", headers=bearer,
                       json={"cause": "retrieval_miss"}).status_code == 404
