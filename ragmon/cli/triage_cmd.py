@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragmon.cli.common import console, fail, settings_of
+from ragmon.cli.common import console, err_console, fail, settings_of
 from ragmon.errors import InputError
 
 
@@ -42,12 +42,22 @@ def triage(
     Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items; selecting a week again changes nothing. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random review sample never reads feedback; triage is kept apart from it.
     """
     from ragmon.cli.store_open import open_store
-    from ragmon.review.records import previous_week
+    from ragmon.review.records import parse_week, previous_week
     from ragmon.review.triage import CAUSES, select_triage
     from ragmon.review.triage_report import triage_report
 
     now = datetime.now(UTC)
     week = week or previous_week(now)
+    try:
+        start, end = parse_week(week)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    if start > now:
+        raise fail(f"--week {week} has not started yet; the last complete week is {previous_week(now)}")
+    if end > now and not no_select:
+        err_console.print(f"warning: {week} is not over: its queue is chosen now, and thumbs-down traces arriving "
+                          "later this week will not be added (selecting a week again changes nothing). Queue a week "
+                          "once it has ended (the default: the last complete week).", highlight=False, markup=False)
     store = open_store(settings_of(ctx), writes=not no_select)  # a report alone reads through a running daemon
     try:
         selected = None if no_select else select_triage(store, week, max_items=max_items, seed=seed, now=now)

@@ -15,7 +15,7 @@ import pytest
 
 from ragmon.errors import InputError
 from ragmon.review.queries import ClickHouseReviewQueries
-from ragmon.review.records import parse_week
+from ragmon.review.records import iso_week, parse_week
 from ragmon.review.selection import sample_week
 from ragmon.review.triage import CAUSES, load_triage, save_triage_label, select_triage
 from ragmon.review.triage_report import report_weeks, triage_report
@@ -151,6 +151,10 @@ def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
     assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
     bad = ragmon("review", "triage", "--week", "2026-W60")
     assert bad.returncode == 2 and "2026-W60" in bad.stderr
+    future = ragmon("review", "triage", "--week", iso_week(datetime.now(UTC) + timedelta(weeks=3)))
+    assert future.returncode == 2 and "has not started yet" in future.stderr
+    current = ragmon("review", "triage", "--week", iso_week(datetime.now(UTC)), "--format", "json")
+    assert current.returncode == 0 and "is not over" in current.stderr  # queued, with the warning
 
 
 def test_the_triage_json_api_lists_queues_labels_and_reports(store: ClickHouseStore) -> None:
