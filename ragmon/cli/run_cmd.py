@@ -34,7 +34,7 @@ def run(
     """
     from ragmon.process import Process, serve_roles
 
-    configure_logging(log_level)
+    configure_logging(log_level, quiet=("kafka", "httpx"))
     settings = override(settings_of(ctx), "server", host=host, port=port)
 
     def started(process: Process) -> None:
