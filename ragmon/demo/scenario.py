@@ -228,8 +228,8 @@ def generate_outcomes(scenario: Scenario, traces: list[dict[str, Any]]) -> list[
                                "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()})
             elif u[n] < p:
                 event = {"query_id": qid, "kind": kind, "time": (ts + timedelta(seconds=5 + 10 * n)).isoformat()}
-                if kind == "feedback":
-                    event["value"] = 1 if u[n] < 0.07 else -1
+                if kind == "feedback":  # a thumbs-up: the demo's complaints are the injected thumbs-down (triage
+                    event["value"] = 1  # counts negative feedback events as thumbs-down too)
                 events.append(event)
     return events
 

@@ -6,7 +6,8 @@ towards the failures users noticed; triage is the complement: every complaint of
 sample of ``max_items`` when there are more), read against the taxonomy rather than as sentiment. The two are
 kept in separate tables, so nothing triage does can steer the random sample.
 
-Selection: production traces of the ISO week with ``feedback.rating = -1``, ordered by ``cityHash64(seed,
+Selection: production traces of the ISO week with ``feedback.rating = -1`` or a negative ``feedback`` outcome
+event (``schemas/outcome.v1``, value < 0, up to a day after the week), ordered by ``cityHash64(seed,
 trace_id)`` (a seeded permutation: the first N are a simple random sample) and capped; recorded with the
 population and seed; selecting a selected week again is a no-op. Labels: one cause per (trace, reviewer); the
 newest label of a trace is its cause. Owns the taxonomy, the queries and the label check; the report is
@@ -19,7 +20,7 @@ import secrets
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from ragmon.errors import InputError
@@ -85,10 +86,14 @@ def select_triage(store: RowStore, week: str, *, max_items: int = DEFAULT_MAX_IT
     if existing is not None:
         return TriageWeek(existing.week, existing.population, existing.seed, existing.items, already_selected=True)
     seed = seed or secrets.token_hex(8)
-    where = ("ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} AND variant = 'production' "
-             "AND feedback_rating = -1")
     traces = store.table("traces")
-    params = {"start": start, "end": end, "seed": seed, "cap": max_items}
+    # a thumbs-down is the trace's own rating, or a negative `feedback` outcome event for its query (an app that
+    # sends feedback later, as schemas/outcome.v1); events are read up to a day after the week, for late ones
+    where = ("ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} AND variant = 'production' "
+             "AND (feedback_rating = -1 OR query_id IN (SELECT query_id FROM "
+             f"{store.table('outcomes')} FINAL WHERE kind = 'feedback' AND value < 0 "
+             "AND time >= {start:DateTime64(3)} AND time < {late:DateTime64(3)}))")
+    params = {"start": start, "end": end, "late": end + timedelta(days=1), "seed": seed, "cap": max_items}
     [total] = store.query_rows(f"SELECT count() AS n FROM {traces} FINAL WHERE {where}", params)
     rows = store.query_rows(f"SELECT trace_id, category, ts FROM {traces} FINAL WHERE {where} "
                             "ORDER BY cityHash64({seed:String}, trace_id), trace_id LIMIT {cap:UInt32}", params)

@@ -53,6 +53,22 @@ def test_the_weeks_thumbs_down_are_queued_capped_and_selecting_again_changes_not
     assert again.already_selected and {i.trace_id for i in again.items} == down and again.seed == "s1"
 
 
+def test_negative_feedback_outcome_events_count_as_thumbs_down(store: ClickHouseStore) -> None:
+    """An app that sends feedback later, as outcome events (schemas/outcome.v1), gets it triaged too."""
+    week, traces = week_traces(20, ["billing"], seed=9)
+    traces[0] = {**traces[0], "feedback": {"rating": -1}}  # rated on the trace itself
+    insert_traces(store, traces)
+    start, end = parse_week(week)
+    events = [(traces[1], -1.0, start + timedelta(hours=1)), (traces[2], -1.0, end + timedelta(hours=3)),  # late
+              (traces[3], 1.0, start + timedelta(hours=1)),      # a thumbs-up is not a complaint
+              (traces[4], -1.0, end + timedelta(days=3))]        # beyond the day after the week: not counted
+    store.insert_rows("outcomes", [[f"e{i}", t["query_id"], "feedback", at, value, at, "test"]
+                                   for i, (t, value, at) in enumerate(events)],
+                      ["event_id", "query_id", "kind", "time", "value", "received_at", "source"])
+    queued = select_triage(store, week, seed="fb", now=NOW)
+    assert {i.trace_id for i in queued.items} == {t["trace_id"] for t in traces[:3]} and queued.population == 3
+
+
 def test_a_capped_sample_is_a_seeded_random_subset(store: ClickHouseStore) -> None:
     week, traces = week_traces(200, ["billing"], seed=4)
     insert_traces(store, thumbs(traces, 2))  # 100 thumbs-down
