@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragmon.cli.common import EXIT_USAGE, console, fail, settings_of
+from ragmon.cli.common import EXIT_USAGE, console, err_console, fail, settings_of
 from ragmon.cli.options import parse_when
 
 app = typer.Typer(help="Permission leaks: retrieved chunks of another tenant, counted on every trace.",
@@ -48,7 +48,7 @@ def list_(
     Example: ragmon leaks list --since 1h --format json
     """
     from ragmon.cli.store_open import open_store
-    from ragmon.leaks.listing import list_leaks
+    from ragmon.leaks.listing import list_leaks, traces_matching
     from ragmon.metrics.permissions import LeakRule
 
     now = datetime.now(UTC)
@@ -65,6 +65,11 @@ def list_(
     window = f"between {start.isoformat(timespec='seconds')} and {end.isoformat(timespec='seconds')}"
     if not listing.total_traces:
         console.print(f"no permission leaks {window}", highlight=False)
+        if (stratum or retriever) and not traces_matching(store, since=start, until=end, stratum=stratum,
+                                                          retriever=retriever):
+            named = " and ".join(f"{k} {v!r}" for k, v in (("stratum", stratum), ("retriever", retriever)) if v)
+            err_console.print(f"warning: no trace at all of {named} in that window: check the name "
+                              "(`ragmon store status`, the console's traces page)", highlight=False, markup=False)
         return
     table = Table("time", "trace", "retriever", "variant", "stratum", "user tenant", "leaked chunk (tenant)",
                   title=f"{listing.total_traces:,} leaking trace(s), {listing.total_leaks:,} leaked chunk(s) {window}")

@@ -19,9 +19,10 @@ from ragmon.metrics.permissions import LeakedChunk, LeakRule
 #: the columns a listing reads; the texts (question, answer, chunk texts) are deliberately not among them
 _COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, variant, category, tenant, "
             "retrieved_chunk_ids, retrieved_tenants, permission_leaks")
-_WHERE = ("ts >= {since:DateTime64(3)} AND ts < {until:DateTime64(3)} AND permission_leaks > 0"
-          " AND ({stratum:String} = '' OR category = {stratum:String})"
-          " AND ({retriever:String} = '' OR retriever_name = {retriever:String})")
+_FILTER = ("ts >= {since:DateTime64(3)} AND ts < {until:DateTime64(3)}"
+           " AND ({stratum:String} = '' OR category = {stratum:String})"
+           " AND ({retriever:String} = '' OR retriever_name = {retriever:String})")
+_WHERE = _FILTER + " AND permission_leaks > 0"
 
 
 class Store(Protocol):
@@ -76,6 +77,14 @@ def list_leaks(store: Store, rule: LeakRule, *, since: datetime, until: datetime
                             "ORDER BY ts DESC, trace_id LIMIT {limit:UInt32}", params)  # fmt: skip
     return LeakListing(since, until, int(totals["n"]), int(totals["leaks"] or 0),
                        tuple(_record(r, rule) for r in rows), tuple(sorted(rule.shared_tenants)))
+
+
+def traces_matching(store: Store, *, since: datetime, until: datetime, stratum: str = "", retriever: str = "") -> int:
+    """How many traces of the window the ``stratum``/``retriever`` filter matches, leaking or not: 0 says a
+    filter names nothing (a typo), not that nothing leaked."""
+    [row] = store.query_rows(f"SELECT count() AS n FROM {store.table('traces')} WHERE {_FILTER}",
+                             {"since": since, "until": until, "stratum": stratum, "retriever": retriever})
+    return int(row["n"])
 
 
 def _record(row: dict[str, Any], rule: LeakRule) -> LeakingTrace:

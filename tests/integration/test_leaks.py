@@ -102,6 +102,8 @@ def test_leaks_list_prints_json_and_a_table_without_the_text(tmp_path: Path) -> 
     table = _ragmon(chdb, "leaks", "list", "--since", "1h")
     assert table.returncode == 0 and b"globex@9 (globex)" in table.stdout and SECRET.encode() not in table.stdout
     none = _ragmon(chdb, "leaks", "list", "--since", "1h", "--stratum", "consent")
-    assert none.returncode == 0 and b"no permission leaks" in none.stdout
+    assert none.returncode == 0 and b"no permission leaks" in none.stdout and b"no trace at all" not in none.stderr
+    typo = _ragmon(chdb, "leaks", "list", "--since", "1h", "--stratum", "consnet")  # a typo is not an all-clear
+    assert typo.returncode == 0 and b"no trace at all of stratum 'consnet'" in typo.stderr
     bad = _ragmon(chdb, "leaks", "list", "--since", "yesterday-ish")
     assert bad.returncode == 2 and b"--since" in bad.stderr
