@@ -159,12 +159,14 @@ def ingest(
 
 
 def _idle_watch(process: Process, role: str, seconds: float) -> None:
-    """Stop ``process`` once its pipeline has read nothing for ``seconds``, is idle, caught up and committed."""
-    pipeline = process.service(role)
+    """Stop ``process`` once its role's loop has read nothing for ``seconds`` and is idle (everything read stored and
+    committed); the trace pipeline must also be caught up (its lag reading zero), the outcome loop has no lag reading."""
+    loop = process.service(role)
+    caught_up = getattr(loop, "caught_up", lambda: True)
     last_count, since = -1, time.monotonic()
     while not process.wait_for_stop(0.2):
-        consumed = pipeline.stats.consumed
-        if consumed != last_count or not pipeline.idle() or not pipeline.caught_up():
+        consumed = loop.stats.consumed
+        if consumed != last_count or not loop.idle() or not caught_up():
             last_count, since = consumed, time.monotonic()
         elif time.monotonic() - since >= seconds:
             process.stop()
@@ -211,23 +213,12 @@ def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle:
             f"{ab.outcomes_group_id}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         if exit_when_idle is not None:
-            threading.Thread(target=_outcomes_idle_watch, args=(process, exit_when_idle),
+            threading.Thread(target=_idle_watch, args=(process, "outcomes", exit_when_idle),
                              name="ragmon-idle-watch", daemon=True).start()
 
     process = serve_roles(settings, only=["outcomes"], title="ragmon ingest --outcomes", started=announce)
     _outcome_summary(process.service("outcomes").stats, stats_json)
     exit_if_stuck(process)
-
-
-def _outcomes_idle_watch(process: Process, seconds: float) -> None:
-    """Stop ``process`` once its outcome loop has read nothing for ``seconds`` and has nothing left to store."""
-    loop = process.service("outcomes")
-    last_count, since = -1, time.monotonic()
-    while not process.wait_for_stop(0.2):
-        if loop.stats.consumed != last_count or not loop.idle():
-            last_count, since = loop.stats.consumed, time.monotonic()
-        elif time.monotonic() - since >= seconds:
-            process.stop()
 
 
 def _outcome_summary(stats: Any, stats_json: Path | None) -> None:

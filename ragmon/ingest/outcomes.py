@@ -63,10 +63,8 @@ class _Batch:
 
 
 class OutcomeLoop:
-    """One consumer of outcome events. Not thread-safe: ``run`` owns it. As a daemon role (``ragmon run`` with
-    ``roles.outcomes``) it is named ``outcomes`` and exports its counts through ``telemetry`` when given."""
-
-    name = "outcomes"
+    """One consumer of outcome events. Not thread-safe: ``run`` owns it. Exports its counts through ``telemetry``
+    when given (the ``outcomes`` role of ``ragmon run``: ``outcomes_role``)."""
 
     def __init__(self, source: TraceSource, store: Any, dead_letters: DeadLetterSink, settings: AbSettings, *,
                  clock: Callable[[], float] = time.monotonic, poll_timeout_seconds: float = 0.5,
