@@ -77,7 +77,7 @@ class Detector:
     windows_per_day: float = 24.0
     max_pool: int = 24
     clip: float = math.inf
-    arl_margin: float = 4.0
+    arl_margin: float = 10.0
 
     @property
     def history(self) -> int:

@@ -106,8 +106,11 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     # a window whose value and variance equal the others' exactly (a constant feature) deviates by nothing
     standardised = np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
     rho = _lag_one(idx[loo], standardised)
-    nu, df_eff = _tail_df(standardised, df), _effective_df(standardised, df, rho)
-    previous = _previous(values, variances, current, idx, s, v, slot, m, tau2, period) if rho > 0 else None
+    residuals = _innovations(idx[loo], standardised, 0.0)  # in window order, NaN for a missing window
+    innovations = _innovations(idx[loo], standardised, max(rho, 0.0))
+    # the tested statistic is the innovation when whitened: its tails, not the residuals', set the reference
+    nu, df_eff = _tail_df(innovations, df), _effective_df(residuals, df)
+    previous = _deviation(values, variances, current + 1, current, idx, s, v, slot, tau2, period) if rho > 0 else None
     if var > 0:
         t = deviation / math.sqrt(var)
         if previous is not None:  # the innovation: what the previous window's deviation does not predict
@@ -122,52 +125,51 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
     return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
-                    int(idx.size), int(d), rho, _persistence(idx[loo], standardised, max(rho, 0.0)))
+                    int(idx.size), int(d), rho, _persistence(innovations))
 
 
 #: lags over which ``_persistence`` sums the innovations' autocorrelation
 PERSISTENCE_LAGS = 24
 
 
-def _persistence(idx: np.ndarray, z: np.ndarray, rho: float) -> float:
-    """How much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
-    ``1 + 2 Σ_{j<L} (1 − j/L) ρ_j`` (Bartlett weights), L = ``PERSISTENCE_LAGS`` (a day of hourly windows, the
-    CUSUM's lookback; a sixth of the windows when there are fewer), between 1 and 10. Trending traffic whose
-    excursions last longer than one lag-one correlation describes leaves innovations that still lean the same way
-    for hours; the sequential rule divides its increments by the square root of this so it does not add that up
-    as drift."""
+def _innovations(idx: np.ndarray, z: np.ndarray, rho: float) -> np.ndarray:
+    """The standardised residuals as a gap-filled series in window order (NaN where a window is missing), and
+    whitened when ``rho`` > 0: ``(z_w − ρ z_{w+1}) / √(1 − ρ²)`` over pairs of consecutive windows."""
     ok = np.isfinite(z)
     idx, z = idx[ok], z[ok]
-    lags = min(PERSISTENCE_LAGS, idx.size // 6)
-    if lags < 2:
-        return 1.0
+    if idx.size == 0:
+        return np.empty(0)
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
-    innov = (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
-    present = np.isfinite(innov)
-    var = float(np.mean(innov[present] ** 2)) if present.any() else 0.0
-    if var <= 0:
+    return (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
+
+
+def _persistence(innov: np.ndarray) -> float:
+    """How much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
+    ``1 + 2 Σ_{j<L} (1 − j/L) ρ_j`` (Bartlett weights), L = ``PERSISTENCE_LAGS`` (a day of hourly windows, the
+    CUSUM's lookback; a sixth of the windows when there are fewer). Trending traffic whose excursions last longer
+    than one lag-one correlation describes leaves innovations that still lean the same way for hours; the
+    sequential rule divides its increments by the square root of this so it does not add that up as drift.
+
+    Taken at the upper end of what the sample allows — one standard error of the Bartlett estimate above it,
+    a relative ``√(4L / 3n)`` for n innovations — and between 1 and 10: a week of windows holds few of the
+    excursions that make a CUSUM false alarm, so the estimate is low more often than the budget can afford.
+    ``innov`` is ``_innovations``' series."""
+    lag, acf, _, lags = _acf(innov, PERSISTENCE_LAGS)
+    if lags < 2:
         return 1.0
-    # every lag at once: sums of products over pairs of windows both present, and how many such pairs
-    x = np.where(present, innov, 0.0)
-    m = present.astype(float)
-    products = np.correlate(x, x, "full")[x.size:x.size + lags - 1]
-    pairs = np.rint(np.correlate(m, m, "full")[x.size:x.size + lags - 1])
-    lag = np.arange(1, products.size + 1)
-    use = pairs >= 2 * lags
-    acf = np.divide(products, pairs, out=np.zeros_like(products), where=use) / var
-    lrv = 1.0 + float(np.sum(2 * (1 - lag[use] / lags) * acf[use]))
-    return float(min(max(lrv, 1.0), 10.0))
+    lrv = 1.0 + float(np.sum(2 * (1 - lag / lags) * acf))
+    n = int(np.isfinite(innov).sum())
+    return float(min(max(lrv, 1.0) * (1 + math.sqrt(4 * lags / (3 * n))), 10.0))
 
 
-def _previous(values: np.ndarray, variances: np.ndarray, current: int, idx: np.ndarray, s: np.ndarray,
-              v: np.ndarray, slot: np.ndarray, m: np.ndarray, tau2: float, period: int) -> float | None:
-    """The standardised deviation of the window just before the current one from its own seasonal baseline, or
-    None when it has no traffic or no baseline."""
-    w = current + 1
+def _deviation(values: np.ndarray, variances: np.ndarray, w: int, current: int, idx: np.ndarray, s: np.ndarray,
+               v: np.ndarray, slot: np.ndarray, tau2: float, period: int) -> float | None:
+    """The standardised deviation of window ``w`` (older than the current one) from its own seasonal baseline:
+    the mean of the other reference windows at its slot."""
     if w >= values.size or not (math.isfinite(values[w]) and math.isfinite(variances[w])):
         return None
-    mine = (slot == 1 % period) & (idx != w)
+    mine = (slot == (w - current) % period) & (idx != w)
     count = int(mine.sum())
     if count == 0:
         return None
@@ -175,26 +177,49 @@ def _previous(values: np.ndarray, variances: np.ndarray, current: int, idx: np.n
     return (float(values[w]) - float(s[mine].mean())) / math.sqrt(var) if var > 0 else None
 
 
-def _effective_df(z: np.ndarray, df: int, rho: float) -> float:
-    """Degrees of freedom the spread estimate is worth: fewer than the windows when consecutive windows move
-    together (lag-one correlation ρ: the variance of an AR(1) sample variance grows by (1 + ρ²)/(1 − ρ²)) or when
-    their residuals have heavy tails (excess kurtosis κ: by (2 + κ)/2)."""
-    z = z[np.isfinite(z)]
+def _effective_df(residuals: np.ndarray, df: int) -> float:
+    """Degrees of freedom the spread estimate is worth. A sample variance of n independent normal residuals has
+    ``Var(s²) = 2σ⁴/n``; of an autocorrelated series with excess kurtosis κ, about ``σ⁴ (2 Σ_j ρ_j² + κ) / n``
+    (the sum over every lag, both signs, ρ₀ = 1). So the windows are worth ``df · 2 / (2 Σ_j ρ_j² + κ)``: fewer
+    when neighbouring windows move together — over hours, not only one (popular queries whose popularity walks
+    for half a day) — or their residuals have heavy tails. ``residuals`` are in window order (NaN: missing); the
+    autocorrelations are summed over ``PERSISTENCE_LAGS`` lags, each less the 1/pairs its square has by chance."""
+    z = residuals[np.isfinite(residuals)]
     second = float(np.mean(z * z)) if z.size else 0.0
     kurtosis = max(0.0, float(np.mean(z ** 4)) / second ** 2 - 3) if z.size >= 20 and second > 0 else 0.0
-    r2 = max(rho, 0.0) ** 2
-    return max(1.0, df * (1 - r2) / (1 + r2) * 2 / (2 + kurtosis))
+    _, acf, pairs, _ = _acf(residuals, PERSISTENCE_LAGS)
+    squares = float(np.sum(np.maximum(acf * acf - 1 / pairs, 0.0)))
+    return max(1.0, df * 2 / (2 * (1 + 2 * squares) + kurtosis))
+
+
+def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Autocorrelations of a zero-mean series at lags 1 … L (L = ``lags``, at most a sixth of the values present),
+    over the pairs of windows both present: (lags, autocorrelations, pairs, L); lags with fewer than 2L pairs are
+    left out. NaN marks a missing window."""
+    present = np.isfinite(series)
+    lags = min(lags, int(present.sum()) // 6)
+    var = float(np.mean(series[present] ** 2)) if present.any() else 0.0
+    if lags < 2 or var <= 0:
+        return np.empty(0), np.empty(0), np.empty(0), 0
+    x = np.where(present, series, 0.0)
+    m = present.astype(float)
+    # every lag at once: sums of products over pairs of windows both present, and how many such pairs
+    products = np.correlate(x, x, "full")[x.size:x.size + lags]
+    pairs = np.rint(np.correlate(m, m, "full")[x.size:x.size + lags])
+    use = pairs >= 2 * lags
+    return np.arange(1, lags + 1)[use], products[use] / pairs[use] / var, pairs[use], lags
 
 
 def _tail_df(z: np.ndarray, df: int) -> float:
-    """Degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z``: ``df`` when the tails
-    are not heavier than that (or there are too few residuals to tell), else between 4.5 (below which the fourth
-    moment does not exist) and ``df``."""
+    """Degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z`` — taken half a standard
+    error (``√(24/n)``) above the sample's, because a sample kurtosis under-reads heavy tails: the surges of popular
+    queries that make them are in few reference weeks. ``df`` when the tails are not heavier than that (or there
+    are too few residuals to tell), else between 4.5 (below which the fourth moment does not exist) and ``df``."""
     z = z[np.isfinite(z)]
     second = float(np.mean(z * z)) if z.size else 0.0
     if z.size < 20 or second <= 0 or df <= 5:
         return float(df)
-    excess = float(np.mean(z ** 4)) / second ** 2 - 3
+    excess = float(np.mean(z ** 4)) / second ** 2 - 3 + 0.5 * math.sqrt(24 / z.size)
     if excess <= 6 / (df - 4):
         return float(df)
     return float(max(4 + 6 / excess, 4.5))
