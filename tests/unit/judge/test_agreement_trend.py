@@ -23,25 +23,34 @@ def pairs(week: str, agree: int, disagree: int, category: str = "billing", fp: s
 
 
 def test_kappa_interval_by_hand() -> None:
-    # 40 yes/yes, 10 yes/no, 10 no/yes, 40 no/no: p_o 0.8, p_e 0.5, kappa 0.6, SE √(0.8·0.2 / (100·0.25)) = 0.08
+    # 40 yes/yes, 10 yes/no, 10 no/yes, 40 no/no: p_o 0.8, p_e 0.5, kappa 0.6; with z² = 3.8415 added,
+    # ñ = 103.8415, p̃ = (80 + 1.9207) / ñ = 0.78891, SE = √(p̃(1 − p̃) / (ñ · 0.25)) = 0.080094
     a = cohen_kappa([1] * 50 + [0] * 50, [1] * 40 + [0] * 10 + [1] * 10 + [0] * 40)
     assert a.kappa == pytest.approx(0.6)
-    assert kappa_interval(a) == pytest.approx(1.959963984540054 * 0.08)
+    assert kappa_interval(a) == pytest.approx(1.959963984540054 * 0.080094, rel=1e-4)
     assert kappa_interval(cohen_kappa([1, 1], [1, 1])) is None  # one label throughout: undefined
+
+
+def test_perfect_agreement_on_few_pairs_is_not_certain() -> None:
+    """12 pairs, all agreeing: kappa 1, but 12 pairs cannot make it certain (the Wald form said ±0.00)."""
+    a = cohen_kappa([1] * 6 + [0] * 6, [1] * 6 + [0] * 6)
+    assert a.kappa == pytest.approx(1.0)
+    width = kappa_interval(a)
+    assert width is not None and 0.2 < width < 0.6
 
 
 def test_a_week_far_below_the_calibration_is_low_and_a_small_dip_is_not() -> None:
     calibration = [p for w in ("2026-W01", "2026-W02") for p in pairs(w, 46, 4)]  # kappa 0.84 over 100 pairs
-    dip = pairs("2026-W03", 42, 8)  # kappa 0.68 on 50: 0.16 below, within the 0.229 the noise allows
-    drop = pairs("2026-W04", 30, 20)  # kappa 0.2 on 50: 0.64 below, more than 0.292
+    dip = pairs("2026-W03", 42, 8)  # kappa 0.68 on 50: 0.16 below, within the 0.236 the noise allows
+    drop = pairs("2026-W04", 30, 20)  # kappa 0.2 on 50: 0.64 below, more than 0.286
     [all_dip, billing_dip] = agreement_trends(calibration + dip, calibration_weeks=2, min_pairs=20)
     assert billing_dip.stratum == "billing" and all_dip.stratum == ALL
     assert billing_dip.calibrated is not None and billing_dip.calibrated.kappa == pytest.approx(0.84)
     assert billing_dip.calibrated.week == "2026-W01..2026-W02" and billing_dip.latest.kappa == pytest.approx(0.68)
-    assert not billing_dip.low and billing_dip.drop_interval == pytest.approx(0.2294, abs=1e-4)
+    assert not billing_dip.low and billing_dip.drop_interval == pytest.approx(0.2360, abs=1e-4)
     [_, trend] = agreement_trends(calibration + dip + drop, calibration_weeks=2, min_pairs=20)
     assert [w.week for w in trend.weeks] == ["2026-W03", "2026-W04"] and trend.latest.kappa == pytest.approx(0.2)
-    assert trend.low and trend.drop_interval == pytest.approx(0.2917, abs=1e-4)
+    assert trend.low and trend.drop_interval == pytest.approx(0.2858, abs=1e-4)
     assert trend.drop_interval == pytest.approx(
         (kappa_interval(cohen_kappa([p.human for _, p in calibration], [p.judge for _, p in calibration])) ** 2
          + kappa_interval(cohen_kappa([p.human for _, p in drop], [p.judge for _, p in drop])) ** 2) ** 0.5)
