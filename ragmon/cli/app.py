@@ -9,6 +9,7 @@ imports them all.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -99,7 +100,26 @@ def _register() -> None:
     app.add_typer(config_cmd.app, name="config")
 
 
+def _reflow(doc: str | None) -> str | None:
+    """A docstring with each paragraph's lines joined: Typer's rich help keeps a source line break as a line
+    break, so a paragraph wrapped at 120 columns printed as ragged lines in an 80-column terminal."""
+    if not doc:
+        return doc
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        if info.callback is not None:
+            info.callback.__doc__ = _reflow(info.callback.__doc__)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
 _register()
+_reflow_help(app)
 
 
 def main() -> None:

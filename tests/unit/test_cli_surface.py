@@ -118,6 +118,15 @@ def test_every_command_and_parameter_has_help(path: tuple[str, ...]):
 
 
 @pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
+def test_help_paragraphs_wrap_to_the_terminal(path: tuple[str, ...]):
+    """Rich help keeps a line break inside a paragraph, so a docstring wrapped at 120 columns printed as ragged
+    lines in an 80-column terminal: every paragraph of a command's help is one line before Rich wraps it."""
+    help_text = (COMMANDS[path].help or "").strip()
+    for paragraph in help_text.split("\n\n"):
+        assert "\n" not in paragraph.strip(), f"ragmon {' '.join(path)}: a line break inside {paragraph!r}"
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
 def test_help_exits_0_and_shows_every_parameter(path: tuple[str, ...]):
     args = [*path, "--help"]
     outcome = run(args)
