@@ -106,8 +106,8 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     # a window whose value and variance equal the others' exactly (a constant feature) deviates by nothing
     standardised = np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
     rho = _lag_one(idx[loo], standardised)
-    residuals = _innovations(idx[loo], standardised, 0.0)  # in window order, NaN for a missing window
-    innovations = _innovations(idx[loo], standardised, max(rho, 0.0))
+    residuals = _in_window_order(idx[loo], standardised)
+    innovations = _whiten(residuals, max(rho, 0.0))
     # the tested statistic is the innovation when whitened: its tails, not the residuals', set the reference
     nu, df_eff = _tail_df(innovations, df), _effective_df(residuals, df)
     previous = _deviation(values, variances, current + 1, current, idx, s, v, slot, tau2, period) if rho > 0 else None
@@ -132,16 +132,21 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
 PERSISTENCE_LAGS = 24
 
 
-def _innovations(idx: np.ndarray, z: np.ndarray, rho: float) -> np.ndarray:
-    """The standardised residuals as a gap-filled series in window order (NaN where a window is missing), and
-    whitened when ``rho`` > 0: ``(z_w − ρ z_{w+1}) / √(1 − ρ²)`` over pairs of consecutive windows."""
+def _in_window_order(idx: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The standardised residuals as a gap-filled series in window order (NaN where a window is missing)."""
     ok = np.isfinite(z)
     idx, z = idx[ok], z[ok]
     if idx.size == 0:
         return np.empty(0)
     full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
     full[idx - idx.min()] = z
-    return (full[:-1] - rho * full[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else full
+    return full
+
+
+def _whiten(series: np.ndarray, rho: float) -> np.ndarray:
+    """The innovations of a series in window order when ``rho`` > 0: ``(z_w − ρ z_{w+1}) / √(1 − ρ²)`` over pairs
+    of consecutive windows (NaN where either is missing); the series itself otherwise."""
+    return (series[:-1] - rho * series[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else series
 
 
 def _persistence(innov: np.ndarray) -> float:
@@ -154,7 +159,7 @@ def _persistence(innov: np.ndarray) -> float:
     Taken at the upper end of what the sample allows — one standard error of the Bartlett estimate above it,
     a relative ``√(4L / 3n)`` for n innovations — and between 1 and 10: a week of windows holds few of the
     excursions that make a CUSUM false alarm, so the estimate is low more often than the budget can afford.
-    ``innov`` is ``_innovations``' series."""
+    ``innov`` is ``_whiten``'s series."""
     lag, acf, _, lags = _acf(innov, PERSISTENCE_LAGS)
     if lags < 2:
         return 1.0
@@ -184,9 +189,8 @@ def _effective_df(residuals: np.ndarray, df: int) -> float:
     when neighbouring windows move together — over hours, not only one (popular queries whose popularity walks
     for half a day) — or their residuals have heavy tails. ``residuals`` are in window order (NaN: missing); the
     autocorrelations are summed over ``PERSISTENCE_LAGS`` lags, each less the 1/pairs its square has by chance."""
-    z = residuals[np.isfinite(residuals)]
-    second = float(np.mean(z * z)) if z.size else 0.0
-    kurtosis = max(0.0, float(np.mean(z ** 4)) / second ** 2 - 3) if z.size >= 20 and second > 0 else 0.0
+    excess = _excess_kurtosis(residuals)
+    kurtosis = max(0.0, excess) if excess is not None else 0.0
     _, acf, pairs, _ = _acf(residuals, PERSISTENCE_LAGS)
     squares = float(np.sum(np.maximum(acf * acf - 1 / pairs, 0.0)))
     return max(1.0, df * 2 / (2 * (1 + 2 * squares) + kurtosis))
@@ -210,16 +214,25 @@ def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.arange(1, lags + 1)[use], products[use] / pairs[use] / var, pairs[use], lags
 
 
+def _excess_kurtosis(z: np.ndarray) -> float | None:
+    """Sample excess kurtosis of the finite values of a zero-mean series (moments about 0); None with fewer than 20
+    or no spread."""
+    z = z[np.isfinite(z)]
+    second = float(np.mean(z * z)) if z.size else 0.0
+    if z.size < 20 or second <= 0:
+        return None
+    return float(np.mean(z ** 4)) / second ** 2 - 3
+
+
 def _tail_df(z: np.ndarray, df: int) -> float:
     """Degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z`` — taken half a standard
     error (``√(24/n)``) above the sample's, because a sample kurtosis under-reads heavy tails: the surges of popular
     queries that make them are in few reference weeks. ``df`` when the tails are not heavier than that (or there
     are too few residuals to tell), else between 4.5 (below which the fourth moment does not exist) and ``df``."""
-    z = z[np.isfinite(z)]
-    second = float(np.mean(z * z)) if z.size else 0.0
-    if z.size < 20 or second <= 0 or df <= 5:
+    sample = _excess_kurtosis(z)
+    if sample is None or df <= 5:
         return float(df)
-    excess = float(np.mean(z ** 4)) / second ** 2 - 3 + 0.5 * math.sqrt(24 / z.size)
+    excess = sample + 0.5 * math.sqrt(24 / int(np.isfinite(z).sum()))
     if excess <= 6 / (df - 4):
         return float(df)
     return float(max(4 + 6 / excess, 4.5))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.baseline import _innovations, _persistence, compare
+from ragmon.drift.baseline import _in_window_order, _persistence, compare
 
 
 def test_hand_computed_small_case() -> None:
@@ -145,9 +145,9 @@ def test_persistence_is_the_variance_of_a_day_of_innovations() -> None:
     ratios = []
     for _ in range(40):
         z = np.convolve(rng.normal(size=168 + 11), np.ones(12), "valid") / math.sqrt(12)
-        ratios.append(_persistence(_innovations(np.arange(168), z, 0.0)))
+        ratios.append(_persistence(_in_window_order(np.arange(168), z)))
     assert np.median(ratios) > 7
-    white = [_persistence(_innovations(np.arange(168), rng.normal(size=168), 0.0)) for _ in range(40)]
+    white = [_persistence(_in_window_order(np.arange(168), rng.normal(size=168))) for _ in range(40)]
     assert 1.3 < np.median(white) < 1.7
 
 
