@@ -47,16 +47,17 @@ CONTINUOUS = ("top1_score", "mean_score", "top2_gap", "n_results", "latency_ms",
 RATES = ("empty_shortlist_rate", "refusal_rate")
 
 
-def generate(store: ClickHouseStore, n: int, now: datetime, console: Console) -> float:
+def generate(store: ClickHouseStore, n: int, now: datetime, console: Console, questions: int) -> float:
     started = time.perf_counter()
     cur_start = now - timedelta(hours=1)
     per_day = int(n * 0.9) // 7
     specs = [SyntheticSpec(per_day, cur_start - timedelta(days=d), now - timedelta(days=d), seed=d,
-                           retrievers=("hybrid@v1", "dense@v2")) for d in range(1, 8)]
+                           retrievers=("hybrid@v1", "dense@v2"), questions=questions) for d in range(1, 8)]
     current = n - per_day * 7
-    specs.append(SyntheticSpec(current // 2, cur_start, now, seed=100, retrievers=("hybrid@v1",), run_id="cur"))
+    specs.append(SyntheticSpec(current // 2, cur_start, now, seed=100, retrievers=("hybrid@v1",), run_id="cur",
+                               questions=questions))
     specs.append(SyntheticSpec(current - current // 2, cur_start, now, seed=101, retrievers=("dense@v2",),
-                               shift=0.02, run_id="cur"))
+                               shift=0.02, run_id="cur", questions=questions))
     for spec in specs:
         insert_synthetic(store, spec)  # in slices of bounded memory
     store.command(f"OPTIMIZE TABLE {store.table('traces')} FINAL")
@@ -104,6 +105,9 @@ def naive(store: ClickHouseStore, settings: StoreSettings, now: datetime) -> tup
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000_000, help="traces to generate (default 10,000,000)")
+    parser.add_argument("--questions", type=int, default=1_000_000,
+                        help="distinct questions, Zipf-popular, each with its own score level (default 1,000,000; "
+                             "0: every trace its own level)")
     parser.add_argument("--dir", type=Path, default=None, help="chDB data directory (default: a temporary one)")
     parser.add_argument("--skip-naive", action="store_true", help="only time the pushed-down check")
     parser.add_argument("--memory-mb", type=int, default=StoreSettings().embedded_memory_mb,
@@ -120,7 +124,7 @@ def main() -> None:
     store = ClickHouseStore.open(settings)
     store.command(f"TRUNCATE TABLE IF EXISTS {store.table('traces')}")
     now = datetime.now(UTC).replace(microsecond=0)
-    generate(store, args.n, now, console)
+    generate(store, args.n, now, console, args.questions)
 
     features = [*CONTINUOUS, *RATES]
     checker = DriftChecker(store, DriftSettings(features=features), Telemetry(), clock=lambda: now)

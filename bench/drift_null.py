@@ -40,11 +40,12 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragmon.config import DriftSettings  # noqa: E402
-from ragmon.drift.assess import Assessed, Detector, Entry, Planned, ZCache, assess  # noqa: E402
+from ragmon.drift.assess import Assessed, Detector, Entry, Planned, assess  # noqa: E402
+from ragmon.drift.by_query import adjust_by_query  # noqa: E402
 from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
 from ragmon.drift.series import Series  # noqa: E402
 from ragmon.drift.summary import ContinuousSummary, RateSummary  # noqa: E402
-from ragmon.drift.traffic import SHAPES, Shift, Stratum, strata  # noqa: E402
+from ragmon.drift.traffic import NO_SHIFT, SHAPES, Draw, Shift, Stratum, strata  # noqa: E402
 from ragmon.metrics.intervals import wilson_interval
 
 STRATA = 4
@@ -66,32 +67,55 @@ def _summary(values: np.ndarray, kind: str) -> ContinuousSummary | RateSummary:
 
 @dataclass
 class History:
-    """Per stratum and feature, per-window summaries oldest first (appended as windows are drawn)."""
+    """Per stratum and feature, per-window summaries oldest first (appended as windows are drawn); for the
+    query-adjusted features (``Feature.by_query``) the per-trace values and questions instead, adjusted per check
+    against that check's reference (``ragmon.drift.by_query``, as the SQL does)."""
 
     strata: list[Stratum]
     per_window: int
     summaries: dict[tuple[int, str], list] = field(default_factory=dict)
+    raw: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     hours: int = 0
+    by_query: bool = True
 
-    def draw(self, windows: int) -> None:
+    def draw(self, windows: int, shift: Shift | None = None) -> None:
         for _ in range(windows):
             for s, st in enumerate(self.strata):
-                for name, values in st.window(self.per_window, self.hours % 24, self.hours / 24).items():
-                    self.summaries.setdefault((s, name), []).append(_summary(values, FEATURES[name].kind))
+                self.add(s, st.draw(self.per_window, self.hours % 24, self.hours / 24,
+                                    shift if shift is not None and s == 0 else NO_SHIFT))
             self.hours += 1
 
-    def entries(self, plans: dict[str, list[Planned]], upto: int | None = None,
-                replace: dict[int, list[dict[str, np.ndarray]]] | None = None) -> list[Entry]:
-        """Entries over the first ``upto`` windows, window 0 the newest; ``replace`` swaps the newest windows of a
-        stratum for other draws (oldest first: an injected drift)."""
+    def add(self, s: int, draw: Draw) -> None:
+        keys = draw.queries[~draw.empty] if draw.queries is not None else None
+        for name, values in draw.features().items():
+            if self.by_query and FEATURES[name].by_query and keys is not None:
+                self.raw.setdefault((s, name), []).append((keys, values))
+            else:
+                self.summaries.setdefault((s, name), []).append(_summary(values, FEATURES[name].kind))
+
+    def served_sd(self, s: int, name: str, windows: int) -> float:
+        """The standard deviation of a feature's served values over the last ``windows`` windows, pooled."""
+        if (s, name) in self.raw:
+            values = np.concatenate([v for _, v in self.raw[s, name][-windows:]])
+            return float(np.nanstd(values))
+        ref = [x for x in self.summaries[s, name][-windows:] if x.n]
+        return float(np.sqrt(np.average([x.std ** 2 + x.mean ** 2 for x in ref], weights=[x.n for x in ref])
+                             - np.average([x.mean for x in ref], weights=[x.n for x in ref]) ** 2))
+
+    def entries(self, plans: dict[str, list[Planned]], detector: Detector, current: int = 0) -> list[Entry]:
+        """Entries of the check ``current`` windows before the newest (window 0 that check's current window)."""
         out = []
         for (s, name), sums in self.summaries.items():
-            if name not in plans:
-                continue
-            sums = list(sums[:upto])
-            for back, window in enumerate(reversed((replace or {}).get(s, []))):
-                sums[-1 - back] = _summary(window[name], FEATURES[name].kind)
-            out.append(Entry((s, name), plans[name], Series.from_summaries(sums[::-1])))
+            if name in plans:
+                end = len(sums) - current
+                out.append(Entry((s, name), plans[name], Series.from_summaries(sums[max(0, end - detector.history):end][::-1])))
+        for (s, name), windows in self.raw.items():
+            if name in plans:
+                end = len(windows) - current
+                newest_first = windows[max(0, end - detector.history):end][::-1]
+                adjusted = adjust_by_query(newest_first, range(1, min(detector.reference, len(newest_first) - 1) + 1))
+                out.append(Entry((s, name), plans[name],
+                                 Series.from_summaries([_summary(v, "continuous") for v in adjusted])))
         return out
 
 
@@ -101,19 +125,18 @@ def _caught(results: list[Assessed], features: tuple[str, ...], *, cusum: bool) 
                for r in results if r.key[0] == 0 and r.key[1] in features)
 
 
-def null_run(shape: str, size: int, series: int, checks: int, detector: Detector, seed: int) -> dict[str, float]:
+def null_run(shape: str, size: int, series: int, checks: int, detector: Detector, seed: int,
+             by_query: bool = True) -> dict[str, float]:
     """Checks over traffic without drift: how many declare anything, and how often the CUSUM starts an alarm."""
     plans = _plans(shape)
     alarmed = total = onsets = 0
     for r in range(series):
         windows = detector.history + checks - 1
-        history = History(strata(shape, STRATA, seed * 1000 + r, days=windows / 24 + 1), size)
+        history = History(strata(shape, STRATA, seed * 1000 + r, days=windows / 24 + 1), size, by_query=by_query)
         history.draw(windows)
-        entries = history.entries(plans)
-        cache: ZCache = {}
         was: set = set()
         for current in range(checks - 1, -1, -1):
-            results = assess(entries, detector, current=current, cache=cache)
+            results = assess(history.entries(plans, detector, current), detector)
             total += 1
             alarmed += any(x.decision.drifted for x in results)
             now = {x.key for x in results if x.cusum is not None and x.cusum.alarm}
@@ -138,7 +161,7 @@ SCENARIOS = {
 
 
 def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int, scenario: str,
-              histories: int = 4) -> dict[str, float]:
+              histories: int = 4, by_query: bool = True) -> dict[str, float]:
     """Share of trials in which a drift injected into stratum 0 was caught by the end of its last window, by the
     per-check verdict or the CUSUM (``by_check``: by the per-check verdict alone). The trials are spread over
     ``histories`` independent eight-day histories before the drift (a cell's result depends on its reference
@@ -150,13 +173,11 @@ def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int,
     windows, features, make = SCENARIOS[scenario]
     bases = []
     for b in range(max(1, min(histories, trials))):
-        base = History(strata(shape, STRATA, seed + 7919 * b, days=(detector.history + windows) / 24 + 2), size)
+        base = History(strata(shape, STRATA, seed + 7919 * b, days=(detector.history + windows) / 24 + 2), size,
+                       by_query=by_query)
         # the drift starts at 08:00, where the seasonal shape's volume is its daily mean (``size``)
         base.draw(detector.history + (8 - detector.history) % 24)
-        ref = [s for s in base.summaries[(0, "top1_score")][-detector.reference:] if s.n]
-        sd = float(np.sqrt(np.average([s.std ** 2 + s.mean ** 2 for s in ref], weights=[s.n for s in ref])
-                           - np.average([s.mean for s in ref], weights=[s.n for s in ref]) ** 2))
-        bases.append((base, sd))
+        bases.append((base, base.served_sd(0, "top1_score", detector.reference)))
     caught = by_check = 0
     seeds = np.random.SeedSequence(seed + 1).spawn(trials)
     for t in range(trials):
@@ -164,13 +185,11 @@ def power_run(shape: str, size: int, trials: int, detector: Detector, seed: int,
         history = copy.deepcopy(base)
         for st in history.strata:
             st.rng = np.random.default_rng(seeds[t].spawn(1)[0].generate_state(1)[0] + hash(st.base) % 997)
-        start = history.hours
-        shift = make(sd, start / 24)
-        drawn = [history.strata[0].window(size, (start + i) % 24, (start + i) / 24, shift) for i in range(windows)]
+        shift = make(sd, history.hours / 24)
         hit = hit_check = False
-        for m in range(1, windows + 1):  # the drift has lasted m windows; the check runs at the m-th
-            history.draw(1)  # the other strata go on without drift
-            results = assess(history.entries(plans, replace={0: drawn[:m]}), detector)
+        for _ in range(windows):  # the drift has lasted one more window; the check runs at its end
+            history.draw(1, shift)  # into stratum 0; the other strata go on without drift
+            results = assess(history.entries(plans, detector), detector)
             hit_check = hit_check or _caught(results, features, cusum=False)
             hit = hit or _caught(results, features, cusum=True)
             if hit and hit_check:
@@ -196,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-null", action="store_true", help="power only")
     ap.add_argument("--scenarios", help="comma-separated power scenarios (default: all)")
     ap.add_argument("--seed", type=int, default=20261203)
+    ap.add_argument("--no-by-query", action="store_true",
+                    help="score features as served (drift.by_query = false) instead of against each question's level")
     ap.add_argument("--json", type=Path, help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.quick:
@@ -211,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     nulls = []
     for shape in ([] if args.no_null else shapes):
         for size in sizes:
-            r = null_run(shape, size, args.series, args.checks, detector, args.seed)
+            r = null_run(shape, size, args.series, args.checks, detector, args.seed, not args.no_by_query)
             nulls.append({"shape": shape, "size": size, **r})
             table.add_row(shape, f"{size:,}", str(r["checks"]),
                           f"{r['rate']:.1%} ({r['low']:.1%}–{r['high']:.1%})", f"{r['cusum_per_day']:.2f}")
@@ -233,14 +254,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for shape in shapes:
                 for size in scenario_sizes:
-                    r = power_run(shape, size, args.trials, detector, args.seed + 1, scenario, args.histories)
+                    r = power_run(shape, size, args.trials, detector, args.seed + 1, scenario, args.histories,
+                                  not args.no_by_query)
                     powers.append({"scenario": scenario, "shape": shape, "size": size, **r})
                     ptable.add_row(scenario, shape, f"{size:,}", f"{r['rate']:.0%} ({r['low']:.0%}–{r['high']:.0%})",
                                    f"{r['by_check']:.0%}")
         if "doc_updates" in shapes and (wanted is None or "stale index (24 h)" in wanted):
             for size in (200, 1000):
                 r = power_run("doc_updates", size, args.trials, detector, args.seed + 2, "stale index (24 h)",
-                              args.histories)
+                              args.histories, not args.no_by_query)
                 powers.append({"scenario": "stale index (24 h)", "shape": "doc_updates", "size": size, **r})
                 ptable.add_row("stale index (24 h)", "doc_updates", f"{size:,}",
                                f"{r['rate']:.0%} ({r['low']:.0%}–{r['high']:.0%})", f"{r['by_check']:.0%}")

@@ -112,6 +112,12 @@ class DriftSettings(Section):
     judge_agreement: JudgeAgreementSettings = Field(
         default_factory=JudgeAgreementSettings, description="Judge drift: weekly judge-vs-human agreement."
     )
+    by_query: bool = Field(
+        True,
+        description="Test top1_score, mean_score and top2_gap as each trace's score against its own question's "
+        "reference level (questions keyed by their trimmed, lower-cased text), so popular questions trending "
+        "from hour to hour do not read as drift. Off: the scores as served.",
+    )
     index_lag_seconds: float = Field(
         3600.0, ge=0, le=30 * 86400,
         description="newest_version_share: how long a new document version may take to reach the index before "

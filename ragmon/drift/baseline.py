@@ -238,6 +238,10 @@ def _tail_df(z: np.ndarray, df: int) -> float:
     return float(max(4 + 6 / excess, 4.5))
 
 
+#: the largest lag-one correlation the whitening uses
+MAX_RHO = 0.99
+
+
 def _lag_one(idx: np.ndarray, z: np.ndarray) -> float:
     """Lag-one correlation of standardised residuals over pairs of consecutive windows."""
     ok = np.isfinite(z)
@@ -250,4 +254,6 @@ def _lag_one(idx: np.ndarray, z: np.ndarray) -> float:
     denom = float(np.sum(z * z)) / idx.size
     if denom <= 0:
         return 0.0
-    return float(np.clip(np.mean(z[pairs] * z[pairs + 1]) / denom, -1.0, 1.0))
+    # at most MAX_RHO: the whitening divides by √(1 − ρ²), and two windows that move exactly together (ρ = 1,
+    # e.g. a reference of few windows that all rise) would divide by zero
+    return float(np.clip(np.mean(z[pairs] * z[pairs + 1]) / denom, -MAX_RHO, MAX_RHO))

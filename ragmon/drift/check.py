@@ -108,7 +108,7 @@ class DriftChecker:
         for feature_plans in by_windows.values():
             wp = plan(feature_plans[0].windows, now, lookback=lookback + extra_lookback)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
-                                 index_lag_seconds=self.settings.index_lag_seconds)
+                                 index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query)
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)
             detector = self.detector(plan(feature_plans[0].windows, now, lookback=lookback))

@@ -36,6 +36,8 @@ class Feature:
     expr: str
     description: str
     tests: tuple[str, ...] = ()  # default tests when not the kind's (DEFAULT_TESTS)
+    by_query: bool = False  # tested as each trace's value against its own question's reference level
+
 
     @property
     def default_tests(self) -> tuple[str, ...]:
@@ -50,10 +52,11 @@ FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
         Feature("top1_score", "continuous", "traces", "top1_score", "Score of the best retrieved chunk.",
-                tests=_SCORE_TESTS),
+                tests=_SCORE_TESTS, by_query=True),
         Feature("mean_score", "continuous", "traces", "mean_score", "Mean score of the retrieved top-k.",
-                tests=_SCORE_TESTS),
-        Feature("top2_gap", "continuous", "traces", "top2_gap", "Top-1 minus top-2 score (how decisive retrieval is)."),
+                tests=_SCORE_TESTS, by_query=True),
+        Feature("top2_gap", "continuous", "traces", "top2_gap", "Top-1 minus top-2 score (how decisive retrieval is).",
+                by_query=True),
         Feature("n_results", "continuous", "traces", "n_results", "Number of chunks retrieved before truncation."),
         Feature("latency_ms", "continuous", "traces", "latency_total_ms", "End-to-end latency in milliseconds."),
         Feature("cost_usd", "continuous", "traces", "cost_usd", "Cost of the request in US dollars."),

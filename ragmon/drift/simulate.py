@@ -105,7 +105,8 @@ def _columns(spec: ShapedSpec, draw: Draw, stratum: str, start: datetime,
     return {
         "trace_id": ids, "query_id": ids, "ts": ts, "retriever_name": [name] * n, "retriever_version": [version] * n,
         "variant": [spec.variant] * n, "corpus_snapshot": ["simulated"] * n, "category": [stratum] * n,
-        "question": ["simulated question"] * n,
+        "question": ([f"simulated question {q}" for q in draw.queries] if draw.queries is not None
+                     else ["simulated question"] * n),
         "retrieved_chunk_ids": [[f"{d}#c{r}" for r, d in enumerate(row)] for row in docs],
         "retrieved_doc_ids": docs, "retrieved_doc_versions": versions, "retrieved_scores": scores,
         "retrieved_ranks": [list(range(1, len(row) + 1)) for row in scores],

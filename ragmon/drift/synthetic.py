@@ -38,9 +38,13 @@ class SyntheticSpec:
     corpus_snapshot: str = "2026-11-01"
     seed: int = 1
     run_id: str = field(default="syn")
+    #: 0: every trace asks 'synthetic question' and draws its own level. Otherwise questions are Zipf-popular
+    #: (P(question i) ∝ 1/i over 1 … ``questions``) and each question has its own level, the same
+    #: whatever the seed (a question scores alike every day).
+    questions: int = 0
 
     def __post_init__(self) -> None:
-        if self.n < 0 or self.k < 1 or not self.start < self.end:
+        if self.n < 0 or self.k < 1 or self.questions < 0 or not self.start < self.end:
             raise ValueError(f"need n ≥ 0, k ≥ 1 and start < end, got n={self.n}, k={self.k}, "
                              f"{self.start.isoformat()}..{self.end.isoformat()}")
         if not all("@" in r for r in self.retrievers) or not self.strata:
@@ -76,7 +80,7 @@ SELECT
     fromUnixTimestamp64Milli({{start_ms:Int64}} + toInt64({_h('number', '1')} % {{span_ms:UInt64}}), 'UTC') AS ts,
     rv[1], rv[2], {{variant:String}}, {{snapshot:String}},
     {{strata:Array(String)}}[1 + {_h('number', '3')} % length({{strata:Array(String)}})],
-    'synthetic question',
+    if({{questions:UInt64}} = 0, 'synthetic question', concat('synthetic question ', toString(qid))),
     arrayMap(i -> concat('doc', toString({_h('number', '4', 'i')} % 500), '@c', toString(i)), idx) AS chunks,
     arrayMap(c -> splitByChar('@', c)[1], chunks),
     arrayMap(i -> if({_h('number', '5', 'i')} % 10 = 0, '2026-10-01', '2026-11-01'), idx),
@@ -89,7 +93,9 @@ SELECT
 FROM (
     SELECT number,
         splitByChar('@', {{retrievers:Array(String)}}[1 + {_h('number', '2')} % length({{retrievers:Array(String)}})]) AS rv,
-        {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'number', '10')} AS level,
+        toUInt64(floor(exp({_u('number', '12')} * log(greatest({{questions:UInt64}}, 1))))) AS qid,
+        if({{questions:UInt64}} = 0, {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'number', '10')},
+           {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'qid', '10').replace('{seed:UInt64}', '0')}) AS level,
         if({_h('number', '11')} % 10000 < {{empty:UInt32}}, CAST([] AS Array(UInt32)), range(1, {{k:UInt32}} + 1)) AS idx
     FROM numbers({{offset:UInt64}}, {{n:UInt64}})
 )
@@ -113,6 +119,6 @@ def insert_synthetic(store: CommandStore, spec: SyntheticSpec) -> int:
             "strata": list(spec.strata), "score_sd": spec.score_sd, "score_mean": spec.score_mean,
             "shift": spec.shift, "refuse": int(round(spec.refusal_rate * 10000)),
             "empty": int(round(spec.empty_rate * 10000)), "k": spec.k, "offset": offset,
-            "n": min(INSERT_ROWS, spec.n - offset),
+            "n": min(INSERT_ROWS, spec.n - offset), "questions": spec.questions,
         })
     return spec.n

@@ -81,6 +81,7 @@ class Draw:
     docs: np.ndarray | None = None
     versions: np.ndarray | None = None
     stale: np.ndarray | None = None
+    queries: np.ndarray | None = None
 
     def features(self) -> dict[str, np.ndarray]:
         """Per-trace feature values as the drift features define them (rates as booleans; the version share
@@ -146,6 +147,7 @@ class Stratum:
     _log_pop: np.ndarray = field(init=False)
     _zipf: np.ndarray = field(init=False)
     _query_offsets: np.ndarray = field(init=False)
+    _next_query: int = field(init=False, default=len(TYPE_SHARE) * POOL_SIZE)
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -185,14 +187,18 @@ class Stratum:
         if self.shape == "trending":
             self._log_pop = TREND_PHI * self._log_pop + rng.normal(0.0, TREND_SD, size=self._log_pop.shape)
             offsets = np.empty(n)
+            query_ids = np.empty(n, dtype=np.int64)
             for t in range(len(mix)):
                 idx = np.flatnonzero(types == t)
                 if idx.size:
                     weights = np.exp(self._zipf + self._log_pop[t])
                     queries = rng.choice(POOL_SIZE, size=idx.size, p=weights / weights.sum())
                     offsets[idx] = self._query_offsets[t, queries]
-        else:
+                    query_ids[idx] = t * POOL_SIZE + queries
+        else:  # every trace a question of its own
             offsets = rng.normal(0.0, QUERY_SD, size=n)
+            query_ids = self._next_query + np.arange(n, dtype=np.int64)
+            self._next_query += n
         level = self.base + TYPE_OFFSET[types] + offsets
         chunks = level[:, None] + rng.normal(0.0, CHUNK_SD, size=(n, K)) - RANK_DECAY * np.arange(K)
         chunks = (-np.sort(-chunks, axis=1) + shift.add) * shift.scale
@@ -201,7 +207,7 @@ class Stratum:
         refused = rng.random(n) < TYPE_REFUSE[types]
         latency = rng.lognormal(np.log(600) + 0.1 * types, 0.35)
         cost = 0.002 * (1 + 0.2 * types) * rng.lognormal(0.0, 0.25, size=n)
-        draw = Draw(chunks, empty, refused, latency, cost, day + rng.random(n) / 24)
+        draw = Draw(chunks, empty, refused, latency, cost, day + rng.random(n) / 24, queries=query_ids)
         return self._versions(draw, shift) if self.corpus is not None else draw
 
     def _versions(self, draw: Draw, shift: Shift) -> Draw:
@@ -218,7 +224,7 @@ class Stratum:
         versions = corpus.newest(docs.ravel(), indexed.ravel()).reshape(n, K)
         known = corpus.newest(docs.ravel(), (served_at - INDEX_GRACE_DAYS).ravel()).reshape(n, K)
         return Draw(draw.scores, draw.empty, draw.refused, draw.latency_ms, draw.cost_usd, draw.times, docs,
-                    versions, known > versions)
+                    versions, known > versions, draw.queries)
 
 
 def strata(shape: str, count: int, seed: int, *, days: float = 30.0) -> list[Stratum]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.baseline import _in_window_order, _persistence, compare
+from ragmon.drift.baseline import MAX_RHO, _in_window_order, _lag_one, _persistence, _whiten, compare
 
 
 def test_hand_computed_small_case() -> None:
@@ -194,3 +194,10 @@ def test_calibrated_when_windows_trend_for_hours(innovations: str) -> None:
     assert np.mean(ps < 0.05) <= 0.075, np.mean(ps < 0.05)
     assert np.mean(ps < 0.01) <= 0.013, np.mean(ps < 0.01)
     assert np.mean(ps < 0.001) <= 0.002, np.mean(ps < 0.001)
+
+
+def test_windows_that_move_exactly_together_do_not_divide_by_zero() -> None:
+    # residuals all alike over consecutive windows: a lag-one correlation of exactly 1 before the clip
+    rho = _lag_one(np.arange(6), np.ones(6))
+    assert rho == MAX_RHO < 1
+    assert np.all(np.isfinite(_whiten(np.ones(6), rho)))

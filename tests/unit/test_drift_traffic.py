@@ -142,3 +142,19 @@ def test_a_rare_rate_is_pooled_until_its_block_expects_an_event() -> None:
     # a share never seen to move (no event in the reference) is not pooled for events it cannot expect
     never = Series("rate", np.full(DETECTOR.history, 50), k=np.zeros(DETECTOR.history, np.int64))
     assert assess([Entry("never", plans["empty_shortlist_rate"], never)], DETECTOR)[0].pooled == 1
+
+
+def test_query_adjusted_scores_take_trending_popularity_out_and_keep_a_shift() -> None:
+    from ragmon.drift.by_query import adjust_by_query
+
+    (gen,) = strata("trending", 1, seed=11, days=3)
+    draws = [gen.draw(1000, h % 24, h / 24, Shift(add=0.02) if h == 59 else Shift()) for h in range(60)]
+    windows = [(d.queries[~d.empty], d.features()["top1_score"]) for d in reversed(draws)]  # newest first
+    adjusted = adjust_by_query(windows, range(1, 49))
+    raw_means = np.array([np.mean(v) for _, v in windows])
+    adjusted_means = np.array([np.mean(v) for v in adjusted])
+    # which queries were popular moves the hourly mean; the same queries' scores do not
+    assert np.std(adjusted_means[1:49]) < np.std(raw_means[1:49]) / 3
+    spread = np.std(adjusted_means[1:49])
+    assert adjusted_means[0] - np.mean(adjusted_means[1:49]) > 5 * spread
+    assert adjusted_means[0] - np.mean(adjusted_means[1:49]) == pytest.approx(0.02, abs=0.006)

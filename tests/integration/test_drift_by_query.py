@@ -1,0 +1,124 @@
+"""Query-adjusted score features in the real embedded ClickHouse: the window-function SQL gives what the numpy
+reference (``ragmon.drift.by_query``) gives on the same traces, and on traffic whose popular questions change
+from hour to hour it keeps their popularity out of the scores while a real shift still shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from ragmon.config import DriftSettings
+from ragmon.drift.by_query import adjust_by_query
+from ragmon.drift.check import DriftChecker
+from ragmon.drift.features import FEATURES
+from ragmon.drift.query import aggregate
+from ragmon.drift.windows import plan
+from ragmon.telemetry import Telemetry
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+QUESTIONS = 300
+
+
+def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift: float = 0.0,
+            last_hours_shift: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``hours`` hourly windows ending at NOW, newest first in the result: (question keys, top-1 scores). Each
+    hour its own few questions are popular (a fresh Zipf order every hour), each question scores near its level;
+    ``shift`` is added to the last ``last_hours_shift`` hours."""
+    windows = []
+    rows: dict[str, list] = {k: [] for k in ("trace_id", "query_id", "ts", "question", "retrieved_scores",
+                                             "retrieved_ranks", "retrieved_chunk_ids", "retrieved_doc_ids",
+                                             "retrieved_doc_versions")}
+    for back in range(hours):
+        start = NOW - timedelta(hours=back + 1)
+        weights = 1.0 / np.arange(1, QUESTIONS + 1) ** 1.1
+        order = rng.permutation(QUESTIONS)
+        asked = order[rng.choice(QUESTIONS, size=per_hour, p=weights / weights.sum())]
+        top1 = levels[asked] + rng.normal(0, 0.01, per_hour) + (shift if back < last_hours_shift else 0.0)
+        empty = rng.random(per_hour) < 0.02
+        top1 = np.where(empty, np.nan, top1)
+        windows.append((asked.astype(np.int64), top1))
+        for j in range(per_hour):
+            tid = f"t{back}-{j}"
+            scores = [] if empty[j] else [float(top1[j]), float(top1[j]) - 0.05]
+            # the same question typed three ways: ragmon keys it by its trimmed, lower-cased text
+            text = (f"How do I rotate key {asked[j]}?", f"  how do I rotate KEY {asked[j]}?",
+                    f"HOW DO I ROTATE KEY {asked[j]}?  ")[j % 3]
+            for key, value in (("trace_id", tid), ("query_id", tid),
+                               ("ts", start + timedelta(seconds=float(rng.random() * 3599))), ("question", text),
+                               ("retrieved_scores", scores), ("retrieved_ranks", list(range(1, len(scores) + 1))),
+                               ("retrieved_chunk_ids", [f"c{i}" for i in range(len(scores))]),
+                               ("retrieved_doc_ids", [f"d{i}" for i in range(len(scores))]),
+                               ("retrieved_doc_versions", ["v1"] * len(scores))):
+                rows[key].append(value)
+    n = len(rows["trace_id"])
+    now = datetime.now(UTC)
+    store.insert_columns("traces", {
+        **rows, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n, "variant": ["production"] * n,
+        "category": ["billing"] * n, "corpus_snapshot": ["s"] * n, "behaviour": ["answer"] * n,
+        "latency_total_ms": [500.0] * n, "cost_usd": [0.001] * n, "ingested_at": [now] * n,
+    })
+    return windows
+
+
+def _levels(rng) -> np.ndarray:
+    return 0.7 + rng.normal(0, 0.08, QUESTIONS)
+
+
+def test_sql_matches_the_numpy_reference(store) -> None:
+    rng = np.random.default_rng(5)
+    windows = _insert(store, rng, _levels(rng), hours=30, per_hour=120)
+    settings = DriftSettings(features=["top1_score"])
+    wp = plan(settings.windows.model_copy(update={"reference_days": 1}), NOW, lookback=5)
+    (by_window,) = aggregate(store, [FEATURES["top1_score"]], wp).values()
+    reference = list(range(1, wp.reference + 1))
+    expected = adjust_by_query(windows, reference)
+    assert wp.history == 30 and set(by_window) == set(range(30))
+    for w in range(30):
+        got, want = by_window[w], expected[w][np.isfinite(expected[w])]
+        assert got.n == want.size
+        assert got.mean == pytest.approx(want.mean(), abs=1e-9) and got.std == pytest.approx(want.std(), abs=1e-9)
+        assert got.quantiles[50] == pytest.approx(np.median(want), abs=0.01)
+    # off: the scores as served
+    (raw,) = aggregate(store, [FEATURES["top1_score"]], wp, by_query=False).values()
+    assert raw[0].mean == pytest.approx(np.nanmean(windows[0][1]), abs=1e-9)
+    assert raw[0].std > 1.5 * by_window[0].std  # the question mix is much of an hour's spread
+
+
+def test_trending_questions_are_not_drift_and_a_shift_is(store) -> None:
+    rng = np.random.default_rng(6)
+    levels = _levels(rng)
+    _insert(store, rng, levels, hours=8 * 24 + 1, per_hour=60, shift=-0.03, last_hours_shift=1)
+    settings = DriftSettings(features=["top1_score"])
+    raw = DriftChecker(store, settings.model_copy(update={"by_query": False}), Telemetry(),
+                       clock=lambda: NOW - timedelta(hours=1)).run_once()
+    calm = DriftChecker(store, settings, Telemetry(), clock=lambda: NOW - timedelta(hours=1)).run_once()
+    shifted = DriftChecker(store, settings, Telemetry(), clock=lambda: NOW).run_once()
+    mean = {name: next(r for r in res.results if r.test == "window_mean")
+            for name, res in (("raw", raw), ("calm", calm), ("shifted", shifted))}
+    # a shift of 0.03 is a third of the spread between questions, three times the spread within one
+    assert mean["calm"].status == "ok" and not mean["calm"].drifted
+    assert mean["shifted"].drifted and mean["shifted"].current.mean < mean["calm"].current.mean - 0.02
+    assert mean["raw"].details["tau"] > 3 * mean["calm"].details["tau"]
+
+
+def test_numpy_reference_edge_cases() -> None:
+    keys = np.array([1, 1, 2]), np.array([1, 1, 3]), np.array([1, 9]), np.array([2])
+    values = np.array([0.5, 0.7, 0.2]), np.array([0.9, 0.8, np.nan]), np.array([0.4, 0.3]), np.array([0.1])
+    windows = list(zip(keys, values, strict=True))
+    # no reference values: unchanged
+    assert all(np.array_equal(a, b, equal_nan=True)
+               for a, b in zip(adjust_by_query(windows, []), values, strict=True))
+    out = adjust_by_query(windows, [1, 2, 3])
+    level = np.mean([0.9, 0.8, 0.4, 0.3, 0.1])
+    # window 0 (even) against the odd reference windows 1 and 3: question 1 asked twice there (0.85)
+    assert out[0] == pytest.approx([0.5 - 0.85 + level, 0.7 - 0.85 + level, 0.2])
+    # window 1 against window 2, where question 1 was asked once only: left as served; the NaN stays NaN
+    assert out[1][:2] == pytest.approx([0.9, 0.8]) and np.isnan(out[1][2])
+    assert adjust_by_query(windows, [1, 2, 3], min_asks=1)[1][0] == pytest.approx(0.9 - 0.4 + level)
+    # window 2 (even) against windows 1 and 3: its own values are never part of its levels
+    assert out[2] == pytest.approx([0.4 - 0.85 + level, 0.3])
+    # keys too large to index by are sorted instead: the same levels
+    shifted = adjust_by_query([(k.astype(np.uint64) + np.uint64(2**40), v) for k, v in windows], [1, 2, 3])
+    assert all(np.allclose(a, b, equal_nan=True) for a, b in zip(shifted, out, strict=True))
