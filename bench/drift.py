@@ -4,8 +4,10 @@
     python -m bench.drift --n 1000000     # smaller
 
 The traces are generated inside ClickHouse (``INSERT … SELECT … FROM numbers(n)``): 6 groups (2 retrievers × 3
-strata), 90 % of the traffic spread over the same hour of the previous 7 days (the trailing reference), 10 %
-in the last hour, with a +0.02 score shift (0.25 σ) in one retriever. Then, in the same run:
+strata), 90 % of the traffic spread over every hour of the 8 days before the current one (the trailing
+week's 168 reference windows and the CUSUM's 24 before them; until 2026-12-04 only the same hour of each of the
+previous 7 days, which left 185 of the 193 windows empty), 10 % in the last hour, with a +0.02 score shift
+(0.25 σ) in one retriever; questions Zipf-popular among ``--questions``. Then, in the same run:
 
 * **pushed down** — ``DriftChecker.run_once()``: ClickHouse returns counts, means and t-digest sketches per
   group and hourly window (the current one, 168 reference windows, 24 more for the CUSUM); Python runs the
@@ -50,10 +52,11 @@ RATES = ("empty_shortlist_rate", "refusal_rate")
 def generate(store: ClickHouseStore, n: int, now: datetime, console: Console, questions: int) -> float:
     started = time.perf_counter()
     cur_start = now - timedelta(hours=1)
-    per_day = int(n * 0.9) // 7
-    specs = [SyntheticSpec(per_day, cur_start - timedelta(days=d), now - timedelta(days=d), seed=d,
-                           retrievers=("hybrid@v1", "dense@v2"), questions=questions) for d in range(1, 8)]
-    current = n - per_day * 7
+    # every hour of the 8 days before the current one (the reference week and the CUSUM's day before it)
+    per_day = int(n * 0.9) // 8
+    specs = [SyntheticSpec(per_day, cur_start - timedelta(days=d + 1), cur_start - timedelta(days=d), seed=d + 1,
+                           retrievers=("hybrid@v1", "dense@v2"), questions=questions) for d in range(8)]
+    current = n - per_day * 8
     specs.append(SyntheticSpec(current // 2, cur_start, now, seed=100, retrievers=("hybrid@v1",), run_id="cur",
                                questions=questions))
     specs.append(SyntheticSpec(current - current // 2, cur_start, now, seed=101, retrievers=("dense@v2",),
