@@ -38,7 +38,6 @@ class Feature:
     tests: tuple[str, ...] = ()  # default tests when not the kind's (DEFAULT_TESTS)
     by_query: bool = False  # tested as each trace's value against its own question's reference level
 
-
     @property
     def default_tests(self) -> tuple[str, ...]:
         return self.tests or DEFAULT_TESTS[self.kind]

@@ -72,8 +72,9 @@ def plan_parameters(p: WindowPlan) -> dict[str, Any]:
 _INDEX = "intDiv({end:Int64} - 1 - toUnixTimestamp64Milli(ts), {win:Int64})"
 _SPAN = "ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')"
 _CURRENT = "ts >= fromUnixTimestamp64Milli({cs:Int64}, 'UTC')"
-_PINNED_RANGE = ("ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, "
-                 "'UTC')")
+#: the reference's time range (a pinned reference's rows; a trailing reference's question levels)
+_REFERENCE_RANGE = ("ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, "
+                    "'UTC')")
 # Grouping by four LowCardinality columns took 3× longer in chDB than grouping by their String values
 # (0.9 s vs 0.3 s for 2.3 M rows), so the inner queries cast them and the outer ones rename them back.
 _INNER_GROUP = ("toString(retriever_name) AS g_rn, toString(retriever_version) AS g_rv, toString(variant) AS g_var, "
@@ -86,11 +87,11 @@ def span_condition(traces: str, p: WindowPlan, *, has_snapshot: bool) -> str:
     """Which rows a check reads: the whole history (trailing), or the current window and the pinned range."""
     if not p.pinned:
         return _SPAN
-    pinned = _PINNED_RANGE
+    pinned = _REFERENCE_RANGE
     if p.windows.reference.corpus_snapshot:
         pinned += (" AND corpus_snapshot = {snapshot:String}" if has_snapshot else
                    f" AND trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}} "
-                   f"AND {_PINNED_RANGE})")
+                   f"AND {_REFERENCE_RANGE})")
     return f"{_SPAN} AND ({_CURRENT} OR ({pinned}))"
 
 
@@ -104,7 +105,6 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
     ]
 
 
-_IN_REFERENCE = "ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, 'UTC')"
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
 MIN_ASKS = 2
 #: a trace without a question (an empty one, e.g. a span that did not record its input) has no level
@@ -117,7 +117,7 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
     question has fewer than ``MIN_ASKS`` finite values of that feature). The group means join the levels, not the
     traces: one join of the traces instead of two (0.2–0.3 s of 6 at 10 M traces)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
-    rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_IN_REFERENCE}"
+    rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
     question = (rows.replace("{key}", f"cityHash64(drift_group, question_hash, {_INDEX} % 2) AS key,")
                 + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
@@ -145,13 +145,14 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     the join, about 3 s.)
     """
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query and f.kind == "continuous"]
+    adjusted_at = {i for i, _ in adjusted}
     inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     middle = [_GROUP_KEYS, "w"]
     outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
-            middle.append(f"v{i} - lv_d{i} AS v{i}" if any(i == j for j, _ in adjusted) else f"v{i}")
+            middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
             outer.extend(_sketch_columns(f"f{i}", f"v{i}"))
         else:
             inner.append(f"toUInt8({f.expr}) AS v{i}")
