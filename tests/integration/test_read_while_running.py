@@ -18,30 +18,17 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
+from tests.support.runbooks import read_commands, runbook_commands, runbook_reads
+
 pytestmark = pytest.mark.slow
 
-RUNBOOKS = Path(__file__).resolve().parents[2] / "alerts" / "runbooks"
 ANNOUNCE = "ragmon-read-api.json"
-#: runbook commands not run here, and why: each starts a daemon, writes, or needs an argument the page names
-NOT_READS = {
-    "ragmon review": "starts the review daemon",
-    "ragmon run": "starts the daemon",
-    "ragmon drift": "starts the drift daemon",
-    "ragmon gate": "needs a golden set and a candidate (the page says when to run it)",
-    "ragmon corpus load": "writes (loads the corpus feed)",
-    "ragmon calibrate": "needs review labels (the page says the queue is unreviewed)",
-    "ragmon review hash-password": "prompts for a password; no store",
-    "ragmon schema validate message.json": "needs a saved message file; no store",
-}
-#: every form of these: calibrate needs human review labels (the demo's data has none), the gate a golden set
-NOT_READ_PREFIXES = ("ragmon calibrate ", "ragmon gate ")
 
 
 @dataclass
@@ -103,29 +90,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         proc.communicate(timeout=60)
 
 
-def _read_commands(tmp: Path) -> list[list[str]]:
-    now = datetime.now(UTC).replace(microsecond=0)
-    since, at = (now - timedelta(days=3)).isoformat(), (now - timedelta(hours=1)).isoformat()
-    return [
-        ["store", "status"],
-        ["store", "status", "--format", "json"],
-        ["drift", "report"],
-        ["drift", "report", "--format", "json", "--html", str(tmp / "drift.html")],
-        ["drift", "check", "--at", at, "--all", "--format", "json"],
-        ["drift", "backtest", "--from", (now - timedelta(hours=6)).isoformat(), "--to", now.isoformat()],
-        ["score", "report", "--since", since, "--until", now.isoformat()],
-        ["score", "report", "--since", since, "--until", now.isoformat(), "--format", "json"],
-        ["shadow", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v2", "--since", since, "--until",
-         now.isoformat(), "--format", "json"],
-        ["review", "status"],
-        ["review", "status", "--format", "json"],
-        ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v2", "--since", since, "--until",
-         now.isoformat(), "--format", "json"],
-        ["leaks", "list", "--since", since, "--until", now.isoformat(), "--format", "json"],
-        ["review", "triage", "--no-select", "--format", "json"],
-    ]
-
-
 def _same(text: str) -> str:
     """Output without what differs between two runs of one command: how long it took, and the random id of a
     check evaluated as of a past time (not stored)."""
@@ -133,13 +97,9 @@ def _same(text: str) -> str:
 
 
 def test_runbook_commands_work_while_the_daemon_runs(daemon: Daemon) -> None:
-    commands = sorted({" ".join(c.split()) for page in RUNBOOKS.glob("*.md")  # a command may wrap a line
-                       for c in re.findall(r"`(ragmon [^`]+)`", page.read_text(encoding="utf-8"))})
-    assert "ragmon drift report --html drift.html" in commands  # the page that started issue 19
+    assert "ragmon drift report --html drift.html" in runbook_commands()  # the page that started issue 19
     ran = []
-    for command in commands:
-        if command in NOT_READS or "<" in command or command.startswith(NOT_READ_PREFIXES):
-            continue
+    for command in runbook_reads():
         result = _ragmon(daemon.config, *shlex.split(command)[1:], cwd=daemon.tmp)
         out = result.stdout + result.stderr
         assert "in use" not in out and "DB::Exception" not in out and "Traceback" not in out, (command, out)
@@ -203,7 +163,7 @@ def test_hostile_requests_are_refused_and_write_nothing(daemon: Daemon) -> None:
 
 
 def test_read_commands_print_what_they_print_locally(daemon: Daemon) -> None:
-    commands = _read_commands(daemon.tmp)
+    commands = read_commands(daemon.tmp)
     remote = [_ragmon(daemon.config, *c) for c in commands]
     daemon.proc.send_signal(signal.SIGTERM)
     daemon.proc.communicate(timeout=60)
