@@ -5,7 +5,7 @@ parameterized reads. Every clickhouse-connect/chDB exception is translated here 
 (retryable or permanent); callers never see a client-library exception.
 
 Thread-safety: chDB runs queries of one process through one engine; calls are serialized with a lock so the
-ingest, score, drift and review roles of ``ragmon run`` can share one store object. ``read_only()`` gives reads
+ingest, score, drift and review roles of ``ragmon run`` can share one store object. ``reader()`` gives reads
 that must not write (the read API) a store on a connection of their own: settings stick to a chDB connection, so
 a read-only setting passed per call on the shared one would make every later write of the process fail.
 """
@@ -53,8 +53,8 @@ class ClickHouseStore:
 
     def __init__(self, settings: StoreSettings, client: Any, *, read_only: bool = False):
         self.settings = settings
-        #: a store on a read-only connection (``read_only()``): its writes fail with ClickHouse's READONLY error
-        self.is_read_only = read_only
+        #: a store on a read-only connection (``reader()``): its writes fail with ClickHouse's READONLY error
+        self.read_only = read_only
         self.database = settings.database
         dsn = parse_dsn(settings.dsn.get_secret_value())
         self.embedded = dsn.embedded
@@ -79,7 +79,7 @@ class ClickHouseStore:
             store.migrate()
         return store
 
-    def read_only(self) -> ClickHouseStore:
+    def reader(self) -> ClickHouseStore:
         """A store for reads only, on a connection of its own that is read-only for its whole life (the embedded
         engine; ``open_read_only_client``). Nothing run through it can change this store's connection, and it
         serializes its calls with its own lock, so reads through it do not wait for this store's writes."""
@@ -140,10 +140,10 @@ class ClickHouseStore:
                 settings: Mapping[str, Any] | None = None) -> Any:
         """Run a statement. On the embedded engine ``settings`` are applied to the connection and restored after
         the call (clickhouse-connect's chDB driver), which ``readonly`` would make impossible: it is refused here
-        (use ``read_only()``)."""
+        (use ``reader()``)."""
         if settings and "readonly" in settings and self.embedded:
             raise PermanentStoreError("readonly cannot be set per call on the embedded engine (it would stay in force "
-                                      "for every later write of the process); use ClickHouseStore.read_only()")
+                                      "for every later write of the process); use ClickHouseStore.reader()")
         with self._lock:
             try:
                 return self._client.command(sql, parameters=parameters, settings=settings)

@@ -5,7 +5,7 @@ chDB lets one process open a data directory, so while ``ragmon run`` holds it a 
 bearer token; one query and its parameters in, the rows out in ``ragmon.store.wire``'s JSON) and announces where
 it answers in ``<data directory>/ragmon-read-api.json`` (mode 0600) so read commands on the same host find it;
 ``ragmon.store.remote`` is the other side. Every query runs on a connection of its own that is read-only for its
-whole life (``ClickHouseStore.read_only``: ClickHouse's ``readonly = 1``, set once when it opens): no writes, no
+whole life (``ClickHouseStore.reader``: ClickHouse's ``readonly = 1``, set once when it opens): no writes, no
 DDL, no settings changes and no table functions that reach files or the network; the token therefore grants
 reading ragmon's tables, the same as reading the data directory's files, and nothing more.
 
@@ -66,14 +66,14 @@ class ReadAccess:
 
 def read_access(settings: Settings, store: Any) -> ReadAccess | None:
     """The read API for ``store`` when it is embedded and ``read_api.enabled``; else None. Its queries run on
-    ``store.read_only()``, a connection of their own. The token: the configured one, else ``read_api.token_file``'s
+    ``store.reader()``, a connection of their own. The token: the configured one, else ``read_api.token_file``'s
     (created with a random token when missing), else a new one."""
     path = embedded_path(settings)
-    if path is None or not settings.read_api.enabled or not hasattr(store, "read_only"):
+    if path is None or not settings.read_api.enabled or not hasattr(store, "reader"):
         return None
     given = settings.read_api.token_file is None or settings.read_api.token_file.exists()
     token = (secret_value(settings.read_api.token) if given else None) or _file_token(settings.read_api.token_file)
-    return ReadAccess(router(store.read_only(), token), token, path / ANNOUNCE_FILE)
+    return ReadAccess(router(store.reader(), token), token, path / ANNOUNCE_FILE)
 
 
 def embedded_path(settings: Settings) -> Path | None:
@@ -85,7 +85,7 @@ def embedded_path(settings: Settings) -> Path | None:
 
 def router(reader: Any, token: str) -> APIRouter:
     """``POST /api/v1/store/read``: ``{"op": "query"|"command", "sql": …, "parameters": {…}}`` in wire form, run on
-    ``reader``, a store whose connection is read-only (``ClickHouseStore.read_only``)."""
+    ``reader``, a store whose connection is read-only (``ClickHouseStore.reader``)."""
     api = APIRouter()
     expected = f"Bearer {token}".encode()
 

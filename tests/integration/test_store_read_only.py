@@ -2,7 +2,7 @@
 
 chDB keeps settings on the connection: a ``readonly = 1`` passed per call on the daemon's own connection stayed in
 force, and every later write of the daemon failed with READONLY (review labels, sign-out, OTLP traces) until a
-restart. The read API now runs on ``ClickHouseStore.read_only()``, a connection of its own. Against the real
+restart. The read API now runs on ``ClickHouseStore.reader()``, a connection of its own. Against the real
 engine: every kind of request the read API can get, hostile ones included, is answered, and afterwards the
 daemon's store still inserts, runs DDL and takes settings per call.
 """
@@ -89,14 +89,14 @@ def test_the_read_api_answers_reads_refuses_the_rest_and_the_daemon_still_writes
 
 
 def test_readonly_per_call_on_the_writers_connection_is_refused_before_it_can_stick(store: ClickHouseStore) -> None:
-    with pytest.raises(PermanentStoreError, match="read_only"):
+    with pytest.raises(PermanentStoreError, match="reader"):
         store.command("SELECT 1", settings={"readonly": 1})
     _writes_still_work(store, 99)
 
 
 def test_a_read_only_store_refuses_writes_and_settings_on_its_own_connection(store: ClickHouseStore) -> None:
-    reader = store.read_only()
-    assert reader.is_read_only and reader.query("SELECT 1").result_rows == [(1,)]
+    reader = store.reader()
+    assert reader.read_only and reader.query("SELECT 1").result_rows == [(1,)]
     for statement in ("SET readonly = 0", f"INSERT INTO {store.table('review_labels')} (trace_id) VALUES ('x')"):
         with pytest.raises(PermanentStoreError, match="READONLY"):
             reader.command(statement)

@@ -35,13 +35,13 @@ class FakeReader:
 
 
 class FakeStore(FakeReader):
-    """The daemon's store: whatever the read API runs must go to ``read_only()``'s connection instead."""
+    """The daemon's store: whatever the read API runs must go to ``reader()``'s connection instead."""
 
     def __init__(self) -> None:
         super().__init__()
         self.readers: list[FakeReader] = []
 
-    def read_only(self) -> FakeReader:
+    def reader(self) -> FakeReader:
         self.readers.append(FakeReader())
         return self.readers[-1]
 
