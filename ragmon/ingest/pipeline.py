@@ -35,7 +35,7 @@ from collections.abc import Callable
 from ragmon.config import IngestSettings
 from ragmon.errors import FatalSourceError, SourceError
 from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.batcher import BatchLimits, BatchStep, FlushWait
+from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.commit_step import CommitStep
 from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
@@ -232,6 +232,15 @@ class IngestPipeline:
 
     # -- rebalance --------------------------------------------------------------------------------------------
 
+    def _count_abandoned(self, batch: Batch | None) -> None:
+        """``batch`` is dropped unwritten: what it held that is not stored or not dead-lettered, in the stats."""
+        if batch is None:
+            return
+        if not batch.stored:
+            self.stats.abandoned_traces += len(batch)
+        if not batch.dead_letters_sent:
+            self.stats.abandoned_dead_letters.update(d.reason for d in batch.dead_letters)
+
     def _on_revoke(self, parts: set[Partition]) -> dict[Partition, int]:
         """Called from inside ``source.poll``: flush once; commit what is safe; otherwise leave it uncommitted.
 
@@ -245,13 +254,15 @@ class IngestPipeline:
         if not ok:  # the store is down: drop the buffered rows; the partitions' next owner re-reads them
             log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",
                         sorted(parts))
-            self.writes.discard()
-            self.batches.discard()
+            self._count_abandoned(self.writes.discard())
+            self._count_abandoned(self.batches.discard())
             parts = parts | self.ledger.partitions()
             if self._paused:  # nothing is buffered any more; the re-read batch will pause again if need be
                 self._set_paused(False)
         self._follow_writes()
+        assembling = self.intake.pending()
         self.intake.forget(parts)
+        self.stats.abandoned_traces += assembling - self.intake.pending()
         self.ledger.forget(parts)
         self.lag.drop(parts)
         return offsets
