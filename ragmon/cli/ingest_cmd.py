@@ -25,6 +25,7 @@ from ragmon.cli.options import LogLevelOption, check_output_file, configure_logg
 from ragmon.config import Settings, mask_dsn, override, secret_value
 
 if TYPE_CHECKING:
+    from ragmon.cli.idle_watch import IdleWatch
     from ragmon.process import Process
     from ragmon.store import ClickHouseStore
 
@@ -55,8 +56,9 @@ def ingest(
     port: Annotated[int | None, typer.Option(
         help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        min=0, help="Exit once nothing was read for this many seconds, the lag is zero on every assigned partition and "
-        "everything is committed (batch jobs, benchmarks).",
+        min=0, help="Exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, nothing "
+        "was read and everything read was stored and committed (batch jobs, benchmarks). Exit 3 if no partition is "
+        "assigned for twice kafka.session_timeout_ms (another member holds them all).",
         show_default=False)] = None,
     stats_json: Annotated[Path | None, typer.Option(
         help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
@@ -99,6 +101,7 @@ def ingest(
 
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
     """
+    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
     from ragmon.process import serve_roles
 
     configure_logging(log_level, quiet=("kafka",))
@@ -140,9 +143,10 @@ def ingest(
         return
     started = time.monotonic()
     role = "otlp" if otlp_http else "ingest"
+    watch: IdleWatch | None = None
 
     def announce(process: Process) -> None:
-        nonlocal started
+        nonlocal started, watch
         source = (f"OTLP/HTTP on http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces" if otlp_http
                   else f"{settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
                   f"format {settings.kafka.input_format})")
@@ -151,8 +155,7 @@ def ingest(
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         started = time.monotonic()
         if exit_when_idle is not None:
-            threading.Thread(target=_idle_watch, args=(process, role, exit_when_idle), name="ragmon-idle-watch",
-                             daemon=True).start()
+            watch = watch_idle(process, role, exit_when_idle, settings)
 
     # fails fast: store unreachable or locked, bad config, broker unreachable, port in use
     process = serve_roles(settings, only=[role], title="ragmon ingest", started=announce)
@@ -172,21 +175,8 @@ def ingest(
     fatal = process.service(role).fatal_error
     if fatal is not None:
         raise fail(f"ingest stopped: {fatal}", EXIT_FATAL)
+    exit_if_never_assigned(watch, settings.kafka.topic, settings.kafka.group_id)
     exit_if_stuck(process)
-
-
-def _idle_watch(process: Process, role: str, seconds: float) -> None:
-    """Stop ``process`` once its role's loop has read nothing for ``seconds`` and is idle (everything read stored and
-    committed); the trace pipeline must also be caught up (its lag reading zero), the outcome loop has no lag reading."""
-    loop = process.service(role)
-    caught_up = getattr(loop, "caught_up", lambda: True)
-    last_count, since = -1, time.monotonic()
-    while not process.wait_for_stop(0.2):
-        consumed = loop.stats.consumed
-        if consumed != last_count or not loop.idle() or not caught_up():
-            last_count, since = consumed, time.monotonic()
-        elif time.monotonic() - since >= seconds:
-            process.stop()
 
 
 def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str, stats_json: Path | None,
@@ -221,20 +211,24 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
 
 
 def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle: float | None) -> None:
+    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
     from ragmon.process import serve_roles
 
+    watch: IdleWatch | None = None
+
     def announce(process: Process) -> None:
+        nonlocal watch
         ab = settings.ab
         err_console.print(
             f"ragmon ingest --outcomes: {ab.outcomes_topic} @ {settings.kafka.bootstrap_servers} (group "
             f"{ab.outcomes_group_id}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         if exit_when_idle is not None:
-            threading.Thread(target=_idle_watch, args=(process, "outcomes", exit_when_idle),
-                             name="ragmon-idle-watch", daemon=True).start()
+            watch = watch_idle(process, "outcomes", exit_when_idle, settings)
 
     process = serve_roles(settings, only=["outcomes"], title="ragmon ingest --outcomes", started=announce)
     _outcome_summary(process.service("outcomes").stats, stats_json)
+    exit_if_never_assigned(watch, settings.ab.outcomes_topic, settings.ab.outcomes_group_id)
     exit_if_stuck(process)
 
 
