@@ -122,6 +122,7 @@ def test_a_file_loaded_twice_stores_each_trace_once_and_dead_letters_its_bad_lin
         assert run.returncode == 0, run.stderr.decode()[-3000:]
     first = summary(runs[0])
     assert first["complete"] and first["stored"] == len(stream.valid_ids) and first["blank_lines"] == 2
+    assert first["resume_from_line"] is None and first["not_stored"] == 0 and first["dead_letters_not_written"] == {}
     assert exactly_once_problems(count_in_subprocess(chdb), stream.valid_ids) == []
     letters = [json.loads(x) for x in dead.read_bytes().splitlines()]
     first_run = letters[:len(expected)]
