@@ -16,11 +16,11 @@ Backpressure: while a batch cannot be written (store down) or its dead letters c
 is paused and the batch is retried on the ``Backoff`` schedule; the loop keeps polling (nothing comes back from
 a paused source) so group membership survives and shutdown interrupts the wait, and memory stays bounded by
 one batch. A source that can never be read as it is (``FatalSourceError``: a codec's library missing) ends the
-loop: what is buffered is written and committed, and ``fatal_error`` says why. A source with nothing to re-read
-(``replayable = False``: OTLP/HTTP) has what it accepted and what is still assembling stored at shutdown instead.
-Consumer lag is reported by
-``lag.py``. It must not talk to Kafka or ClickHouse directly
-(``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
+loop: what is buffered is written and committed, and ``fatal_error`` says why. Every source re-reads what is not
+committed (Kafka, the OTLP/HTTP spool, a file run again), so OTLP traces still assembling at shutdown are left
+uncommitted and counted ``released``; an input that has ended (``exhausted``: a file read to its end) can send no
+more spans, so what is still assembling is emitted at once. Consumer lag is reported by ``lag.py``. It must not
+talk to Kafka or ClickHouse directly (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from ragmon.config import IngestSettings
 from ragmon.errors import FatalSourceError, SourceError
 from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.batcher import BatchLimits, BatchStep, FlushWait
+from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.commit_step import CommitStep
 from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
@@ -121,6 +121,9 @@ class IngestPipeline:
             batches.submit(self.intake.handle(msgs))
         now = self.clock()
         batches.submit(self.intake.expire(now))
+        if self.intake.pending() and getattr(self.source, "exhausted", False):
+            batches.submit(self.intake.flush())  # the input ended: no more spans can come
+        self._t.ingest_otlp_open_traces.set(self.intake.open_traces())
         if not writes.blocked:
             if batches.due(now):
                 batches.hand_on()
@@ -136,14 +139,17 @@ class IngestPipeline:
     def shutdown(self) -> None:
         """Flush what is buffered (one attempt within the grace period), commit, close. Never raises."""
         try:
-            if not getattr(self.source, "replayable", True):
-                self._take_the_rest()
             if not self._write_everything():
                 log.warning("shutdown with an unwritten batch of %d traces: not committed, will be re-read",
                             self.writes.waiting_rows)
+                self.writes.release_unwritten()
+                self._release(self.batches.seal())
             pending = self.intake.pending()
             if pending:
-                log.info("shutdown with %d OTLP traces still assembling: their offsets stay uncommitted", pending)
+                log.info("shutdown with %d OTLP traces still assembling: their messages stay uncommitted and are "
+                         "re-read on the next start", pending)
+            self.intake.close()
+            self._t.ingest_otlp_open_traces.set(0)
         except Exception:  # noqa: BLE001 - shutdown must finish
             log.exception("error while flushing at shutdown")
         finally:
@@ -154,13 +160,10 @@ class IngestPipeline:
                 except Exception:  # noqa: BLE001
                     log.exception("error while closing")
 
-    def _take_the_rest(self) -> None:
-        """A source with nothing to re-read (OTLP/HTTP): close it to new input, then handle what it accepted and
-        every trace still assembling, so that the final write stores them."""
-        self.source.close()
-        while msgs := self._poll(0):
-            self.batches.submit(self.intake.handle(msgs))
-        self.batches.submit(self.intake.flush())
+    def _release(self, batch: Batch) -> None:
+        """``batch`` is not written: its traces are given back to the source (counted ``released``)."""
+        for kind, n in batch.unsettled().items():
+            self._t.ingest_traces_settled.labels(kind, "released").inc(n)
 
     @property
     def paused(self) -> bool:
@@ -246,7 +249,7 @@ class IngestPipeline:
             log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",
                         sorted(parts))
             self.writes.discard()
-            self.batches.discard()
+            self._release(self.batches.seal())
             parts = parts | self.ledger.partitions()
             if self._paused:  # nothing is buffered any more; the re-read batch will pause again if need be
                 self._set_paused(False)
