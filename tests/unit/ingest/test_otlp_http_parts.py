@@ -131,7 +131,7 @@ def test_ragmon_run_with_the_otlp_port_taken_says_which_setting_and_switch(tmp_p
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        settings = Settings(server={"port": 0}, otlp={"port": busy.getsockname()[1],
+        settings = Settings(server={"port": 0}, otlp={"port": busy.getsockname()[1], "spool_dir": str(tmp_path / "spool"),
                                                       "dead_letters": str(tmp_path / "dead.jsonl")})
         process = build_process(settings, ["otlp"], store=Store())
         with pytest.raises(ConfigError) as info:
