@@ -77,19 +77,28 @@ class HttpTraceSource(LocalPosition):
     def paused(self) -> bool:
         return self._paused
 
+    def resume(self) -> None:
+        with self._ready:
+            self._paused = False
+            self._ready.notify_all()
+
     # -- the TraceSource the loop polls -------------------------------------------------------------------------
 
     def set_revoke_handler(self, handler: RevokeHandler) -> None:
         """Nothing is ever revoked: the receiver owns its one partition."""
 
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
-        if self._replay is not None:
+        """The next requests: those read again from the spool first, then those queued. Nothing while paused (the
+        loop ignores what a poll returns then, as a paused Kafka consumer returns nothing)."""
+        if self._replay is not None and not self._paused:
             replayed = self._replayed(max_records)
             if replayed:
                 return replayed
         with self._ready:
-            if not self._queue and timeout_seconds > 0 and not self._closed:
+            if (self._paused or not self._queue) and timeout_seconds > 0 and not self._closed:
                 self._ready.wait(timeout_seconds)
+            if self._paused:
+                return []
             out: list[RawMessage] = []
             while self._queue and len(out) < max_records:
                 msg = self._queue.popleft()
