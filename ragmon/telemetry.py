@@ -153,7 +153,8 @@ class Telemetry:
             "ragmon_ingest_commit_current_timestamp_seconds",
             "Unix time the committed offsets were last as far as the commit rule allows: a commit succeeded, or "
             "nothing more was safe to commit (what is left is held by OTLP traces still assembling, by design). "
-            "Old while writes or commits fail.", registry=r,
+            "Old while writes or commits fail. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP).", ["loop"],
+            registry=r,
         )
         self.ingest_last_poll = Gauge(
             "ragmon_ingest_last_poll_timestamp_seconds", "Unix time the consume loop last polled.", registry=r
@@ -186,7 +187,8 @@ class Telemetry:
         self.ingest_otlp_open_traces = Gauge(
             "ragmon_ingest_otlp_open_traces",
             "OTLP traces whose outcome is not final yet: assembling (waiting for their root or parent spans), or "
-            "skipped with their repair window open.", registry=r,
+            "skipped with their repair window open. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP).", ["loop"],
+            registry=r,
         )
         self.ingest_otlp_repaired = Counter(
             "ragmon_ingest_otlp_repaired_traces_total",

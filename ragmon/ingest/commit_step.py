@@ -40,10 +40,12 @@ class Committer(Protocol):
 class CommitStep:
     """Commits for one consumer. Not thread-safe: the loop thread (the writer thread never commits)."""
 
-    def __init__(self, source: Committer, ledger: OffsetLedger, telemetry: Telemetry, stats: IngestStats):
+    def __init__(self, source: Committer, ledger: OffsetLedger, telemetry: Telemetry, stats: IngestStats, *,
+                 loop: str = "ingest"):
         self._source = source
         self._ledger = ledger
         self._t = telemetry
+        self._current = telemetry.ingest_commit_current.labels(loop)  # per loop: ``ragmon run`` has two
         self._stats = stats
         self._held = False
 
@@ -58,7 +60,7 @@ class CommitStep:
             return
         offsets = self._ledger.committable()
         if not offsets:  # the commit is as far as the rule allows (what is left is held by traces assembling)
-            self._t.ingest_commit_current.set(time.time())
+            self._current.set(time.time())
             return
         try:
             with span("ragmon.ingest.commit", {"messaging.system": "kafka", "messaging.operation.type": "settle",
@@ -72,7 +74,7 @@ class CommitStep:
         self._stats.commits += 1
         now = time.time()
         self._t.ingest_last_commit.set(now)
-        self._t.ingest_commit_current.set(now)
+        self._current.set(now)
 
     @contextmanager
     def held(self) -> Iterator[None]:

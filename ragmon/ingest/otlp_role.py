@@ -75,7 +75,7 @@ def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
         source = HttpTraceSource(otlp.max_queued_bytes, spool)
         pipeline = IngestPipeline(source, StoreTraceWriter(store), _dead_letters(settings), settings.ingest,
                                   telemetry, input_format="auto", retention_days=settings.store.traces_ttl_days,
-                                  faults=FaultPoints.from_env())
+                                  faults=FaultPoints.from_env(), name="otlp")
     except Exception:
         spool.close()
         raise
@@ -87,7 +87,6 @@ def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
             return False, f"writes failing, requests refused with 503: {pipeline.last_error}"
         return True, "writes succeed"
 
-    pipeline.name = "otlp"  # its loop's name beside the Kafka ingest loop of ``ragmon run``
     return RoleParts(
         loops=(pipeline,), service=pipeline, readiness=writing,
         liveness=heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll of the OTLP/HTTP queue"),

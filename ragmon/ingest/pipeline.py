@@ -60,12 +60,11 @@ MAX_POLL_SECONDS = 0.25
 class IngestPipeline:
     """One consumer's ingest loop. ``run(stop)`` blocks until ``stop`` is set; not thread-safe otherwise."""
 
-    name = "ingest"
-
     def __init__(self, source: TraceSource, writer: TraceWriter, dead_letters: DeadLetterSink,
                  settings: IngestSettings, telemetry: Telemetry, *, input_format: str = "auto",
                  retention_days: int = 90, faults: FaultPoints | None = None, concurrent_writes: bool = True,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None, name: str = "ingest"):
+        self.name = name  # the loop's name: "otlp" beside the Kafka ingest loop of ``ragmon run``
         self.source = source
         self.settings = settings
         self.clock = clock
@@ -75,7 +74,8 @@ class IngestPipeline:
         self.ledger = OffsetLedger()
         self.intake = Intake(settings, telemetry, self.ledger, input_format=input_format,
                              retention_days=retention_days, clock=clock)
-        self.commits = CommitStep(source, self.ledger, telemetry, self.stats)
+        self.commits = CommitStep(source, self.ledger, telemetry, self.stats, loop=name)
+        self._open_traces = telemetry.ingest_otlp_open_traces.labels(name)
         wait = FlushWait(settings.flush_interval_seconds, settings.freshness_target_seconds)
         self.writes = WriteStep(
             writer, dead_letters, self.commits, telemetry=telemetry, stats=self.stats,
@@ -123,7 +123,7 @@ class IngestPipeline:
         batches.submit(self.intake.expire(now))
         if self.intake.pending() and getattr(self.source, "exhausted", False):
             batches.submit(self.intake.flush())  # the input ended: no more spans can come
-        self._t.ingest_otlp_open_traces.set(self.intake.open_traces())
+        self._open_traces.set(self.intake.open_traces())
         if not writes.blocked:
             if batches.due(now):
                 batches.hand_on()
@@ -149,7 +149,7 @@ class IngestPipeline:
                 log.info("shutdown with %d OTLP traces still assembling: their messages stay uncommitted and are "
                          "re-read on the next start", pending)
             self.intake.close()
-            self._t.ingest_otlp_open_traces.set(0)
+            self._open_traces.set(0)
         except Exception:  # noqa: BLE001 - shutdown must finish
             log.exception("error while flushing at shutdown")
         finally:

@@ -186,7 +186,7 @@ def test_ingest_otlp_http_stores_what_it_accepted_and_keeps_what_still_assembles
         result = OTLPSpanExporter(endpoint=found.group(1)).export([*spans[:3], roots[1]])  # trace 2: no children
         assert result.name == "SUCCESS"
         base = re.search(r"metrics on (http://[\d.]+:\d+)/metrics", line).group(1)
-        _wait_for(lambda: _metric(base, "ragmon_ingest_otlp_open_traces") == 1 and
+        _wait_for(lambda: _metric(base, "ragmon_ingest_otlp_open_traces", 'loop="otlp"') == 1 and
                   _metric(base, "ragmon_ingest_traces_stored_total") == 1, "one trace stored, one assembling")
     finally:
         proc.send_signal(signal.SIGTERM)

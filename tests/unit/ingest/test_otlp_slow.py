@@ -174,7 +174,7 @@ def test_each_trace_is_counted_once_in_its_final_outcome(rig, app):
         ("otlp_trace", "stored"): 2, ("otlp_trace", "skipped"): 4, ("otlp_trace", "dead_lettered"): 1}
     consumed = {kind: r.metric(CONSUMED, {"kind": kind}) for kind in ("message", "otlp_trace")}
     assert consumed == {"message": 2, "otlp_trace": 7}
-    assert r.metric("ragmon_ingest_otlp_open_traces") == 0
+    assert r.metric("ragmon_ingest_otlp_open_traces", {"loop": "ingest"}) == 0
     assert [d.reason for d in r.dlq.letters] == ["invalid_json", "otlp_no_root"]
 
 
@@ -188,7 +188,7 @@ def test_traces_still_open_at_shutdown_are_counted_released_once(rig, app):
     r.source.append(T, 0, otlp_messages(early, 100, "proto") + otlp_messages(list(spans.get_finished_spans()), 100,
                                                                           "proto"))
     r.drive(10)
-    assert r.metric("ragmon_ingest_otlp_open_traces") == 2
+    assert r.metric("ragmon_ingest_otlp_open_traces", {"loop": "ingest"}) == 2
     r.pipeline.shutdown()  # the Kafka source re-reads what is uncommitted: the waiting trace is released
     assert r.metric(SETTLED, {"kind": "otlp_trace", "outcome": "released"}) == 1
     assert r.metric(SETTLED, {"kind": "otlp_trace", "outcome": "skipped"}) == 1
