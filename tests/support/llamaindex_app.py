@@ -11,6 +11,7 @@ nodes and scores, the answer, the token counts of every LLM call, so a test can 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,9 +68,11 @@ def _build() -> Any:
             return self._vector(text)
 
     class FakeLLM(CustomLLM):
-        """Answers from fixed text; usage as an OpenAI-compatible client reports it; every call recorded."""
+        """Answers from fixed text; usage as an OpenAI-compatible client reports it; every call recorded. ``thinking``,
+        when set, is called before each answer: a slow model (it sleeps), or one that never answers (it blocks)."""
 
         calls: list[tuple[int, int]] = []
+        thinking: Any = None
 
         @property
         def metadata(self) -> LLMMetadata:
@@ -85,6 +88,8 @@ def _build() -> Any:
 
         @llm_completion_callback()
         def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            if self.thinking is not None:
+                self.thinking()
             text = self._text(prompt)
             self.calls.append((len(prompt.split()), len(text.split())))
             return CompletionResponse(text=text, raw=self._usage(prompt, text))
@@ -134,6 +139,15 @@ class App:
         start = len(self.llm.calls)
         response = self.index.as_query_engine(similarity_top_k=k, response_mode=response_mode).query(question)
         return Sent(question, str(response), ids, scores, texts, [], *self._tokens(start))
+
+    def query_slowly(self, question: str, thinking: Callable[[], None], *, k: int = 2) -> Sent:
+        """``query`` with a model that calls ``thinking`` before it answers: its retriever's spans end (and an
+        exporter sends them) long before the LLM's and the root's."""
+        self.llm.thinking = thinking
+        try:
+            return self.query(question, k=k)
+        finally:
+            self.llm.thinking = None
 
     def query_streaming(self, question: str, *, k: int = 2) -> Sent:
         ids, scores, texts = self._retrieved(question, k)
