@@ -20,11 +20,12 @@ from ragmon.config import Settings
 
 def run_backtest(settings: Settings, start: datetime, end: datetime, output: str, show_all: bool,
                  open_store: Callable[[Settings], Any]) -> None:
+    from ragmon.cli.drift_cmd import applied_drift_settings
     from ragmon.drift.backtest import backtest
     from ragmon.drift.check import DriftChecker
 
     store = open_store(settings)
-    checker = DriftChecker(store, settings.drift)
+    checker = DriftChecker(store, applied_drift_settings(store, settings.drift))
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("replaying drift checks", total=None)
         try:
@@ -42,7 +43,7 @@ def run_backtest(settings: Settings, start: datetime, end: datetime, output: str
         f"({result.checks_with_drift / result.checks:.1%} of checks); persistent drift began "
         f"[bold]{sum(f.persistent_onsets for f in result.features)}[/] times "
         f"({per_day:.2f} a day, true drift included; the budget for false alarms, drift.sequential.false_alarms_per_day, is "
-        f"{settings.drift.sequential.false_alarms_per_day:g})" if isinstance(per_day, float) and math.isfinite(per_day)
+        f"{checker.settings.sequential.false_alarms_per_day:g})" if isinstance(per_day, float) and math.isfinite(per_day)
         else f"{result.checks} checks", highlight=False, soft_wrap=True)
     if result.skipped_features:
         console.print(f"not replayed (another window length): {', '.join(result.skipped_features)}",

@@ -97,7 +97,8 @@ def check(
         when = datetime.now(UTC)
         err_console.print("the store is held by a running ragmon: this check is run through it and printed, not "
                           "stored (the daemon's drift role stores its own)", highlight=False, soft_wrap=True)
-    checker = DriftChecker(store, settings.drift)
+    drift_settings = settings.drift if not once else applied_drift_settings(store, settings.drift)
+    checker = DriftChecker(store, drift_settings)
     found = False
 
     def show(result: Any, rows: list[dict[str, Any]]) -> None:
@@ -306,6 +307,17 @@ def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, s
                                            start=start, end=now - timedelta(seconds=1)))
     console.print(f"inserted {total:,} synthetic traces ({reference_per_day:,}/day × 7 reference, {current:,} "
                   f"current, score shift {shift:+g})")
+
+
+def applied_drift_settings(store: Any, own: Any) -> Any:
+    """The daemon's drift settings, as its latest stored check recorded them, with what this command's configuration
+    sets explicitly (``ragmon.drift.applied``); says which on stderr."""
+    from ragmon.drift.applied import applied_settings
+
+    applied = applied_settings(store, own)
+    if applied.check_id is not None or applied.unreadable:
+        err_console.print(applied.describe(), highlight=False, soft_wrap=True, markup=False)
+    return applied.settings
 
 
 def _with(spec: Any, **changes: Any) -> Any:

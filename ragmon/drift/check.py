@@ -3,7 +3,7 @@
 ``DriftChecker.run_once`` summarises every window of the reference period and the current window in
 ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
 Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
-parameter applied, and publishes the ``ragmon_drift_*`` gauges (``export``), including when each group was last
+parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the ``ragmon_drift_*`` gauges (``export``), including when each group was last
 assessed (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
 stored nor exported (``drift check --at``); ``ragmon.drift.backtest`` replays it over a range. The clock is
 injected.
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftSettings
+from ragmon.drift.applied import record
 from ragmon.drift.assess import Assessed, Detector, Entry, assess
 from ragmon.drift.export import export
 from ragmon.drift.features import FeaturePlan, plan_features
@@ -172,12 +173,13 @@ class DriftChecker:
         columns = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature",
                    "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
                    "n_reference", "n_current", "reference_start", "reference_end", "current_start", "current_end",
-                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
+                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent", "settings")
+        settings = record(self.settings)
         rows = [[r.check_id, r.checked_at, r.group.retriever_name, r.group.retriever_version, r.group.variant,
                  r.group.stratum, r.feature, r.test, r.statistic, r.p_value, r.p_adjusted, r.effect, r.threshold,
                  r.effect_threshold, int(r.drifted), r.reference.n, r.current.n, r.windows.reference.start,
                  r.windows.reference.end, r.windows.current.start, r.windows.current.end, details_json(r), r.status,
-                 r.pooled, r.cusum, r.cusum_threshold, int(r.persistent)]
+                 r.pooled, r.cusum, r.cusum_threshold, int(r.persistent), settings]
                 for r in result.results]
         self.store.insert_rows("drift_checks", rows, columns)
 

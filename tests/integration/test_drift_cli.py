@@ -58,5 +58,54 @@ def test_every_drift_json_output_names_the_stratum_stratum(store, cli) -> None:
                  "--format", "json", "--all")
     for result in (at, report, replay):
         assert result.exit_code == 0, result.output
-    rows = [*json.loads(at.output), *json.loads(report.output), *json.loads(replay.output)["features"]]
+    rows = [*json.loads(at.stdout), *json.loads(report.stdout), *json.loads(replay.stdout)["features"]]
     assert rows and all(r["stratum"] == "billing" and "category" not in r for r in rows), rows[0]
+
+
+#: a daemon configured as the demo configures its own (``ragmon.demo.run.demo_settings``): windows of several hours
+#: against the days before them, not the hour against the same hour of the last seven days
+DAEMON = DriftSettings(features=["top1_score", "mean_score", "empty_shortlist_rate"], min_samples=100,
+                       windows={"current_seconds": 3 * 3600, "reference": "trailing", "reference_days": 2,
+                                "same_hours": False})
+
+
+def _three_days_with_an_incident(store) -> None:
+    """Three days of 60 traces an hour in billing and consent; billing's scores drop by 0.1 in the last three
+    hours."""
+    incident = NOW - timedelta(hours=3)
+    for seed, stratum in enumerate(("billing", "consent")):
+        insert_synthetic(store, SyntheticSpec(60 * 69, NOW - timedelta(hours=72), incident, strata=(stratum,),
+                                              seed=seed + 1, run_id=f"bg-{stratum}"))
+        insert_synthetic(store, SyntheticSpec(60 * 3, incident, NOW, shift=-0.1 if stratum == "billing" else 0.0,
+                                              strata=(stratum,), seed=seed + 11, run_id=f"inc-{stratum}"))
+
+
+def _verdicts(rows: list[dict]) -> set[tuple]:
+    return {(r["stratum"], r["feature"], r["test"], r["status"], bool(r["drifted"]), bool(r["persistent"]))
+            for r in rows}
+
+
+def test_read_commands_apply_the_daemons_drift_settings(store, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _three_days_with_an_incident(store)
+    daemon = DriftChecker(store, DAEMON, clock=lambda: NOW).run_once()
+    assert {(r.group.stratum, r.feature) for r in daemon.persistent} >= {("billing", "top1_score")}
+    stored = cli("drift", "report", "--format", "json")
+    assert stored.exit_code == 0, stored.output
+    # the CLI has no configuration of its own: it applies the windows, features and minimum samples the daemon's
+    # stored check ran with, and so finds what the daemon found
+    again = cli("drift", "check", "--at", NOW.isoformat(), "--all", "--format", "json")
+    assert again.exit_code == 0, again.output
+    assert _verdicts(json.loads(again.stdout)) == _verdicts(json.loads(stored.stdout))
+    assert f"drift settings of the check stored at {NOW:%Y-%m-%d %H:%M} UTC" in again.stderr
+    replay = cli("drift", "backtest", "--from", (NOW - timedelta(hours=12)).isoformat(), "--to", NOW.isoformat(),
+                 "--format", "json")
+    assert replay.exit_code == 0, replay.output
+    result = json.loads(replay.stdout)
+    assert result["window_seconds"] == 3 * 3600 and result["checks"] == 4
+    top1 = next(f for f in result["features"] if (f["stratum"], f["feature"]) == ("billing", "top1_score"))
+    assert top1["persistent_times"] == [NOW.isoformat()]
+    # a drift setting the command's own configuration sets explicitly wins, and is named
+    monkeypatch.setenv("RAGMON_DRIFT__MIN_SAMPLES", "100000")
+    own = cli("drift", "check", "--at", NOW.isoformat(), "--all", "--format", "json")
+    assert {r["status"] for r in json.loads(own.stdout)} == {"insufficient_data"}
+    assert "drift.min_samples" in own.stderr

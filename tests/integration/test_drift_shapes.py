@@ -110,7 +110,7 @@ def test_cli_check_at_backtest_and_json(store, store_settings, monkeypatch: pyte
         ("billing", "top1_score")}
     bt = runner.invoke(app, ["drift", "backtest", "--from", "12h", "--format", "json"])
     assert bt.exit_code == 0, bt.output
-    replay = json.loads(bt.output)
+    replay = json.loads(bt.stdout)
     assert replay["checks"] == 12
     top1 = next(f for f in replay["features"] if f["feature"] == "top1_score")
     assert top1["persistent_onsets"] >= 1 and top1["assessed"] == 12
