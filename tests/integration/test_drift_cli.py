@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from ragmon.config import DriftSettings
+from ragmon.drift.backtest import BacktestResult, backtest
 from ragmon.drift.check import DriftChecker
 from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
 
@@ -109,3 +111,99 @@ def test_read_commands_apply_the_daemons_drift_settings(store, cli, monkeypatch:
     own = cli("drift", "check", "--at", NOW.isoformat(), "--all", "--format", "json")
     assert {r["status"] for r in json.loads(own.stdout)} == {"insufficient_data"}
     assert "drift.min_samples" in own.stderr
+
+
+def _hours(store, rng, start: datetime, hours: int, *, n: int, question: str | None = None, level: float = 0.7,
+           stratum: str = "billing") -> None:
+    """``n`` traces in each of ``hours`` hours from ``start``: every trace asks a question of its own (never asked
+    again), or all ask ``question``; scores around ``level``."""
+    count = n * hours
+    offsets = (np.repeat(np.arange(hours), n) + rng.random(count)) * 3600
+    tops = rng.normal(level, 0.05, count)
+    scores = [sorted((t - 0.03 * np.arange(5) + rng.normal(0, 0.01, 5)).tolist(), reverse=True) for t in tops]
+    ids = [f"{question or 'own'}-{stratum}-{start.timestamp():.0f}-{i}" for i in range(count)]
+    store.insert_columns("traces", {
+        "trace_id": ids, "query_id": ids, "ts": [start + timedelta(seconds=float(o)) for o in offsets],
+        "retriever_name": ["hybrid"] * count, "retriever_version": ["v1"] * count, "variant": ["production"] * count,
+        "category": [stratum] * count, "question": [question or f"question {i}" for i in ids],
+        "retrieved_chunk_ids": [[f"d{j}@c" for j in range(5)]] * count,
+        "retrieved_doc_ids": [[f"d{j}" for j in range(5)]] * count,
+        "retrieved_doc_versions": [["v1"] * 5] * count, "retrieved_scores": scores,
+        "retrieved_ranks": [[1, 2, 3, 4, 5]] * count, "behaviour": ["answer"] * count,
+        "latency_total_ms": [800.0] * count, "cost_usd": [0.001] * count, "ingested_at": [datetime.now(UTC)] * count,
+    })
+
+
+def _drifted(result: BacktestResult) -> set[tuple[str, str, datetime]]:
+    return {(f.group.stratum, f.feature, t) for f in result.features for t in f.drift_times}
+
+
+def test_a_backtest_judges_each_time_with_only_what_existed_then(store) -> None:
+    """A question first asked in the hour before ``NOW`` (scoring as everyone does) is asked every hour of the next
+    day and scores high from then on. The check at ``NOW`` cannot know that: its reference has no level for the
+    question, so its traces count as served, and nothing drifted. A backtest that reaches into the next day must
+    not use the question's later level either (it did: the levels were the last replayed check's, so the question's
+    traces at ``NOW`` looked 0.3 low, and mean_score drifted at ``NOW`` only when ``--to`` was a day later)."""
+    rng = np.random.default_rng(31)
+    _hours(store, rng, NOW - timedelta(days=8), 8 * 24 + 24, n=60)  # every hour: questions asked once
+    _hours(store, rng, NOW - timedelta(hours=1), 1, n=40, question="how do refunds work")
+    _hours(store, rng, NOW, 24, n=40, question="how do refunds work", level=1.0)
+    checker = DriftChecker(store, DriftSettings(features=["mean_score"]))
+    then = checker.evaluate(NOW)
+    assert not then.drifted and all(r.status == "ok" for r in then.results)
+    short = backtest(checker, NOW - timedelta(hours=2), NOW)
+    long = backtest(checker, NOW - timedelta(hours=2), NOW + timedelta(hours=6))
+    assert ("billing", "mean_score", NOW) not in _drifted(long)
+    assert _drifted(short) == {d for d in _drifted(long) if d[2] <= NOW}
+    # check for check, the replay is drift check --at
+    times = [NOW - timedelta(hours=2) + timedelta(hours=h) for h in range(1, 9)]
+    evaluated = {(r.group.stratum, r.feature, t) for t in times for r in checker.evaluate(t).drifted}
+    assert _drifted(long) == evaluated
+
+
+def _persistent_onset(store, checker: DriftChecker, began: datetime) -> datetime:
+    """A week of 200 traces an hour in billing whose scores drop by 0.1 from ``began`` to ``NOW``; the check where
+    persistent drift began, as a backtest from before ``began`` finds it."""
+    insert_synthetic(store, SyntheticSpec(200 * (8 * 24 - 6), NOW - timedelta(days=8), began, strata=("billing",),
+                                          seed=5, run_id="bg"))
+    insert_synthetic(store, SyntheticSpec(200 * 6, began, NOW, shift=-0.1, strata=("billing",), seed=6, run_id="inc"))
+    (f,) = backtest(checker, began - timedelta(hours=2), NOW).features
+    assert f.persistent_onsets == 1
+    return f.persistent_times[0]
+
+
+def test_an_alarm_active_at_from_says_since_when(store, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    began = NOW - timedelta(hours=6)
+    checker = DriftChecker(store, DriftSettings(features=["top1_score"]))
+    onset = _persistent_onset(store, checker, began)
+    assert began < onset <= began + timedelta(hours=2)
+    (f,) = backtest(checker, onset + timedelta(hours=2), NOW).features
+    # persistent at the range's first check, and already at the check before it: not an onset in the range
+    assert f.persistent_onsets == 0 and f.persistent_times == []
+    assert f.active_at_start and f.active_since == onset and f.active_since_before is None
+    monkeypatch.setenv("RAGMON_DRIFT__FEATURES", '["top1_score"]')
+    table = cli("drift", "backtest", "--from", (onset + timedelta(hours=2)).isoformat(), "--to", NOW.isoformat())
+    assert table.exit_code == 0, table.output
+    assert f"already active at --from, since {onset:%m-%d %H:%M}" in table.stdout
+    assert "persistent drift began 0 times" in table.stdout and "1 persistent alarms were already active" in table.stdout
+    # looking back at most three checks (drift.sequential.lookback_windows): it was persistent at all three, so it
+    # began at the earliest of them or before, and says so
+    bounded = DriftChecker(store, DriftSettings(features=["top1_score"], sequential={"lookback_windows": 3}))
+    first = onset + timedelta(hours=4)
+    (g,) = backtest(bounded, first - timedelta(hours=1), NOW).features
+    assert g.active_at_start and g.active_since is None and g.active_since_before == first - timedelta(hours=3)
+
+
+def test_a_range_where_nothing_could_be_assessed_says_so_and_is_not_exit_0(store, cli,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    insert_synthetic(store, SyntheticSpec(2 * 24, NOW - timedelta(days=2), NOW, strata=("billing",), seed=9))
+    monkeypatch.setenv("RAGMON_DRIFT__FEATURES", '["top1_score", "empty_shortlist_rate"]')
+    args = ("drift", "backtest", "--from", (NOW - timedelta(hours=6)).isoformat(), "--to", NOW.isoformat())
+    table = cli(*args)
+    assert table.exit_code == 4, table.output
+    assert "NOTHING ASSESSED" in table.stderr and "nothing could be assessed" in table.stdout
+    assert "declared drift" not in table.stdout and "would have alarmed" not in table.stdout
+    replay = cli(*args, "--format", "json")
+    assert replay.exit_code == 4
+    result = json.loads(replay.stdout)
+    assert result["nothing_assessed"] and result["assessed"] == 0 and result["not_assessed"] == 6 * 2

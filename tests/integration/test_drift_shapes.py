@@ -106,7 +106,7 @@ def test_cli_check_at_backtest_and_json(store, store_settings, monkeypatch: pyte
     assert store.query_rows(f"SELECT count() AS n FROM {store.table('drift_checks')}")[0]["n"] == 0  # not stored
     now_ = runner.invoke(app, ["drift", "check", "--format", "json"])
     assert now_.exit_code == 0, now_.output
-    assert {(r["stratum"], r["feature"]) for r in json.loads(now_.output) if r["persistent"]} >= {
+    assert {(r["stratum"], r["feature"]) for r in json.loads(now_.stdout) if r["persistent"]} >= {
         ("billing", "top1_score")}
     bt = runner.invoke(app, ["drift", "backtest", "--from", "12h", "--format", "json"])
     assert bt.exit_code == 0, bt.output
