@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ragmon.cli import judge_drift_cmd
-from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import EXIT_NO_EVIDENCE, console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import (
     FormatOption,
     LogLevelOption,
@@ -71,7 +71,8 @@ def check(
     once: Annotated[bool, typer.Option("--once/--loop", help="Run one check and exit (default), or keep running "
                                        "checks every drift.interval_seconds in the foreground.")] = True,
     show_all: Annotated[bool, typer.Option("--all", help="List every test, not only the drifted ones.")] = False,
-    fail_on_drift: Annotated[bool, typer.Option(help="Exit with status 1 when the check finds drift.")] = False,
+    fail_on_drift: Annotated[bool, typer.Option(help="Exit with status 1 when the check finds drift, and 4 when it "
+                                                "could assess no test at all.")] = False,
     at: Annotated[str | None, typer.Option(
         "--at", help="Run the check as it would have run at this time ('6h' = six hours ago, or ISO 8601): on the "
         "stored history, printed only (not stored, not exported).", show_default=False)] = None,
@@ -100,10 +101,19 @@ def check(
     drift_settings = settings.drift if not once else applied_drift_settings(store, settings.drift)
     checker = DriftChecker(store, drift_settings)
     found = False
+    blind = False
 
     def show(result: Any, rows: list[dict[str, Any]]) -> None:
-        nonlocal found
+        nonlocal found, blind
         found = found or bool(result.drifted) or bool(result.persistent)
+        # not one test assessed: "no drifted feature" would read as health; say it louder than the table
+        blind = not any(r.assessed for r in result.results)
+        if blind:
+            err_console.print("[bold red]NOTHING ASSESSED[/]: " + (
+                f"not one of the {len(result.results)} tests of this check could be assessed (too few traces or "
+                "reference windows): it says nothing about drift. `--all` gives each test's reason."
+                if result.results else "no traffic in this check's windows: it says nothing about drift."),
+                highlight=False, soft_wrap=True)
         if output == "json":
             console.print_json(json_rows(rows if show_all else [r for r in rows if r["drifted"] or r["persistent"]]))
             return
@@ -133,6 +143,8 @@ def check(
             pass
     if fail_on_drift and found:
         raise typer.Exit(1)
+    if fail_on_drift and blind:  # a gate with no evidence holds (docs/cli.md, exit codes)
+        raise typer.Exit(EXIT_NO_EVIDENCE)
 
 
 @app.command("report")

@@ -207,3 +207,11 @@ def test_a_range_where_nothing_could_be_assessed_says_so_and_is_not_exit_0(store
     assert replay.exit_code == 4
     result = json.loads(replay.stdout)
     assert result["nothing_assessed"] and result["assessed"] == 0 and result["not_assessed"] == 6 * 2
+
+
+def test_a_check_that_assessed_nothing_says_so_and_fails_as_a_gate_without_evidence(store, cli) -> None:
+    insert_synthetic(store, SyntheticSpec(2 * 24, NOW - timedelta(days=2), NOW, strata=("billing",), seed=9))
+    DriftChecker(store, DriftSettings(features=["top1_score"]), clock=lambda: NOW).run_once()
+    at = cli("drift", "check", "--at", NOW.isoformat(), "--fail-on-drift")
+    assert at.exit_code == 4, at.output
+    assert "NOTHING ASSESSED" in at.stderr and "0 drifted" in at.stdout
