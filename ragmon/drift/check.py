@@ -3,8 +3,9 @@
 ``DriftChecker.run_once`` summarises every window of the reference period and the current window in
 ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
 Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
-parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the ``ragmon_drift_*`` gauges (``export``), including when each group was last
-assessed (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
+parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the
+``ragmon_drift_*`` gauges (``export``), including when each feature family of each group was last assessed
+(``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
 stored nor exported (``drift check --at``); ``ragmon.drift.backtest`` replays it over a range. The clock is
 injected.
 """
@@ -24,7 +25,7 @@ from ragmon.config import DriftSettings
 from ragmon.drift.applied import record
 from ragmon.drift.assess import Assessed, Detector, Entry, assess
 from ragmon.drift.export import export
-from ragmon.drift.features import FeaturePlan, plan_features
+from ragmon.drift.features import FEATURES, FeaturePlan, plan_features
 from ragmon.drift.query import Group, QueryStore, Windowed, aggregate, to_series
 from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
@@ -35,6 +36,8 @@ from ragmon.tracing import span
 log = logging.getLogger("ragmon.drift")
 Clock = Callable[[], datetime]
 GroupKey = tuple[str, str, str, str]
+#: (retriever name, version, variant, stratum, feature family): what RagmonDriftBlind watches
+BlindKey = tuple[str, str, str, str, str]
 
 
 def utc_now() -> datetime:
@@ -144,29 +147,40 @@ class DriftChecker:
                         self.settings.max_groups)
         return {k: v for k, v in windowed.items() if _group_key(k[0]) in keep}, len(size) - len(keep)
 
-    def _last_assessed(self, result: CheckResult) -> dict[GroupKey, datetime]:
-        """When each group of this check was last assessed: now, or from earlier checks (``drift_checks``), or —
-        never assessed — the first check that saw it (so a new low-traffic group turns blind after
-        ``blind_after_seconds`` too)."""
+    def _last_assessed(self, result: CheckResult) -> dict[BlindKey, datetime]:
+        """When each feature family of each group of this check was last assessed: now, or from earlier checks
+        (``drift_checks``), or — never assessed — the first check that saw it (so a new low-traffic group turns
+        blind after ``blind_after_seconds`` too). Per family (``features.FAMILIES``): one trace an hour never lets
+        a score or rate be assessed, while the chunks of six such hours let newest_version_share be."""
         now = result.checked_at
-        groups = {_group_key(r.group) for r in result.results}
-        assessed_now = {_group_key(r.group) for r in result.results if r.assessed}
-        out = {g: now for g in assessed_now}
-        waiting = groups - assessed_now
+        families = {_blind_key(r.group, r.feature) for r in result.results}
+        assessed_now = {_blind_key(r.group, r.feature) for r in result.results if r.assessed}
+        out = {k: now for k in assessed_now}
+        waiting = families - assessed_now
         if not waiting:
             return out
         table = self.store.table("drift_checks")
         since = now - timedelta(seconds=4 * self.settings.blind_after_seconds)
         rows = self.store.query_rows(
-            f"SELECT retriever_name, retriever_version, variant, category, maxIf(checked_at, status = 'ok') AS last_ok, "
-            f"countIf(status = 'ok') AS n_ok, min(checked_at) AS first_seen FROM {table} "
+            f"SELECT retriever_name, retriever_version, variant, category, feature, "
+            f"maxIf(checked_at, status = 'ok') AS last_ok, countIf(status = 'ok') AS n_ok, "
+            f"min(checked_at) AS first_seen FROM {table} "
             "WHERE checked_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') "
-            "GROUP BY retriever_name, retriever_version, variant, category",
+            "GROUP BY retriever_name, retriever_version, variant, category, feature",
             {"since": int(since.timestamp() * 1000)})
-        seen = {(str(r["retriever_name"]), str(r["retriever_version"]), str(r["variant"]), str(r["category"])):
-                _utc(r["last_ok"] if int(r["n_ok"]) else r["first_seen"]) for r in rows}
-        for g in waiting:
-            out[g] = seen.get(g, now)
+        last_ok: dict[BlindKey, datetime] = {}
+        first_seen: dict[BlindKey, datetime] = {}
+        for r in rows:
+            feature = FEATURES.get(str(r["feature"]))
+            if feature is None:  # a feature this version no longer has
+                continue
+            key = (str(r["retriever_name"]), str(r["retriever_version"]), str(r["variant"]), str(r["category"]),
+                   feature.family)
+            if int(r["n_ok"]):
+                last_ok[key] = max(last_ok.get(key, _utc(r["last_ok"])), _utc(r["last_ok"]))
+            first_seen[key] = min(first_seen.get(key, _utc(r["first_seen"])), _utc(r["first_seen"]))
+        for k in waiting:
+            out[k] = last_ok.get(k) or first_seen.get(k, now)
         return out
 
     def _store(self, result: CheckResult) -> None:
@@ -239,6 +253,10 @@ def _num(x: float) -> float | None:
 
 def _group_key(g: Group) -> GroupKey:
     return (g.retriever_name, g.retriever_version, g.variant, g.stratum)
+
+
+def _blind_key(g: Group, feature: str) -> BlindKey:
+    return (*_group_key(g), FEATURES[feature].family)
 
 
 def _utc(t: datetime) -> datetime:

@@ -131,7 +131,7 @@ def test_small_windows_are_insufficient_not_drift(store) -> None:
     assert result.results and all(r.status == "insufficient_data" and not r.drifted for r in result.results)
     assert all(r.reason for r in result.results)
     # not assessed, and said so: the group's last assessment is the first check that saw it (now)
-    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing")
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", family="traces")
     assert telemetry.registry.get_sample_value("ragmon_drift_last_assessed_timestamp_seconds", labels) == \
         NOW.timestamp()
 

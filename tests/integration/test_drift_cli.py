@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 from ragmon.config import DriftSettings
 from ragmon.drift.backtest import BacktestResult, backtest
 from ragmon.drift.check import DriftChecker
+from ragmon.drift.simulate import ShapedSpec, insert_shaped
 from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
+from ragmon.telemetry import Telemetry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -215,3 +217,26 @@ def test_a_check_that_assessed_nothing_says_so_and_fails_as_a_gate_without_evide
     at = cli("drift", "check", "--at", NOW.isoformat(), "--fail-on-drift")
     assert at.exit_code == 4, at.output
     assert "NOTHING ASSESSED" in at.stderr and "0 drifted" in at.stdout
+
+
+def _blind(telemetry: Telemetry, stratum: str, at: datetime) -> set[str]:
+    """The feature families of ``stratum`` RagmonDriftBlind fires for at ``at``: last assessed longer than
+    ``ragmon_drift_blind_after_seconds`` ago ('' for a series without a family)."""
+    after = telemetry.registry.get_sample_value("ragmon_drift_blind_after_seconds")
+    return {s.labels.get("family", "") for m in telemetry.registry.collect()
+            if m.name == "ragmon_drift_last_assessed_timestamp_seconds" for s in m.samples
+            if s.labels["stratum"] == stratum and at.timestamp() - s.value > after}
+
+
+def test_a_stratum_whose_trace_features_cannot_be_assessed_is_blind_whatever_its_chunks_say(store) -> None:
+    """One trace an hour: the trace features (scores, rates) are never assessed, but newest_version_share counts
+    the five chunks of each trace and is assessed pooled over six hours. Blindness is per feature family: the
+    trace features are blind after drift.blind_after_seconds; the chunks' verdict does not hide it."""
+    later = NOW + timedelta(hours=7)
+    insert_shaped(store, ShapedSpec("iid", 1, 8, later, strata=("tiny",), seed=9, run_id="tiny"))
+    telemetry = Telemetry()
+    settings = DriftSettings(features=["top1_score", "empty_shortlist_rate", "newest_version_share"])
+    first = DriftChecker(store, settings, telemetry, clock=lambda: NOW).run_once()
+    assert {r.feature for r in first.results if r.assessed} == {"newest_version_share"}
+    DriftChecker(store, settings, telemetry, clock=lambda: later).run_once()
+    assert _blind(telemetry, "tiny", later) == {"traces"}

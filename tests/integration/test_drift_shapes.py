@@ -75,7 +75,7 @@ def test_low_traffic_is_pooled_and_blindness_is_exported(store) -> None:
     value = telemetry.registry.get_sample_value
     labels = dict(retriever="hybrid@v1", variant="production", feature="top1_score")
     assert value("ragmon_drift_pooled_windows", {**labels, "stratum": "rare"}) == 3.0
-    assessed = dict(retriever="hybrid@v1", variant="production")
+    assessed = dict(retriever="hybrid@v1", variant="production", family="traces")
     assert value("ragmon_drift_last_assessed_timestamp_seconds", {**assessed, "stratum": "rare"}) == NOW.timestamp()
     # tiny has never been assessed: its clock starts at the first check that saw it, and stays there
     first = value("ragmon_drift_last_assessed_timestamp_seconds", {**assessed, "stratum": "tiny"})
