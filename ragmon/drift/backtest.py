@@ -20,9 +20,9 @@ time, up to ``drift.sequential.lookback_windows`` checks before its first, for t
 (``active_since``); still active at every one of them, it says so (``active_since_before``).
 
 This is how a team tunes ``drift.alpha``, ``drift.sequential.*`` and the windows on its own traffic before it
-turns paging on, and how it measures the false-alarm rate it gets. It costs one check per replayed window (the
-queries and the assessment; a check's time is in ``drift check``'s last line). Reads only: nothing is stored or
-exported.
+turns paging on, and how it measures the false-alarm rate it gets. It costs a check's queries per replayed
+window; of the assessment, the CUSUM's z-scores of windows the previous check already compared on the same data
+are carried over (``ragmon.drift.replay``). Reads only: nothing is stored or exported.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 
 from ragmon.drift.check import DriftChecker
 from ragmon.drift.query import Group
+from ragmon.drift.replay import ZReuse
 from ragmon.drift.result import DriftResult
 
 #: the times listed per feature (the counts are complete)
@@ -169,8 +170,9 @@ def backtest(checker: DriftChecker, start: datetime, end: datetime,
     step = timedelta(seconds=length)
     times = [end - step * back for back in range(checks - 1, -1, -1)]
     was_persistent: frozenset[Key] = frozenset()
+    reuse = ZReuse(length)
     for done, at in enumerate(times, start=1):
-        now = Verdicts.of(checker.evaluate(at).results)
+        now = Verdicts.of(checker.evaluate(at, reuse=reuse).results)
         if done == 1 and now.persistent:
             was_persistent = _look_back(checker, at, step, now.persistent, feature, result)
         result.checks += 1

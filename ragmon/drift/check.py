@@ -27,6 +27,7 @@ from ragmon.drift.assess import Assessed, Detector, Entry, assess
 from ragmon.drift.export import export
 from ragmon.drift.features import FEATURES, FeaturePlan, plan_features
 from ragmon.drift.query import Group, QueryStore, Windowed, aggregate, to_series
+from ragmon.drift.replay import ZReuse
 from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
 from ragmon.drift.windows import Window, WindowPlan, Windows, plan
@@ -66,10 +67,11 @@ class DriftChecker:
                                     "ragmon.drift.groups_dropped": result.groups_dropped})
             return result
 
-    def evaluate(self, at: datetime) -> CheckResult:
-        """The check as it would have run at ``at``: nothing stored, nothing exported."""
+    def evaluate(self, at: datetime, *, reuse: ZReuse | None = None) -> CheckResult:
+        """The check as it would have run at ``at``: nothing stored, nothing exported. ``reuse``: a replay's z-scores
+        of the previous check, taken where the windows are the same (``ragmon.drift.replay``; same result)."""
         started = time.monotonic()
-        result = self._check(at)
+        result = self._check(at, reuse)
         return CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
                            result.groups_dropped, result.last_assessed)
 
@@ -99,9 +101,10 @@ class DriftChecker:
                         false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
                         max_pool=self.settings.max_pool_windows, arl_margin=seq.arl_margin)
 
-    def entries(self, now: datetime, *, extra_lookback: int = 0) -> tuple[list[Entry], dict[int, WindowPlan], int]:
-        """Query every window a check at ``now`` needs (and ``extra_lookback`` more, for a backtest) and build the
-        entries to assess; also each entry's window plan (by ``id``) and how many groups were dropped."""
+    def entries(self, now: datetime) -> tuple[list[Entry], dict[int, WindowPlan], int]:
+        """Query every window a check at ``now`` needs — traces, scores and corpus versions timestamped before
+        ``now`` — and build the entries to assess; also each entry's window plan (by ``id``) and how many groups
+        were dropped."""
         by_windows: dict[str, list[FeaturePlan]] = defaultdict(list)
         for fp in self.plans:
             by_windows[fp.windows.model_dump_json()].append(fp)
@@ -110,12 +113,12 @@ class DriftChecker:
         dropped_total = 0
         lookback = self.settings.sequential.lookback_windows
         for feature_plans in by_windows.values():
-            wp = plan(feature_plans[0].windows, now, lookback=lookback + extra_lookback)
+            wp = plan(feature_plans[0].windows, now, lookback=lookback)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
                                  index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query)
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)
-            detector = self.detector(plan(feature_plans[0].windows, now, lookback=lookback))
+            detector = self.detector(wp)
             length = wp.reference + 1 if wp.pinned else wp.history
             by_name = {p.feature.name: p for p in feature_plans}
             for (group, name), by_w in sorted(windowed.items(), key=lambda kv: kv[0]):
@@ -125,12 +128,13 @@ class DriftChecker:
                 plans[id(entry)] = wp
         return entries, plans, dropped_total
 
-    def _check(self, now: datetime) -> CheckResult:
+    def _check(self, now: datetime, reuse: ZReuse | None = None) -> CheckResult:
         check_id = uuid.uuid4().hex
         entries, plans, dropped = self.entries(now)
         seq = self.settings.sequential
         assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day,
-                                           arl_margin=seq.arl_margin))
+                                           arl_margin=seq.arl_margin),
+                          cache=reuse.advance(entries, plans) if reuse is not None else None)
         by_key = {e.key: plans[id(e)] for e in entries}
         results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
         return CheckResult(check_id, now, results, 0.0, dropped)
