@@ -104,4 +104,5 @@ def _windows(settings: DriftSettings) -> str:
     length = f"{w.current_seconds // 3600} h" if w.current_seconds % 3600 == 0 else f"{w.current_seconds // 60} min"
     if w.reference == "pinned":
         return f"{length}, pinned reference"
-    return f"{length} against the {w.reference_days} days before" + (" (same hours)" if w.same_hours else "")
+    days = "the day" if w.reference_days == 1 else f"the {w.reference_days} days"
+    return f"{length} against {days} before" + (" (same hours)" if w.same_hours else "")
