@@ -94,9 +94,10 @@ def test_shift_detected_only_where_injected(store) -> None:
                             {"id": result.check_id})
     assert len(rows) == len(result.results)
     stored = next(r for r in rows
-                  if (r["stratum"], r["feature"], r["test"]) == ("billing", "top1_score", "window_mean"))
+                  if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "window_mean"))
     assert stored["drifted"] == 1 and stored["threshold"] == 0.05 and stored["n_current"] == 1000
     assert stored["status"] == "ok" and stored["pooled_windows"] == 1 and stored["cusum_threshold"] > 0
+    assert DriftSettings.model_validate_json(stored["settings"]) == _settings()  # what it ran with
     details = json.loads(stored["details"])
     assert details["status"] == "ok" and len(details["reference"]["quantiles"]) == 101
     assert details["test"]["expected"] == pytest.approx(wm.details["expected"])
