@@ -82,7 +82,9 @@ def check(
 
     Each window is compared with the same time of day over drift.windows.reference_days and with how much windows
     naturally differ; PERSISTENT marks a feature whose CUSUM crossed its threshold (what the alerts page on),
-    DRIFT a feature this check alone declared drifted. See docs/drift.md.
+    DRIFT a feature this check alone declared drifted. One check (and --at) applies the drift settings of the
+    latest stored check (the daemon's windows and thresholds), with what your configuration sets explicitly on
+    top, and names them on stderr. See docs/drift.md.
     """
     from ragmon.drift.check import DriftChecker
     from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
@@ -348,10 +350,13 @@ def backtest_cmd(
                                            "would have alarmed.")] = False,
 ) -> None:
     """Replay the drift detector over stored history: for every window end in the range, the check as it would
-    have run then; per group and feature, how many windows would have alarmed and when.
+    have run then (drift check --at), from only what was timestamped before it; per group and feature, how many
+    windows would have alarmed and when persistent drift began (an alarm active at --from: since when).
 
-    Tune drift.alpha, drift.sequential.* and drift.windows on your own traffic before paging on the alerts, and
-    measure the false-alarm rate you get. Reads only; nothing is stored or exported.
+    Applies the drift settings of the latest stored check (the daemon's), with what your configuration sets
+    explicitly on top: tune drift.alpha, drift.sequential.* and drift.windows on your own traffic before paging
+    on the alerts, and measure the false-alarm rate you get. Exits 4 when not one feature could be assessed in
+    the range. Reads only; nothing is stored or exported.
     """
     from ragmon.cli.drift_backtest import run_backtest
 
