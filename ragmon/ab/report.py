@@ -30,7 +30,7 @@ def to_json(result: AbResult) -> str:
         "parameters": {"join_wait_seconds": o.join_wait_seconds, "reformulation_seconds": o.reformulation_seconds,
                        "min_per_arm": o.min_per_arm, "max_rate_harm": o.max_rate_harm,
                        "max_latency_increase_ms": o.max_latency_increase_ms, "max_quality_drop": o.max_quality_drop,
-                       "confidence": o.confidence},
+                       "max_feedback_drop": o.max_feedback_drop, "confidence": o.confidence},
         "strata": [{
             "stratum": s.stratum, "n_baseline": s.n_baseline, "n_candidate": s.n_candidate, "decision": s.decision,
             "reasons": list(s.reasons),

@@ -16,8 +16,10 @@ Rules (also in docs/shadow.md):
   retrieval (``RETRIEVAL_QUALITY``: nDCG, recall or MRR on golden canaries, or the judge's context metrics) passed
   its threshold in that stratum: passing latency, error-rate or faithfulness bars says nothing about whether the
   other chunks are better. The reason names the change and what would measure it.
-* A stratum is **promote** only when every threshold passes. The overall verdict is reject if any stratum
-  rejects, else hold if any holds, else promote. Exit codes: 0 promote, 1 reject, 4 hold.
+* A stratum is **promote** only when every threshold passes: the rule ``ab compare`` shares
+  (``ragmon.metrics.promotion.verdict``: any harm rejects, a check without data or inconclusive holds). The
+  overall verdict is reject if any stratum rejects, else hold if any holds, else promote. Exit codes: 0 promote,
+  1 reject, 4 hold.
 
 Pure: no I/O.
 """
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragmon.judge.scoring import LOWER_IS_BETTER
+from ragmon.metrics.promotion import HARM, INCONCLUSIVE, OK, verdict
 from ragmon.shadow.result import Decision, QualityDelta, Verdict
 
 #: paired values a quality threshold needs before it may promote or reject: with fewer, a bootstrap interval
@@ -134,17 +137,14 @@ def decide(
                 passed_metrics.add(metric)
             else:
                 unsure.append(line + ": inconclusive")
-    if failed:
-        return Verdict("reject", tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
-                       + tuple(f"ok {x}" for x in passed))
     changed = _retrieval_change(top1_rate, score_ks)
-    if changed and not passed_metrics & RETRIEVAL_QUALITY:
+    if not failed and changed and not passed_metrics & RETRIEVAL_QUALITY:
         unsure.insert(0, f"retrieval changed a lot ({changed}) and no measure of retrieval quality passed: gate "
                          "one (--golden with --max-quality-drop ndcg_at_k=…, recall_at_k or mrr; or the judge's "
                          "context_precision / context_relevant_share)")
-    if unsure:
-        return Verdict("hold", tuple(f"? {x}" for x in unsure) + tuple(f"ok {x}" for x in passed))
-    return Verdict("promote", tuple(f"ok {x}" for x in passed))
+    decision = verdict([HARM] * len(failed) + [INCONCLUSIVE] * len(unsure) + [OK] * len(passed))
+    return Verdict(decision, tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
+                   + tuple(f"ok {x}" for x in passed))
 
 
 def _retrieval_change(top1_rate: float | None, score_ks: float | None) -> str:
