@@ -131,7 +131,13 @@ class Telemetry:
             "dead-lettered.", registry=r,
         )
         self.outcomes_stored = Counter(
-            "ragmon_outcomes_stored_total", "Outcome events written to the store (acknowledged inserts).", registry=r
+            "ragmon_outcomes_stored_total", "Outcome events new to the store (acknowledged inserts); an event stored "
+            "already (a replay, a file loaded again) counts in ragmon_outcomes_already_stored_total instead.",
+            registry=r,
+        )
+        self.outcomes_already_stored = Counter(
+            "ragmon_outcomes_already_stored_total", "Valid outcome events read again that the store already held "
+            "(same event_id): re-deliveries, counted once in the store.", registry=r,
         )
         self.outcomes_dead_letters = Counter(
             "ragmon_outcomes_dead_letters_total", "Outcome events sent to ab.outcomes_dead_letter_topic, by reason.",
