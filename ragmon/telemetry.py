@@ -177,8 +177,9 @@ class Telemetry:
         self.permission_leaks = Counter(
             "ragmon_permission_leaks_total",
             "Retrieved chunks of another tenant (neither the user's nor ingest.shared_tenants) in stored traces, by "
-            "retriever (name@version), variant and stratum; counted on every trace. Target: zero. List them with "
-            "`ragmon leaks list`.", ["retriever", "variant", "stratum"], registry=r,
+            "retriever (name@version), variant and stratum; checked on every trace, counted once per trace: a trace "
+            "delivered again (a retry, a replay) is not counted again. Target: zero. List them with `ragmon leaks "
+            "list`.", ["retriever", "variant", "stratum"], registry=r,
         )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",

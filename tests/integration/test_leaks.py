@@ -55,6 +55,11 @@ def test_one_leaking_trace_among_valid_ones_is_counted_stored_exported_and_liste
     try:
         wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(docs),
                  60, "every trace stored and committed")
+        # the producer sends the leaking trace again (a retry): stored again, one row under FINAL, counted once
+        again = next(d for d in docs if d["trace_id"] == leaky)
+        produce(kafka_bootstrap, topic, [json.dumps(again).encode()])
+        wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(docs) + 1,
+                 60, "the re-sent trace stored and committed")
     finally:
         run.close()
     stored = dict(store.query(f"SELECT trace_id, permission_leaks FROM {store.table('traces')} FINAL").result_rows)
