@@ -85,7 +85,9 @@ class Telemetry:
             "ragmon_ingest_messages_consumed_total", "Messages read from the traces topic.", ["topic"], registry=r
         )
         self.ingest_traces_stored = Counter(
-            "ragmon_ingest_traces_stored_total", "Traces written to the store (acknowledged inserts).", registry=r
+            "ragmon_ingest_traces_stored_total", "Trace rows written to the store (acknowledged inserts), per delivery: "
+            "a trace delivered again is written, and counted, again (the store keeps it once under FINAL; "
+            "ragmon_permission_leaks_total counts a trace once).", registry=r
         )
         self.ingest_dead_letters = Counter(
             "ragmon_ingest_dead_letters_total", "Messages sent to the dead-letter topic, by reason.", ["reason"],
@@ -109,7 +111,8 @@ class Telemetry:
             "Dead letters too large for the dead-letter topic, produced cut (reason too_large).", registry=r,
         )
         self.ingest_unknown_fields = Counter(
-            "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields.", registry=r
+            "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields, per delivery (a "
+            "producer-evolution signal: a trace delivered again counts again).", registry=r
         )
         self.ingest_redactions = Counter(
             "ragmon_ingest_redactions_total", "Redactions applied before storage, by pattern.", ["pattern"],
