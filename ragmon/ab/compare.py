@@ -17,7 +17,7 @@ import bisect
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragmon.ab.queries import AbStore, arm_traces, outcomes_of, quality_of, session_asks
@@ -105,7 +105,8 @@ class AbResult:
     strata: tuple[StratumResult, ...]
     decision: str
     too_small: tuple[str, ...] = field(default=())
-    #: the span of the candidate's traces in the window; the baseline is compared over it only (None: no cohort)
+    #: the span of the candidate's traces in the window (aware, UTC); the baseline is compared over it only (None:
+    #: no cohort)
     cohort: tuple[datetime, datetime] | None = None
     #: the arms with no trace at all in the window (a typo in a name or version looks like this)
     empty_arms: tuple[str, ...] = field(default=())
@@ -130,17 +131,25 @@ def judge(name: str, d: Delta, tolerance: float) -> Measure:
     return Measure(name, d, tolerance, status)
 
 
+def _utc(t: datetime) -> datetime:
+    """A time read from the store (UTC, returned without a zone by some drivers) as an aware UTC datetime."""
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
 def _traces(store: AbStore, arm: Arm, o: AbOptions, end: datetime) -> list[dict[str, Any]]:
     rows = arm_traces(store, arm.name, arm.version, arm.variant, o.since, end)
+    for r in rows:
+        r["ts"] = _utc(r["ts"])
     wait = timedelta(seconds=o.join_wait_seconds)
     events: dict[str, list[dict]] = defaultdict(list)
     for e in outcomes_of(store, [r["query_id"] for r in rows], o.since, o.until):
+        e["time"] = _utc(e["time"])
         events[e["query_id"]].append(e)
     asks: dict[str, list[datetime]] = defaultdict(list)
     if o.reformulation_seconds > 0:
         sessions = sorted({r["session_id"] for r in rows if r["session_id"]})
         for a in session_asks(store, sessions, o.since, o.until):
-            asks[a["session_id"]].append(a["ts"])
+            asks[a["session_id"]].append(_utc(a["ts"]))
     for r in rows:
         ts = r["ts"]
         mine = [e for e in events.get(r["query_id"], ()) if ts <= e["time"] < ts + wait]

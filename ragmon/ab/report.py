@@ -1,4 +1,5 @@
-"""Rendering an ``AbResult``: a rich table for the terminal, JSON for pipelines. Layout only: no statistics."""
+"""Rendering an ``AbResult``: a rich table for the terminal, JSON for pipelines (every number at full precision,
+every time ISO 8601 with its UTC offset). Layout only: no statistics."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ FORMATS = ("table", "json")
 
 
 def _num(x: float) -> float | None:
-    return round(x, 6) if math.isfinite(x) else None
+    """A statistic for the JSON at full precision (the table rounds); NaN (no data) is null."""
+    return x if math.isfinite(x) else None
 
 
 def to_json(result: AbResult) -> str:

@@ -19,8 +19,8 @@ FORMATS = ("table", "json")
 
 
 def to_json(result: CoverageResult) -> str:
-    def num(x: float) -> float | None:
-        return None if not math.isfinite(x) else round(x, 6)
+    def num(x: float) -> float | None:  # full precision: a p-value below 5e-7 is not 0 (the table rounds)
+        return None if not math.isfinite(x) else x
 
     doc: dict[str, Any] = {
         "since": result.since.isoformat(), "until": result.until.isoformat(),

@@ -70,3 +70,29 @@ def test_every_measure_ok_promotes(store):
     billing = next(s for s in result.strata if s.stratum == "billing")
     assert {m.name: m.status for m in billing.measures}["feedback"] == "ok"
     assert billing.decision == PROMOTE and result.decision == PROMOTE, billing.reasons
+
+
+def test_the_json_carries_full_precision_and_times_with_their_zone(store):
+    """No statistic rounded in the JSON (a table may round); every time ISO 8601 with its UTC offset."""
+    import json
+    import math
+
+    from ragmon.ab.report import to_json
+
+    start, traces = _arms(store, 250, feedback=True, judged=False)
+    result = compare(store, _options(start, max_feedback_drop=0.5))
+    doc = json.loads(to_json(result))
+    for t in (*doc["cohort"], doc["since"], doc["until"]):
+        assert datetime.fromisoformat(t).utcoffset() == timedelta(0), t
+    cohort = [datetime.fromisoformat(t) for t in doc["cohort"]]
+    canary = sorted(datetime.fromisoformat(t["timestamp"]) for t in traces if t["retriever"]["version"] == "v2")
+    assert cohort == [canary[0].replace(microsecond=canary[0].microsecond // 1000 * 1000),
+                      canary[-1].replace(microsecond=canary[-1].microsecond // 1000 * 1000)]
+    billing = next(s for s in result.strata if s.stratum == "billing")
+    exact = {m.name: m.delta for m in billing.measures}
+    listed = {m["name"]: m for m in next(s for s in doc["strata"] if s["stratum"] == "billing")["measures"]}
+    for name in ("feedback", "resolved", "escalated"):
+        for field in ("delta", "low", "high", "baseline", "candidate"):
+            value = getattr(exact[name], field)
+            assert listed[name][field] == (value if math.isfinite(value) else None), (name, field)
+    assert any(listed["escalated"][f] not in (None, round(listed["escalated"][f], 6)) for f in ("low", "high"))

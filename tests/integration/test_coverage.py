@@ -179,3 +179,19 @@ def test_traces_without_a_category_do_not_fail_the_check_and_can_be_compared_the
     compared = check_coverage(store, golden(30) + golden(10, category="uncategorized"), DEFAULT_QUESTION_TYPES,
                               until=NOW, window=timedelta(days=1), thresholds=CoverageThresholds())
     assert {s.stratum: s for s in compared.strata}["uncategorized"].status == "matches"
+
+
+def test_the_json_keeps_a_tiny_p_value(store, store_settings, tmp_path, monkeypatch):
+    """A p-value below 5e-7 is not 0.0 in the JSON: statistics keep full precision there (the table rounds)."""
+    scorer(store).process(traffic(60, 60), batch_key="tiny-p")
+    exact = {s.stratum: s for s in check_coverage(store, golden(30), DEFAULT_QUESTION_TYPES, until=NOW,
+                                                  window=timedelta(days=1), thresholds=CoverageThresholds()).strata}
+    assert 0 < exact["consent"].p_value < 5e-7
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps([c.model_dump(mode="json") for c in golden(30)]))
+    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
+    r = CliRunner().invoke(cli, ["golden", "coverage", "--golden", str(path), "--format", "json", "--since", "1d"])
+    consent = next(s for s in json.loads(r.output)["strata"] if s["stratum"] == "consent")
+    assert consent["p_value"] == exact["consent"].p_value and consent["p_value"] > 0
+    assert consent["g_statistic"] == exact["consent"].g_statistic and consent["cramers_v"] == exact["consent"].cramers_v
