@@ -272,6 +272,12 @@ class Telemetry:
             "Request rate the judge allows itself: the smaller of judge.requests_per_minute / 60 and the rate "
             "learnt from 429 answers (AIMD); +Inf while neither applies.", registry=r,
         )
+        self.judge_concurrency_limit = Gauge(
+            "ragmon_judge_concurrency_limit",
+            "Judge HTTP requests allowed at once: the limit learnt from the endpoint's latency (it grows while "
+            "answers come back as fast, shrinks when they slow down), at most judge.max_in_flight; "
+            "judge.max_in_flight itself when judge.adaptive_concurrency is off.", registry=r,
+        )
         self.judge_queue_wait = Histogram(
             "ragmon_judge_queue_wait_seconds",
             "Time a judge call waited before it ran, by stage: pool (for a free slot of judge.max_in_flight), "
