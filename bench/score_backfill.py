@@ -14,7 +14,8 @@ ingest --file``; then each configuration runs the real command, ``ragmon score -
 (the command's own timer: after the store opened, until the last rows were written; start-up excluded).
 
 Configurations (``--configs``, comma separated): ``default`` is the settings as shipped; a number N sets
-``judge.max_in_flight`` to N (with whatever else the defaults say). Each (hang rate, configuration) gets a fresh
+``judge.max_in_flight`` to N (with whatever else the defaults say); ``Nfixed`` also turns
+``judge.adaptive_concurrency`` off (exactly N calls at once, as before the adaptive limit existed). Each (hang rate, configuration) gets a fresh
 provider process, so one run's hanging calls do not hold the next run's server threads. The machine's load is
 printed with the figures: on a shared machine, compare runs made together.
 """
@@ -116,12 +117,14 @@ def main() -> None:
           f"{f', {args.rpm:g} requests/min' if args.rpm else ', no rate limit'}; hanging calls hold on "
           f"{args.hang_ms / 1000:g} s; {platform.python_version()}, {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    print(f"{'hanging':>8} {'config':>16} {'scored':>7} {'failed':>7} {'seconds':>8} {'traces/s':>9}", flush=True)
+    print(f"{'hanging':>8} {'config':>22} {'scored':>7} {'failed':>7} {'seconds':>8} {'traces/s':>9}", flush=True)
     for hang in (float(h) for h in args.hang_rates.split(",")):
         for config in args.configs.split(","):
             run_env = dict(env)
             if config != "default":
-                run_env["RAGMON_JUDGE__MAX_IN_FLIGHT"] = config
+                run_env["RAGMON_JUDGE__MAX_IN_FLIGHT"] = config.removesuffix("fixed")
+            if config.endswith("fixed"):
+                run_env["RAGMON_JUDGE__ADAPTIVE_CONCURRENCY"] = "false"
             server, url = start_provider(args, hang)
             try:
                 run_env["RAGMON_JUDGE__BASE_URL"] = url
@@ -129,8 +132,9 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(timeout=30)
-            label = "defaults" if config == "default" else f"max_in_flight={config}"
-            print(f"{hang:>8.0%} {label:>16} {r['scored']:>7,} {r['failed']:>7,} {r['seconds']:>8.1f} "
+            label = ("defaults" if config == "default" else f"max_in_flight={config.removesuffix('fixed')}"
+                     + (" fixed" if config.endswith("fixed") else ""))
+            print(f"{hang:>8.0%} {label:>22} {r['scored']:>7,} {r['failed']:>7,} {r['seconds']:>8.1f} "
                   f"{r['per_second']:>9.1f}   (load {os.getloadavg()[0]:.1f})", flush=True)
 
 
