@@ -158,7 +158,9 @@ def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
                               env=env)  # fmt: skip
 
     assert ragmon("ingest", "--file", str(path)).returncode == 0
+    before = datetime.now(UTC)
     done = ragmon("review", "triage", "--week", week, "--max-items", "4", "--seed", "s", "--format", "json")
+    after = datetime.now(UTC)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     selection = out["selection"]
@@ -166,7 +168,9 @@ def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
         "week": week, "queued": 4, "thumbs_down": 10, "seed": "s", "already_selected": False, "added": 4}
     _, end = parse_week(week)
     assert selection["final_after"] == (end + timedelta(days=1)).isoformat()
-    assert selection["final"] == (datetime.now(UTC) >= end + timedelta(days=1))
+    if before >= end + timedelta(days=1) or after < end + timedelta(days=1):  # not run across the boundary
+        assert selection["final"] == (before >= end + timedelta(days=1))
+        assert ("provisional" in done.stderr) == (not selection["final"])
     assert out["weeks"][-1] == week and out["queued"][-1] == 4 and out["rows"] == []
     table = ragmon("review", "triage", "--week", week)
     assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
