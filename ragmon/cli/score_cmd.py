@@ -45,7 +45,8 @@ def score(
         "each, nothing was read, judged or waiting to be stored, and every offset read was committed (batch jobs, "
         "tests). Exit 3 if no partition is assigned for twice kafka.session_timeout_ms (another member holds them "
         "all; a killed one holds them until its session times out).", show_default=False)] = None,
-    page_size: Annotated[int, typer.Option(help="With --from-store: traces per page and per insert.")] = 500,
+    page_size: Annotated[int, typer.Option(help="With --from-store: traces read per page and at most per insert; the "
+                                           "next page is read while the judges still work on the last one.")] = 500,
     host: Annotated[str | None, typer.Option(
         help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)] = None,
     port: Annotated[int | None, typer.Option(
@@ -101,7 +102,8 @@ def score(
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
         result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
-                                       progress=lambda n, _r: bar.update(task, completed=n))
+                                       flush_interval_seconds=settings.score.flush_interval_seconds,
+                                       progress=lambda _n, r: bar.update(task, completed=sum(r.decisions.values())))
     _summary(result, scorer.judge, time.monotonic() - started)
 
 
