@@ -25,23 +25,11 @@ import httpx
 import pytest
 import yaml
 
+from tests.support.runbook_commands import runbook_commands, runbook_reads
+
 pytestmark = pytest.mark.slow
 
-RUNBOOKS = Path(__file__).resolve().parents[2] / "alerts" / "runbooks"
 ANNOUNCE = "ragmon-read-api.json"
-#: runbook commands not run here, and why: each starts a daemon, writes, or needs an argument the page names
-NOT_READS = {
-    "ragmon review": "starts the review daemon",
-    "ragmon run": "starts the daemon",
-    "ragmon drift": "starts the drift daemon",
-    "ragmon gate": "needs a golden set and a candidate (the page says when to run it)",
-    "ragmon corpus load": "writes (loads the corpus feed)",
-    "ragmon calibrate": "needs review labels (the page says the queue is unreviewed)",
-    "ragmon review hash-password": "prompts for a password; no store",
-    "ragmon schema validate message.json": "needs a saved message file; no store",
-}
-#: every form of these: calibrate needs human review labels (the demo's data has none), the gate a golden set
-NOT_READ_PREFIXES = ("ragmon calibrate ", "ragmon gate ")
 
 
 @dataclass
@@ -133,13 +121,9 @@ def _same(text: str) -> str:
 
 
 def test_runbook_commands_work_while_the_daemon_runs(daemon: Daemon) -> None:
-    commands = sorted({" ".join(c.split()) for page in RUNBOOKS.glob("*.md")  # a command may wrap a line
-                       for c in re.findall(r"`(ragmon [^`]+)`", page.read_text(encoding="utf-8"))})
-    assert "ragmon drift report --html drift.html" in commands  # the page that started issue 19
+    assert "ragmon drift report --html drift.html" in runbook_commands()  # the page that started issue 19
     ran = []
-    for command in commands:
-        if command in NOT_READS or "<" in command or command.startswith(NOT_READ_PREFIXES):
-            continue
+    for command in runbook_reads():
         result = _ragmon(daemon.config, *shlex.split(command)[1:], cwd=daemon.tmp)
         out = result.stdout + result.stderr
         assert "in use" not in out and "DB::Exception" not in out and "Traceback" not in out, (command, out)

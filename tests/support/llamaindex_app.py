@@ -6,11 +6,15 @@ do (``raw["usage"]``), which is where the instrumentation reads counts; it also 
 The embedding is a hashing bag of words (``BaseEmbedding``), so retrieval and its scores are deterministic.
 ``App`` runs each scenario of issue 18 and returns what the application itself saw (``Sent``): the question, the
 nodes and scores, the answer, the token counts of every LLM call, so a test can compare ragmon's row with it.
+``App(llm_seconds=…)`` makes every LLM call last that long (a function called per call, e.g. reading the query's
+own latency from a thread-local), as real models do: the retriever's span then ends long before the root's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +46,7 @@ class Sent:
     session_id: str = ""
 
 
-def _build() -> Any:
+def _build(llm_seconds: Callable[[], float] | None = None) -> Any:
     from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
     from llama_index.core.llms.callbacks import llm_completion_callback
@@ -80,17 +84,24 @@ def _build() -> Any:
                 return '{"documents": [{"document_number": 3, "relevance": 9}, {"document_number": 1, "relevance": 4}]}'
             return ANSWER
 
+        def _wait(self) -> None:
+            seconds = llm_seconds() if llm_seconds is not None else 0.0
+            if seconds > 0:
+                time.sleep(seconds)
+
         def _usage(self, prompt: str, text: str) -> dict[str, Any]:
             return {"usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}}
 
         @llm_completion_callback()
         def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            self._wait()
             text = self._text(prompt)
             self.calls.append((len(prompt.split()), len(text.split())))
             return CompletionResponse(text=text, raw=self._usage(prompt, text))
 
         @llm_completion_callback()
         def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            self._wait()
             text = self._text(prompt)
             self.calls.append((len(prompt.split()), len(text.split())))
             sofar = ""
@@ -106,11 +117,11 @@ class App:
     """The indexed corpus and the scenarios. Build it once per test module: indexing is itself traced (two
     traces that are not queries)."""
 
-    def __init__(self) -> None:
+    def __init__(self, llm_seconds: Callable[[], float] | None = None) -> None:
         tap()  # instrument before the first llama_index import patches anything
         from llama_index.core import Document, Settings, VectorStoreIndex
 
-        embedding, llm = _build()
+        embedding, llm = _build(llm_seconds)
         self.llm = llm()
         Settings.llm = self.llm
         Settings.embed_model = embedding()
