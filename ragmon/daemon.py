@@ -5,7 +5,8 @@ after ``stop`` is set. ``PeriodicRole`` wraps a function called every ``interval
 comparisons, weekly review selection). ``Daemon`` starts each loop in its own thread and on SIGTERM/SIGINT sets
 the stop event and joins every loop within the grace period. A loop that raises is logged and restarted after
 a pause: one failing loop never takes the others down. ``RoleParts`` is what each ``<role>/role.py: build``
-returns: its loops, its health checks, its routers and ports of its own, for ``ragmon.process`` to run.
+returns: its loops, its health checks, its routers and ports of its own, for ``ragmon.process`` to run. A consumer
+loop (ingest, outcomes, score) also publishes a ``ConsumerState`` after each step, for ``--exit-when-idle``.
 
 Must not open a store, bind a port or read settings: ``ragmon.process`` does that.
 """
@@ -86,6 +87,22 @@ class Role(Protocol):
     name: str
 
     def run(self, stop: threading.Event) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerState:
+    """A consumer loop's progress as its own thread saw it at the end of a step. The loop replaces its
+    ``consumer_state`` attribute with a new one after each step, so a reader in another thread (the
+    ``--exit-when-idle`` watch) always sees one consistent reading and never touches the loop's own state."""
+
+    #: messages read so far
+    consumed: int = 0
+    #: nothing buffered, in flight or waiting for a retry, and every consumed offset committed
+    settled: bool = True
+    #: partitions were assigned to this consumer at the last lag reading
+    assigned: bool = False
+    #: ... and the lag was zero on each of them
+    caught_up: bool = False
 
 
 @dataclass(frozen=True)

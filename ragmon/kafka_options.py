@@ -58,6 +58,12 @@ def consumer_options(settings: KafkaSettings, *, group_id: str, client_id: str) 
     }
 
 
+#: how long closing a consumer may wait for its LeaveGroup request. While this member's JoinGroup is pending at the
+#: coordinator (a rebalance waiting for a member that stopped polling) the request is not answered before
+#: request_timeout_ms (30 s), longer than a shutdown grace period; without an answer the member expires with its
+#: session instead, and nothing is lost (offsets are committed before, never at close)
+CONSUMER_CLOSE_TIMEOUT_MS = 5_000
+
 #: room for the record and batch framing around the largest dead letter produced whole
 PRODUCER_HEADROOM_BYTES = 65_536
 

@@ -28,6 +28,9 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 #: a daemon stopped by itself on an error that no retry can fix (e.g. ingest: a codec's library is missing)
 EXIT_FATAL = 5
+#: stopped (SIGTERM/SIGINT) before the work was done, nothing failing: ``ingest --file`` before every line was
+#: stored or dead-lettered; the ``error:`` line says where to resume
+EXIT_INTERRUPTED = 6
 
 #: width of output that is not a terminal (a file, a pipe): wide enough that no table column is ever cut
 UNCUT_WIDTH = 1000

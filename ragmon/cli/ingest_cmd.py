@@ -11,11 +11,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragmon.cli.common import EXIT_FATAL, EXIT_USAGE, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import (
+    EXIT_FATAL,
+    EXIT_INTERRUPTED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    err_console,
+    exit_if_stuck,
+    fail,
+    settings_of,
+)
 from ragmon.cli.options import LogLevelOption, check_output_file, configure_logging
 from ragmon.config import Settings, mask_dsn, override, secret_value
 
 if TYPE_CHECKING:
+    from ragmon.cli.idle_watch import IdleWatch
     from ragmon.process import Process
     from ragmon.store import ClickHouseStore
 
@@ -46,16 +56,23 @@ def ingest(
     port: Annotated[int | None, typer.Option(
         help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        min=0, help="Exit once nothing was read for this many seconds, the lag is zero on every assigned partition and "
-        "everything is committed (batch jobs, benchmarks).",
+        min=0, help="Exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, nothing "
+        "was read and everything read was stored and committed (batch jobs, benchmarks). Exit 3 if no partition is "
+        "assigned for twice kafka.session_timeout_ms (another member holds them all).",
         show_default=False)] = None,
     stats_json: Annotated[Path | None, typer.Option(
         help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
         show_default=False)] = None,
     file: Annotated[str | None, typer.Option(
         "--file", help="Read traces from this JSON Lines file ('-': standard input) instead of Kafka, one trace per "
-        "line, through the same decoding, redaction, batching, deduplication and store; exit at its end with a "
-        "summary. Loading a file twice stores each trace once.", show_default=False)] = None,
+        "line, through the same decoding, redaction, batching, deduplication and store. At its end (or when "
+        "stopped) a summary goes to standard error: \"complete\": true and exit 0 when every line was stored or "
+        "dead-lettered; otherwise exit 3 (stopped while writes failed) or 6 (interrupted), with the line to resume "
+        "from (--from-line) and what was not stored or not dead-lettered. Loading a file twice stores each trace "
+        "once.", show_default=False)] = None,
+    from_line: Annotated[int, typer.Option(
+        min=1, help="With --file: start at this line (1-based; the lines before it are read and skipped), to resume a "
+        "run that stopped before its end where its error line says.")] = 1,
     dead_letter_file: Annotated[str | None, typer.Option(
         help="With --file: append invalid lines here as JSON Lines, with the same reasons as the dead-letter topic "
         "('-': standard output, the default).", show_default=False)] = None,
@@ -84,6 +101,7 @@ def ingest(
 
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
     """
+    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
     from ragmon.process import serve_roles
 
     configure_logging(log_level, quiet=("kafka",))
@@ -93,6 +111,8 @@ def ingest(
         check_output_file(stats_json, "--stats-json")
     if dead_letter_file is not None and file is None:
         raise fail("--dead-letter-file needs --file (Kafka input dead-letters to --dead-letter-topic)", EXIT_USAGE)
+    if from_line != 1 and (file is None or outcomes):
+        raise fail("--from-line needs --file (of traces)", EXIT_USAGE)
     if file is not None and input_format == "otlp_proto":
         raise fail("--file reads lines of JSON: --input-format otlp_proto cannot be one per line", EXIT_USAGE)
     if otlp_http and file is not None:
@@ -119,13 +139,14 @@ def ingest(
         from ragmon.store import ClickHouseStore
 
         store = ClickHouseStore.open(settings.store)  # fails fast: unreachable, locked, migration failed
-        _load_file(settings, store, file, dead_letter_file or "-", stats_json)
+        _load_file(settings, store, file, dead_letter_file or "-", stats_json, from_line)
         return
     started = time.monotonic()
     role = "otlp" if otlp_http else "ingest"
+    watch: IdleWatch | None = None
 
     def announce(process: Process) -> None:
-        nonlocal started
+        nonlocal started, watch
         source = (f"OTLP/HTTP on http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces" if otlp_http
                   else f"{settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
                   f"format {settings.kafka.input_format})")
@@ -134,8 +155,7 @@ def ingest(
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         started = time.monotonic()
         if exit_when_idle is not None:
-            threading.Thread(target=_idle_watch, args=(process, role, exit_when_idle), name="ragmon-idle-watch",
-                             daemon=True).start()
+            watch = watch_idle(process, role, exit_when_idle, settings)
 
     # fails fast: store unreachable or locked, bad config, broker unreachable, port in use
     process = serve_roles(settings, only=[role], title="ragmon ingest", started=announce)
@@ -155,21 +175,8 @@ def ingest(
     fatal = process.service(role).fatal_error
     if fatal is not None:
         raise fail(f"ingest stopped: {fatal}", EXIT_FATAL)
+    exit_if_never_assigned(watch, settings.kafka.topic, settings.kafka.group_id)
     exit_if_stuck(process)
-
-
-def _idle_watch(process: Process, role: str, seconds: float) -> None:
-    """Stop ``process`` once its role's loop has read nothing for ``seconds`` and is idle (everything read stored and
-    committed); the trace pipeline must also be caught up (its lag reading zero), the outcome loop has no lag reading."""
-    loop = process.service(role)
-    caught_up = getattr(loop, "caught_up", lambda: True)
-    last_count, since = -1, time.monotonic()
-    while not process.wait_for_stop(0.2):
-        consumed = loop.stats.consumed
-        if consumed != last_count or not loop.idle() or not caught_up():
-            last_count, since = consumed, time.monotonic()
-        elif time.monotonic() - since >= seconds:
-            process.stop()
 
 
 def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str, stats_json: Path | None,
@@ -198,26 +205,30 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
     finally:
         close()
     _outcome_summary(stats, stats_json)
-    if not (done is not None and done()):
+    if not loop.source.finished():  # read to its end and every line committed (as for traces)
         raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
-                   "again; what was stored is not stored twice", 1)
+                   "again; what was stored is not stored twice", EXIT_UNAVAILABLE if loop.paused or loop.source.read_error else EXIT_INTERRUPTED)
 
 
 def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle: float | None) -> None:
+    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
     from ragmon.process import serve_roles
 
+    watch: IdleWatch | None = None
+
     def announce(process: Process) -> None:
+        nonlocal watch
         ab = settings.ab
         err_console.print(
             f"ragmon ingest --outcomes: {ab.outcomes_topic} @ {settings.kafka.bootstrap_servers} (group "
             f"{ab.outcomes_group_id}) → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
         if exit_when_idle is not None:
-            threading.Thread(target=_idle_watch, args=(process, "outcomes", exit_when_idle),
-                             name="ragmon-idle-watch", daemon=True).start()
+            watch = watch_idle(process, "outcomes", exit_when_idle, settings)
 
     process = serve_roles(settings, only=["outcomes"], title="ragmon ingest --outcomes", started=announce)
     _outcome_summary(process.service("outcomes").stats, stats_json)
+    exit_if_never_assigned(watch, settings.ab.outcomes_topic, settings.ab.outcomes_group_id)
     exit_if_stuck(process)
 
 
@@ -229,18 +240,30 @@ def _outcome_summary(stats: Any, stats_json: Path | None) -> None:
         stats_json.write_text(summary + "\n", encoding="utf-8")
 
 
-def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None) -> None:
-    """``--file``: load the lines, print the summary, exit 0 when every line was stored or dead-lettered."""
+def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None,
+               from_line: int) -> None:
+    """``--file``: load the lines, print the summary; exit 0 when every line was stored or dead-lettered, otherwise
+    3 (stopped while writes failed) or 6 (interrupted) with what was not done and how to resume."""
     import signal
 
     from ragmon.errors import InputError
     from ragmon.ingest.file_input import load_file
 
     stop = threading.Event()
+    stopped_by: list[str] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stopped_by.append(signal.Signals(signum).name)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
+    err_console.print(f"ragmon ingest: reading {path}{' (standard input)' if path == '-' else ''}"
+                      f"{f' from line {from_line}' if from_line > 1 else ''} → "
+                      f"{mask_dsn(secret_value(settings.store.dsn) or '')}; dead letters to {dead_letter_path}",
+                      highlight=False, soft_wrap=True, markup=False)
     try:
-        result = load_file(settings, store, path, dead_letter_path, stop=stop)
+        result = load_file(settings, store, path, dead_letter_path, from_line=from_line, stop=stop)
     except InputError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     summary = json.dumps(result.summary())
@@ -252,5 +275,33 @@ def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_lette
             err_console.print(f"error: --stats-json {stats_json}: cannot write ({exc.strerror or exc})",
                               highlight=False, markup=False)
     if not result.complete:
-        raise fail(f"stopped before the end of {path} ({result.last_error or 'interrupted'}): run the same command "
-                   "again; what was stored is not stored twice", 1)
+        why = (f"while writes failed ({result.last_error})" if result.writes_failed
+               else f"reading failed ({result.read_error})" if result.read_error
+               else f"by {stopped_by[0]}" if stopped_by else "before its end")
+        raise fail(f"stopped {why}: {_not_done(result, path)}",
+                   EXIT_UNAVAILABLE if result.writes_failed or result.read_error else EXIT_INTERRUPTED)
+
+
+def _not_done(result: Any, path: str) -> str:
+    """What an incomplete ``--file`` run did not do, and how to finish it (the ``error:`` line)."""
+    resume = result.resume_from_line
+    parts = [f"lines 1–{resume - 1} of {path} are stored or dead-lettered" if resume > 1
+             else f"not every line of {path} is stored or dead-lettered"]
+    given_up = []
+    if result.not_stored:
+        given_up.append(f"{result.not_stored} trace(s) read were not stored")
+    if result.dead_letters_not_written:
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(result.dead_letters_not_written.items()))
+        given_up.append(f"{sum(result.dead_letters_not_written.values())} dead letter(s) were not written ({reasons})")
+    if given_up:
+        parts.append(f"from line {resume} on, " + " and ".join(given_up))
+    fix = ("once writes succeed again, " if result.writes_failed
+           else "once the input can be read, " if result.read_error else "")
+    same_input = " (for -, feed the same input again)" if path == "-" else ""
+    if resume > 1:
+        parts.append(f"{fix}resume with the same command and --from-line {resume}{same_input}; running it whole again "
+                     f"works too: no trace is stored twice, but the dead letters of lines 1–{resume - 1} are written "
+                     "again")
+    else:
+        parts.append(f"{fix}run the same command again{same_input}: no trace is stored twice")
+    return "; ".join(parts)

@@ -41,8 +41,10 @@ def score(
     max_traces: Annotated[int | None, typer.Option(
         min=1, help="Stop after reading this many traces (Kafka mode).", show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
-        min=0, help="Kafka mode: exit after this many seconds without a message (batch jobs, tests).",
-        show_default=False)] = None,
+        min=0, help="Kafka mode: exit 0 once, for this many seconds, partitions were assigned, the lag was zero on "
+        "each, nothing was read, judged or waiting to be stored, and every offset read was committed (batch jobs, "
+        "tests). Exit 3 if no partition is assigned for twice kafka.session_timeout_ms (another member holds them "
+        "all; a killed one holds them until its session times out).", show_default=False)] = None,
     page_size: Annotated[int, typer.Option(help="With --from-store: traces per page and per insert.")] = 500,
     host: Annotated[str | None, typer.Option(
         help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)] = None,
@@ -105,24 +107,31 @@ def score(
 
 def _consume(settings: Settings, max_traces: int | None, idle: float | None) -> tuple[Any, Any, float]:
     """Kafka mode: the score role through the process assembler, until SIGTERM (or --max-traces, --exit-when-idle)."""
+    from ragmon.cli.idle_watch import IdleWatch, exit_if_never_assigned, watch_idle
     from ragmon.config import mask_dsn, secret_value
     from ragmon.process import Process, serve_roles
 
     started = time.monotonic()
+    watch: IdleWatch | None = None
 
     def announce(process: Process) -> None:
+        nonlocal watch
         judge = process.service("score").scorer.judge
         err_console.print(
             f"ragmon score: {settings.score.topic or settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group "
             f"{settings.score.group_id}), judge {judge.name} {judge.fingerprint} → "
             f"{mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
             f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
+        if idle is not None:
+            watch = watch_idle(process, "score", idle, settings)
 
-    process = serve_roles(settings, only=["score"], options={"score": {"max_traces": max_traces,
-                                                                        "idle_exit_seconds": idle}},
+    process = serve_roles(settings, only=["score"], options={"score": {"max_traces": max_traces}},
                           title="ragmon score", started=announce)
-    exit_if_stuck(process)
     role = process.service("score")
+    if watch is not None and watch.gave_up_after is not None:
+        _summary(role.result, role.scorer.judge, time.monotonic() - started)
+        exit_if_never_assigned(watch, settings.score.topic or settings.kafka.topic, settings.score.group_id)
+    exit_if_stuck(process)
     return role.result, role.scorer.judge, time.monotonic() - started
 
 

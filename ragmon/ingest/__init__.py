@@ -18,6 +18,7 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     source.py         TraceSource: KafkaTraceSource (kafka-python consumer group), InMemoryTraceSource
     kafka_records.py  reading a record whose header key is not UTF-8 (kafka-python fails on its whole batch)
     file_source.py    FileTraceSource: JSON Lines files or standard input (``ragmon ingest --file``)
+    fd_lines.py       DescriptorLines: standard input's lines without a buffered reader (a stop never hangs)
     writer.py         TraceWriter: the store seam (ClickHouse, in-memory)
     dead_letter.py    DeadLetterSink: Kafka producer with reason headers (too-large letters cut), in-memory
     dead_letter_file.py  FileDeadLetterSink: dead letters as JSON Lines

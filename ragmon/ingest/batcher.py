@@ -203,6 +203,6 @@ class BatchStep:
         """A new batch, its wait fixed when it opens."""
         return Batch(replace(self.limits, max_wait_seconds=self.wait.seconds()), self._clock(), self._leak_rule)
 
-    def discard(self) -> None:
-        """Drop what is buffered (its partitions were revoked; their next owner re-reads it)."""
-        self.seal()
+    def discard(self) -> Batch:
+        """Drop what is buffered and return it (its partitions were revoked; their next owner re-reads it)."""
+        return self.seal()

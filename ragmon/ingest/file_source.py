@@ -7,8 +7,11 @@ queue, so a slow pipe never blocks the loop and memory stays bounded; a paused s
 queue. Blank lines are skipped and counted; a line over ``max_line_bytes`` is never held whole: its first bytes
 go on as a ``too_large`` message with its size and SHA-256. Commits are kept in memory (``committed``): a new
 source given them as ``start`` skips what was committed, as a consumer group would. Without ``follow`` the input
-ends at end of file (``exhausted``); with it a file is read on as it grows. It must not decode or store (the
-pipeline does).
+ends at end of file (``exhausted``); with it a file is read on as it grows. ``finished()`` says whether every
+input was read to its end and every line of it committed; ``resume_line`` where a run that did not finish
+should start again. Standard input is read through ``DescriptorLines`` (``fd_lines.py``), never through
+``sys.stdin.buffer``: a reader thread blocked there would make the process abort at exit while the pipe stays
+open. It must not decode or store (the pipeline does).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import BinaryIO
 
 from ragmon.errors import InputError
 from ragmon.ingest.dead_letter import CUT_VALUE_BYTES
+from ragmon.ingest.fd_lines import DescriptorLines
 from ragmon.ingest.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.file")
@@ -59,16 +63,19 @@ class FileTraceSource(LocalPosition):
         self._paused = False
         self._closed = threading.Event()
         self._lock = threading.Lock()
+        #: per input read to its end: one past the offset of its last line handed on (what must be committed)
+        self._ends: dict[int, int] = {}
+        #: why reading an input stopped before its end, if it did
+        self.read_error: str | None = None
         streams = [self._open_input(i) for i in inputs]
         for part, stream in enumerate(streams):
             threading.Thread(target=self._read, args=(part, stream), name=f"ragmon-file-{part}", daemon=True).start()
 
-    @staticmethod
-    def _open_input(source: str | Path | BinaryIO) -> BinaryIO:
+    def _open_input(self, source: str | Path | BinaryIO) -> BinaryIO | DescriptorLines:
         if not isinstance(source, str | Path):
             return source
         if str(source) == "-":
-            return sys.stdin.buffer
+            return DescriptorLines(sys.stdin.fileno(), self._closed)
         try:
             return open(source, "rb")  # noqa: SIM115 - closed by its reader thread
         except OSError as exc:
@@ -76,16 +83,20 @@ class FileTraceSource(LocalPosition):
 
     # -- the reader threads ---------------------------------------------------------------------------------
 
-    def _read(self, part: int, stream: BinaryIO) -> None:
+    def _read(self, part: int, stream: BinaryIO | DescriptorLines) -> None:
         skip = self.committed.get((self.topic, part), 0)
-        index = 0
+        index = end = 0
+        piped = isinstance(stream, DescriptorLines)
         try:
             while not self._closed.is_set():
                 line = stream.readline(self._max + 2)  # the limit, a "\r\n", and one byte to see it is over
                 if not line:
-                    if self._follow and stream is not sys.stdin.buffer:
+                    if self._closed.is_set() or (piped and not stream.at_eof):
+                        break  # closed while waiting: this input did not end
+                    if self._follow and not piped:
                         time.sleep(FOLLOW_SECONDS)
                         continue
+                    self._ends[part] = max(end, skip)
                     break
                 message = self._message(part, index, line, stream)
                 if index >= skip:
@@ -94,12 +105,14 @@ class FileTraceSource(LocalPosition):
                             self.blank_lines += 1
                     else:
                         self._put(message)
+                        end = index + 1
                 index += 1
         except OSError as exc:
-            log.error("reading input %d stopped at line %d: %s", part, index + 1, exc)
+            self.read_error = f"reading {'standard input' if piped else 'the input'} stopped at line {index + 1}: {exc}"
+            log.error("%s", self.read_error)
         finally:
             self._put(part)  # its end
-            if stream is not sys.stdin.buffer:
+            if not piped:
                 stream.close()
 
     def _put(self, item: RawMessage | int) -> None:
@@ -110,7 +123,7 @@ class FileTraceSource(LocalPosition):
             except queue.Full:
                 continue
 
-    def _message(self, part: int, index: int, line: bytes, stream: BinaryIO) -> RawMessage | None:
+    def _message(self, part: int, index: int, line: bytes, stream: BinaryIO | DescriptorLines) -> RawMessage | None:
         if not line.endswith(b"\n") and len(line) > self._max:  # over the limit: never held whole
             return self._too_long(part, index, line, stream)
         body = line.rstrip(b"\r\n")
@@ -118,7 +131,7 @@ class FileTraceSource(LocalPosition):
             return None
         return RawMessage(self.topic, part, index, body)
 
-    def _too_long(self, part: int, index: int, head: bytes, stream: BinaryIO) -> RawMessage:
+    def _too_long(self, part: int, index: int, head: bytes, stream: BinaryIO | DescriptorLines) -> RawMessage:
         digest, size, chunk = hashlib.sha256(head), len(head), head
         while not chunk.endswith(b"\n"):
             chunk = stream.readline(1 << 20)
@@ -137,6 +150,17 @@ class FileTraceSource(LocalPosition):
     def exhausted(self) -> bool:
         """Every input ended and every line was handed on (never true while following)."""
         return not self._open and self._queue.empty()
+
+    def finished(self) -> bool:
+        """Every input was read to its end (not stopped, not failed) and every line of it is committed: stored or
+        dead-lettered. Meant for after the loop ended (the commits it made are all in ``committed``)."""
+        ends = dict(self._ends)
+        return len(ends) == self._inputs and all(self.committed.get((self.topic, p), 0) >= e for p, e in ends.items())
+
+    def resume_line(self, part: int = 0) -> int:
+        """The 1-based number of input ``part``'s first line not known to be stored or dead-lettered: every line
+        before it is (``committed``); a run started again from this line (``start``) misses nothing."""
+        return self.committed.get((self.topic, part), 0) + 1
 
     def set_revoke_handler(self, handler: RevokeHandler) -> None:
         self._handler = handler

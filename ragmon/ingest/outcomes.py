@@ -5,7 +5,8 @@ from the batch's source positions → dead letters acknowledged → commit the b
 committed only after both the insert and the dead letters were acknowledged, so a crash replays at most the
 uncommitted tail, which collapses under FINAL (one row per ``event_id``). While the store or the dead-letter sink
 fails, the source is paused and the same batch is retried on the ``Backoff`` schedule; memory stays bounded by
-one batch. Partitions revoked in a rebalance are flushed first. It reuses the trace sources and sinks
+one batch. Partitions revoked in a rebalance are flushed first. After each poll it publishes its
+``ConsumerState`` (lag read by ``lag.py``) for ``--exit-when-idle``. It reuses the trace sources and sinks
 (``TraceSource``, ``DeadLetterSink``) and must not talk to Kafka or ClickHouse directly.
 """
 
@@ -25,9 +26,11 @@ from typing import Any
 from ragmon.config import AbSettings
 from ragmon.contracts.decode import Rejection
 from ragmon.contracts.outcome import Outcome, decode_outcome
+from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
 from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
+from ragmon.ingest.lag import LagReporter
 from ragmon.ingest.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry
 
@@ -79,6 +82,9 @@ class OutcomeLoop:
         self._batch = _Batch()
         self._backoff = Backoff(max_backoff_seconds, clock=clock, rng=random.Random())
         self._failing = False
+        self.lag = LagReporter(source)
+        #: this loop's progress after its last poll, for ``--exit-when-idle`` (read from another thread)
+        self.consumer_state = ConsumerState()
         source.set_revoke_handler(self._on_revoke)
 
     @property
@@ -95,6 +101,7 @@ class OutcomeLoop:
         try:
             while not stop.is_set():
                 if self._failing:
+                    self.consumer_state = ConsumerState(self.stats.consumed, False, self.lag.assigned(), False)
                     if stop.wait(self._backoff.remaining()):
                         break
                     self._flush()
@@ -103,13 +110,16 @@ class OutcomeLoop:
                 for msg in self.source.poll(self._poll_timeout, max(1, room)):
                     self._add(msg)
                 self.last_poll = time.monotonic()
+                self.lag.maybe_update(self._clock())
                 due = len(self._batch) and (
                     len(self._batch) >= self.settings.max_batch_events
                     or self._clock() - self._batch.started >= self.settings.flush_interval_seconds
                     or (until is not None and until()))
                 if due:
                     self._flush()
-                elif until is not None and until() and self.idle():
+                self.consumer_state = ConsumerState(self.stats.consumed, self.idle(), self.lag.assigned(),
+                                                    self.lag.caught_up())
+                if not due and until is not None and until() and self.idle():
                     break
         finally:
             if len(self._batch) and not self._failing:

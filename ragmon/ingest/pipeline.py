@@ -19,7 +19,7 @@ one batch. A source that can never be read as it is (``FatalSourceError``: a cod
 loop: what is buffered is written and committed, and ``fatal_error`` says why. A source with nothing to re-read
 (``replayable = False``: OTLP/HTTP) has what it accepted and what is still assembling stored at shutdown instead.
 Consumer lag is reported by
-``lag.py``. It must not talk to Kafka or ClickHouse directly
+``lag.py``; after each step the loop publishes its ``ConsumerState`` (for ``--exit-when-idle``). It must not talk to Kafka or ClickHouse directly
 (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
 
@@ -33,9 +33,10 @@ from collections import Counter
 from collections.abc import Callable
 
 from ragmon.config import IngestSettings
+from ragmon.daemon import ConsumerState
 from ragmon.errors import FatalSourceError, SourceError
 from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.batcher import BatchLimits, BatchStep, FlushWait
+from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.commit_step import CommitStep
 from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
@@ -85,6 +86,8 @@ class IngestPipeline:
         limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
         self.batches = BatchStep(limits, self.writes, clock, wait, leak_rule=LeakRule.sharing(settings.shared_tenants))
         self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
+        #: this loop's progress at the end of its last step, for ``--exit-when-idle`` (read from another thread)
+        self.consumer_state = ConsumerState()
         self._paused = False
         self._stop = threading.Event()
         #: why the loop ended on its own: the source cannot be read and no retry would change that
@@ -114,6 +117,7 @@ class IngestPipeline:
         writes.poll()
         if writes.blocked:  # paused: the poll keeps group membership and returns nothing
             self._poll(min(writes.retry_in(), MAX_POLL_SECONDS))
+            self.consumer_state = ConsumerState(self.stats.consumed, False, self.lag.assigned(), False)
             return
         # with nothing buffered there is nothing to flush: an idle loop blocks in the poll instead of spinning
         msgs = self._poll(min(MAX_POLL_SECONDS, batches.wait_seconds(self.clock())))
@@ -128,6 +132,8 @@ class IngestPipeline:
                 self.commits.commit()  # obligations closed without a write (dropped OTLP traces), or a failed commit
         self._follow_writes()
         self.lag.maybe_update(now)
+        self.consumer_state = ConsumerState(self.stats.consumed, self.idle(), self.lag.assigned(),
+                                            self.lag.caught_up())
 
     def drain(self) -> None:
         """Wait for the write in flight, if any, and account for it (tests, shutdown, rebalance)."""
@@ -176,10 +182,6 @@ class IngestPipeline:
         """Nothing buffered, nothing waiting for a write, every consumed offset committed."""
         return (self.writes.idle and self.batches.empty and self.intake.pending() == 0
                 and self.ledger.pending() == 0 and not self.ledger.committable())
-
-    def caught_up(self) -> bool:
-        """Partitions are assigned and the last lag reading (every 2 s) was zero on each (for --exit-when-idle)."""
-        return self.lag.caught_up()
 
     # -- polling and backpressure -----------------------------------------------------------------------------
 
@@ -232,6 +234,15 @@ class IngestPipeline:
 
     # -- rebalance --------------------------------------------------------------------------------------------
 
+    def _count_abandoned(self, batch: Batch | None) -> None:
+        """``batch`` is dropped unwritten: what it held that is not stored or not dead-lettered, in the stats."""
+        if batch is None:
+            return
+        if not batch.stored:
+            self.stats.abandoned_traces += len(batch)
+        if not batch.dead_letters_sent:
+            self.stats.abandoned_dead_letters.update(d.reason for d in batch.dead_letters)
+
     def _on_revoke(self, parts: set[Partition]) -> dict[Partition, int]:
         """Called from inside ``source.poll``: flush once; commit what is safe; otherwise leave it uncommitted.
 
@@ -245,13 +256,15 @@ class IngestPipeline:
         if not ok:  # the store is down: drop the buffered rows; the partitions' next owner re-reads them
             log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",
                         sorted(parts))
-            self.writes.discard()
-            self.batches.discard()
+            self._count_abandoned(self.writes.discard())
+            self._count_abandoned(self.batches.discard())
             parts = parts | self.ledger.partitions()
             if self._paused:  # nothing is buffered any more; the re-read batch will pause again if need be
                 self._set_paused(False)
         self._follow_writes()
+        assembling = self.intake.pending()
         self.intake.forget(parts)
+        self.stats.abandoned_traces += assembling - self.intake.pending()
         self.ledger.forget(parts)
         self.lag.drop(parts)
         return offsets

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ragmon.config import KafkaSettings
 from ragmon.errors import ConfigError, FatalSourceError, RetryableSourceError, SourceError
-from ragmon.kafka_options import consumer_options
+from ragmon.kafka_options import CONSUMER_CLOSE_TIMEOUT_MS, consumer_options
 
 log = logging.getLogger("ragmon.ingest.source")
 
@@ -296,7 +296,7 @@ class KafkaTraceSource:
 
     def close(self) -> None:
         try:
-            self._consumer.close(autocommit=False)
+            self._consumer.close(autocommit=False, timeout_ms=CONSUMER_CLOSE_TIMEOUT_MS)
         except Exception as exc:  # noqa: BLE001 - closing is best effort
             log.warning("closing the Kafka consumer failed: %s", exc)
 

@@ -27,3 +27,9 @@ class IngestStats:
     first_data_cpu: float | None = None  # process CPU seconds (all threads) at first_data_at
     last_write_cpu: float | None = None  # process CPU seconds at last_write_at (the benchmark's CPU per trace)
     last_error: str | None = None        # the last failed poll or write (for /readyz)
+    #: given up unwritten when partitions were revoked while writes failed (a Kafka rebalance, or the end of a
+    #: ``--file`` run): valid traces not stored, and dead letters not written, by reason. Never counted in
+    #: ``stored`` / ``dead_letters``; their offsets stay uncommitted, so they are read again (by the partition's
+    #: next owner, or by running the same ``--file`` command again)
+    abandoned_traces: int = 0
+    abandoned_dead_letters: Counter[str] = field(default_factory=Counter)

@@ -113,10 +113,11 @@ class WriteStep:
         """Write ``batch`` in this thread; on failure keep it for its retry. True when it was acknowledged."""
         return self._settle(batch, lambda: self._write(batch))
 
-    def discard(self) -> None:
-        """Forget the waiting batch (its partitions were revoked; their next owner re-reads it)."""
-        self._waiting = None
+    def discard(self) -> Batch | None:
+        """Forget the waiting batch and return it (its partitions were revoked; their next owner re-reads it)."""
+        batch, self._waiting = self._waiting, None
         self._backoff.reset()
+        return batch
 
     def close(self) -> None:
         """Stop the writer thread once the write in flight, if any, returned."""

@@ -11,7 +11,10 @@ fetching (and keeps polling, so the group keeps it as a member); memory is bound
 of ``max_batch`` records, whatever the backlog on the topic. On stop it reads nothing more, waits up to
 ``drain_seconds`` for judgements in flight, writes what finished, commits what is safe and returns: calls still
 running are abandoned uncommitted, and scored again by whoever reads those offsets next (rows are keyed by trace
-and fingerprint, so a FINAL read sees each once). Must not build its own source or judge.
+and fingerprint, so a FINAL read sees each once). After each step the loop publishes its ``ConsumerState``
+(records read; settled: nothing judging or waiting to be written, every offset read committed; the lag per
+partition from ``ragmon.ingest.lag``) for ``--exit-when-idle``, which stops the process from outside. Must not
+build its own source or judge.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.ingest.lag import LagReporter
 from ragmon.score.ledger import OffsetLedger, Ticket
 from ragmon.score.pipeline import BatchResult, LiveScorer, Scoring
 
@@ -35,8 +40,6 @@ Progress = Callable[[int, BatchResult], None]
 
 #: poll timeout while judgements are in flight: finished ones should not wait a whole poll to be written
 BUSY_POLL_SECONDS = 0.05
-#: how often the consumer lag behind the backlog gauge is read
-LAG_EVERY_SECONDS = 5.0
 
 
 class ScoreLoop:
@@ -55,14 +58,22 @@ class ScoreLoop:
         self._finished: queue.SimpleQueue[tuple[Scoring, Ticket]] = queue.SimpleQueue()
         self._ready: list[tuple[Scoring, Ticket]] = []
         self._ready_since: float | None = None
-        self._dirty = False  # read something whose offset is not committed yet
+        self._dirty = False  # read something whose offset is not committed yet (or its commit failed)
         self._paused = False
-        self._lag_at = float("-inf")
+        #: the lag per partition (the backlog gauge, ``ConsumerState``); a source without ``lag`` has no reading
+        self.lag = LagReporter(source)
 
     @property
     def busy(self) -> bool:
         """Judgements in flight or rows waiting to be written."""
         return self.judging > 0 or bool(self._ready)
+
+    def settled(self) -> bool:
+        """Nothing judging or waiting to be written, and every offset read is committed."""
+        return not self.busy and self.ledger.pending == 0 and not self.ledger.committable()
+
+    def state(self) -> ConsumerState:
+        return ConsumerState(self.read, self.settled(), self.lag.assigned(), self.lag.caught_up())
 
     def take(self, polled: list[Any]) -> None:
         """Decide each record read and send the sampled ones to the judges."""
@@ -136,9 +147,10 @@ class ScoreLoop:
     def gauges(self, now: float) -> None:
         telemetry = self.scorer.telemetry
         telemetry.score_backlog.labels("read").set(self.judging)
-        if now - self._lag_at >= LAG_EVERY_SECONDS and hasattr(self.source, "lag"):
-            self._lag_at = now
-            telemetry.score_backlog.labels("unread").set(self.source.lag() * self.scorer.sampler.rate)
+        before = self.lag.last
+        self.lag.maybe_update(now)
+        if self.lag.last is not before:
+            telemetry.score_backlog.labels("unread").set(sum(self.lag.last.values()) * self.scorer.sampler.rate)
 
     def _finish(self, scoring: Scoring, ticket: Ticket) -> None:
         if not self._ready:
@@ -149,29 +161,33 @@ class ScoreLoop:
         if hasattr(self.source, "assignment"):
             self.ledger.forget(self.ledger.partitions() - self.source.assignment())
         offsets = self.ledger.committable()
-        self._dirty = False
         if not offsets:
+            self._dirty = False
             return
         try:
             self.source.commit(offsets)
         except SourceError as exc:  # partitions moved in a rebalance: their new owner re-scores (rows dedup)
-            log.warning("%s; those traces will be scored again by the partition's new owner", exc)
+            log.warning("%s; retried when the loop is next idle, or those traces are scored again by the "
+                        "partition's new owner", exc)
             return
+        self._dirty = False
         self.ledger.committed(offsets)
 
 
 def consume(scorer: LiveScorer, source: Any, *, stop: threading.Event, max_traces: int | None = None,
-            idle_exit_seconds: float | None = None, progress: Progress | None = None,
-            clock: Callable[[], float] = time.monotonic, heartbeat: Callable[[], None] | None = None,
-            max_batch: int = 500, flush_interval_seconds: float = 1.0, drain_seconds: float = 10.0) -> BatchResult:
-    """Poll, judge, store, commit until ``stop`` is set (or ``max_traces`` read and scored, or idle long enough).
+            until: Callable[[], bool] | None = None, publish: Callable[[ConsumerState], None] | None = None,
+            progress: Progress | None = None, clock: Callable[[], float] = time.monotonic,
+            heartbeat: Callable[[], None] | None = None, max_batch: int = 500, flush_interval_seconds: float = 1.0,
+            drain_seconds: float = 10.0) -> BatchResult:
+    """Poll, judge, store, commit until ``stop`` is set (or ``max_traces`` read and scored, or ``until()`` is true
+    after a step: then what was read is judged, stored and committed before it returns).
 
     ``source`` has ``poll(timeout_seconds) -> [Polled]`` and ``commit({partition: offset})`` (``pause``,
-    ``resume``, ``assignment`` and ``lag`` are used when it has them). See the module docstring for the order.
+    ``resume``, ``assignment`` and ``lag`` are used when it has them). ``publish`` is given the loop's
+    ``ConsumerState`` after each step. See the module docstring for the order.
     """
     loop = ScoreLoop(scorer, source, max_batch=max_batch, flush_interval_seconds=flush_interval_seconds,
                      clock=clock, progress=progress)
-    last_data = clock()
     backoff = 0.5
     while not stop.is_set():
         if heartbeat is not None:
@@ -193,17 +209,18 @@ def consume(scorer: LiveScorer, source: Any, *, stop: threading.Event, max_trace
         else:
             loop.collect(wait_seconds=BUSY_POLL_SECONDS)
         now = clock()
-        if polled:
-            last_data = now
         loop.gauges(now)
         if loop.due(now, idle=not polled):
             loop.flush()
+        if publish is not None:
+            publish(loop.state())
         if not reading and loop.judging == 0:
             break
-        if (not polled and idle_exit_seconds is not None and now - last_data >= idle_exit_seconds
-                and loop.judging == 0):
+        if until is not None and until():
             break
     loop.drain(drain_seconds if stop.is_set() else float("inf"), heartbeat)
+    if publish is not None:
+        publish(loop.state())
     return loop.total
 
 

@@ -22,12 +22,12 @@ def check(settings: Settings) -> None:
     make_judge(settings.judge)
 
 
-def build(settings: Settings, store: ScoreStore, telemetry: Telemetry, *, max_traces: int | None = None,
-          idle_exit_seconds: float | None = None) -> RoleParts:
+def build(settings: Settings, store: ScoreStore, telemetry: Telemetry, *, max_traces: int | None = None
+          ) -> RoleParts:
     """The consume loop (its consumer created now, so an unreachable broker fails at start-up) and its liveness:
-    the loop polled within ``process.score_liveness_seconds``. ``max_traces`` and ``idle_exit_seconds`` end the
-    loop early (batch jobs, tests)."""
-    role = ScoreRole(settings, store, telemetry, max_traces=max_traces, idle_exit_seconds=idle_exit_seconds)
+    the loop polled within ``process.score_liveness_seconds``. ``max_traces`` ends the loop early (batch jobs,
+    tests); ``--exit-when-idle`` stops the process from outside (``ragmon.cli.idle_watch``)."""
+    role = ScoreRole(settings, store, telemetry, max_traces=max_traces)
     liveness = heartbeat_check(lambda: role.last_poll, settings.process.score_liveness_seconds, "last score poll")
     return RoleParts(loops=(role,), service=role, liveness=liveness,
                      on_stuck="uncommitted traces are re-scored on the next start")

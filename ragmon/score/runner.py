@@ -3,7 +3,8 @@
 Owns building the scorer from settings (judge, sampler, telemetry, ``judge.max_in_flight``), the backfill over
 stored traces (a page at a time, judged concurrently within the page), and ``ScoreRole``, the score role for
 ``ragmon.daemon.Daemon``, which runs the live loop (``ragmon.score.consume``) with a stop event: SIGTERM sets it,
-and the loop drains what it can within half the shutdown grace period, stores it and commits what is safe.
+and the loop drains what it can within half the shutdown grace period, stores it and commits what is safe. The
+role keeps the loop's last ``ConsumerState`` (``consumer_state``) for ``--exit-when-idle``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ragmon.contracts.redact import Redactor
+from ragmon.daemon import ConsumerState
 from ragmon.judge import make_judge
 from ragmon.judge.classify_openai import make_classifier
 from ragmon.sampling.sampler import ScoreSampler
@@ -67,19 +69,23 @@ class ScoreRole:
     name = "score"
 
     def __init__(self, settings: Any, store: ScoreStore, telemetry: Telemetry, *, judge: Any = None,
-                 sampler: ScoreSampler | None = None, max_traces: int | None = None,
-                 idle_exit_seconds: float | None = None, progress: Progress | None = None):
+                 sampler: ScoreSampler | None = None, max_traces: int | None = None, progress: Progress | None = None):
         self.scorer = build_scorer(settings, store, telemetry, judge=judge, sampler=sampler)
         self.scorer.announce()
         self._settings = settings
         self.source: KafkaScoreSource | None = self._open_source()  # fails fast when the broker is unreachable
-        self.max_traces, self.idle_exit_seconds, self.progress = max_traces, idle_exit_seconds, progress
+        self.max_traces, self.progress = max_traces, progress
         self.result = BatchResult()
         #: monotonic time the consume loop last polled (for /healthz)
         self.last_poll = time.monotonic()
+        #: the consume loop's progress after its last step (read from another thread: ``--exit-when-idle``)
+        self.consumer_state = ConsumerState()
 
     def _beat(self) -> None:
         self.last_poll = time.monotonic()
+
+    def _publish(self, state: ConsumerState) -> None:
+        self.consumer_state = state
 
     def _open_source(self) -> KafkaScoreSource:
         s = self._settings
@@ -94,7 +100,7 @@ class ScoreRole:
         self.source = None
         try:
             self.result.merge(consume(
-                self.scorer, source, stop=stop, max_traces=self.max_traces, idle_exit_seconds=self.idle_exit_seconds,
+                self.scorer, source, stop=stop, max_traces=self.max_traces, publish=self._publish,
                 progress=self.progress, heartbeat=self._beat, max_batch=self._settings.score.max_batch_traces,
                 flush_interval_seconds=self._settings.score.flush_interval_seconds,
                 # the other half of the grace period is for the last write, the commit and closing the consumer

@@ -5,7 +5,9 @@ parameterized reads. Every clickhouse-connect/chDB exception is translated here 
 (retryable or permanent); callers never see a client-library exception.
 
 Thread-safety: chDB runs queries of one process through one engine; calls are serialized with a lock so the
-ingest, score, drift and review roles of ``ragmon run`` can share one store object.
+ingest, score, drift and review roles of ``ragmon run`` can share one store object. ``reader()`` gives reads
+that must not write (the read API) a store on a connection of their own: settings stick to a chDB connection, so
+a read-only setting passed per call on the shared one would make every later write of the process fail.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from ragmon.config import StoreSettings
 from ragmon.errors import PermanentStoreError, StoreError
-from ragmon.store.client import open_client, translate
+from ragmon.store.client import open_client, open_read_only_client, translate
 from ragmon.store.dsn import parse_dsn
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
 from ragmon.store.trace_json import (
@@ -49,8 +51,10 @@ class ClickHouseStore:
     timeouts, ``PermanentStoreError`` for everything else (including bad SQL and bad data).
     """
 
-    def __init__(self, settings: StoreSettings, client: Any):
+    def __init__(self, settings: StoreSettings, client: Any, *, read_only: bool = False):
         self.settings = settings
+        #: a store on a read-only connection (``reader()``): its writes fail with ClickHouse's READONLY error
+        self.read_only = read_only
         self.database = settings.database
         dsn = parse_dsn(settings.dsn.get_secret_value())
         self.embedded = dsn.embedded
@@ -74,6 +78,12 @@ class ClickHouseStore:
         if migrate:
             store.migrate()
         return store
+
+    def reader(self) -> ClickHouseStore:
+        """A store for reads only, on a connection of its own that is read-only for its whole life (the embedded
+        engine; ``open_read_only_client``). Nothing run through it can change this store's connection, and it
+        serializes its calls with its own lock, so reads through it do not wait for this store's writes."""
+        return ClickHouseStore(self.settings, open_read_only_client(self.settings), read_only=True)
 
     def table(self, name: str) -> str:
         """Fully qualified table name; only known identifiers are ever formatted into SQL."""
@@ -128,6 +138,12 @@ class ClickHouseStore:
 
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Any] | None = None) -> Any:
+        """Run a statement. On the embedded engine ``settings`` are applied to the connection and restored after
+        the call (clickhouse-connect's chDB driver), which ``readonly`` would make impossible: it is refused here
+        (use ``reader()``)."""
+        if settings and "readonly" in settings and self.embedded:
+            raise PermanentStoreError("readonly cannot be set per call on the embedded engine (it would stay in force "
+                                      "for every later write of the process); use ClickHouseStore.reader()")
         with self._lock:
             try:
                 return self._client.command(sql, parameters=parameters, settings=settings)

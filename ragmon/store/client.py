@@ -7,6 +7,12 @@ grammar lives in ``ragmon.store.dsn`` (pure, so settings validation checks it wi
 chDB allows one engine per process and one process per data directory. ``open_client`` keeps one client per
 data directory for the life of the process (a second ``open_client`` with the same path shares it) and turns
 the "directory already in use" failure into ``StoreLockedError`` with a message that says what to do.
+
+Settings stick to a chDB connection: clickhouse-connect applies a command's per-call settings to the connection
+with ``SET`` and restores them afterwards, and a ``readonly = 1`` set that way cannot be restored (read-only mode
+refuses every ``SET``), so it would stay in force for every later write of the process. Reads that must be
+read-only therefore get a connection of their own (``open_read_only_client``), read-only for its whole life,
+never the shared writer's connection with a setting.
 """
 
 from __future__ import annotations
@@ -54,8 +60,9 @@ def embedded_engine_options(memory_mb: int) -> dict[str, int]:
 #: the engine's settings at the default ``store.embedded_memory_mb``
 EMBEDDED_ENGINE_OPTIONS = embedded_engine_options(StoreSettings.model_fields["embedded_memory_mb"].default)
 
-# ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly, memory.
-_RETRYABLE_CODES = {159, 160, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
+# ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly (242, a replica
+# without its coordinator), memory. 164 (READONLY, the user or connection is read-only) is not: no retry changes it.
+_RETRYABLE_CODES = {159, 160, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
 
 
 def open_client(settings: StoreSettings) -> Any:
@@ -80,6 +87,32 @@ def open_client(settings: StoreSettings) -> Any:
         raise translate(
             exc, f"cannot reach the ClickHouse server at {where} (is it running, and is store.dsn / RAGMON_STORE__DSN right?)"
         ) from None
+    return client
+
+
+def open_read_only_client(settings: StoreSettings) -> Any:
+    """A second connection to the embedded engine this process already runs, read-only for its whole life: no
+    writes, no DDL, no setting changes (``readonly`` itself included) and no table functions that reach files or
+    the network. Its session is its own, so nothing run on it can change the writer's connection. Embedded stores
+    only; raises ``StoreError`` when the engine is not open here or the connection is not read-only."""
+    dsn = parse_dsn(secret_value(settings.dsn) or "")
+    if not dsn.embedded:
+        raise PermanentStoreError("a read-only connection is opened on the embedded engine only (chdb://)")
+    import clickhouse_connect
+
+    key = str(dsn.path.resolve())  # type: ignore[union-attr]
+    with _CHDB_LOCK:
+        if key not in _CHDB_CLIENTS:
+            raise PermanentStoreError(f"the embedded engine at {key} is not open in this process")
+        try:
+            client = clickhouse_connect.get_client(
+                dsn=f"chdb://{key}", chdb_options=embedded_engine_options(settings.embedded_memory_mb))
+            client.command("SET readonly = 1")
+            mode = client.command("SELECT getSetting('readonly')")
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, f"cannot open a read-only connection to the embedded engine at {key}") from None
+    if str(mode).strip() != "1":
+        raise PermanentStoreError(f"the read-only connection to {key} reports readonly = {mode!r}, not 1")
     return client
 
 

@@ -4,12 +4,14 @@ chDB lets one process open a data directory, so while ``ragmon run`` holds it a 
 ``read_access`` builds, for a daemon whose store is embedded, a router with ``POST /api/v1/store/read`` (a
 bearer token; one query and its parameters in, the rows out in ``ragmon.store.wire``'s JSON) and announces where
 it answers in ``<data directory>/ragmon-read-api.json`` (mode 0600) so read commands on the same host find it;
-``ragmon.store.remote`` is the other side. Every query runs with ClickHouse's ``readonly = 1``: no writes, no DDL,
-no settings changes and no table functions that reach files or the network; the token therefore grants reading
-ragmon's tables, the same as reading the data directory's files, and nothing more.
+``ragmon.store.remote`` is the other side. Every query runs on a connection of its own that is read-only for its
+whole life (``ClickHouseStore.reader``: ClickHouse's ``readonly = 1``, set once when it opens): no writes, no
+DDL, no settings changes and no table functions that reach files or the network; the token therefore grants
+reading ragmon's tables, the same as reading the data directory's files, and nothing more.
 
-Must not run a query without ``readonly``, or answer without a valid token; errors are returned as one line, never
-the engine's text with a stack.
+Must not run a query on the daemon's own (writing) connection: settings stick to a chDB connection, so a read-only
+setting passed per query there would turn every later write of the daemon read-only. Must not answer without a
+valid token; errors are returned as one line, never the engine's text with a stack.
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ from ragmon.store import wire
 
 log = logging.getLogger("ragmon.store.read_api")
 PATH = "/api/v1/store/read"
-#: ClickHouse's read-only mode for every query the API runs (1 also refuses SETTINGS and file()/url())
-READ_ONLY = {"readonly": 1}
 MAX_REQUEST_BYTES = 1 << 20
 OPS = ("query", "command")
 
@@ -65,14 +65,15 @@ class ReadAccess:
 
 
 def read_access(settings: Settings, store: Any) -> ReadAccess | None:
-    """The read API for ``store`` when it is embedded and ``read_api.enabled``; else None. The token: the
-    configured one, else ``read_api.token_file``'s (created with a random token when missing), else a new one."""
+    """The read API for ``store`` when it is embedded and ``read_api.enabled``; else None. Its queries run on
+    ``store.reader()``, a connection of their own. The token: the configured one, else ``read_api.token_file``'s
+    (created with a random token when missing), else a new one."""
     path = embedded_path(settings)
-    if path is None or not settings.read_api.enabled or not hasattr(store, "query"):
+    if path is None or not settings.read_api.enabled or not hasattr(store, "reader"):
         return None
     given = settings.read_api.token_file is None or settings.read_api.token_file.exists()
     token = (secret_value(settings.read_api.token) if given else None) or _file_token(settings.read_api.token_file)
-    return ReadAccess(router(store, token), token, path / ANNOUNCE_FILE)
+    return ReadAccess(router(store.reader(), token), token, path / ANNOUNCE_FILE)
 
 
 def embedded_path(settings: Settings) -> Path | None:
@@ -82,8 +83,9 @@ def embedded_path(settings: Settings) -> Path | None:
     return parse_dsn(secret_value(settings.store.dsn) or "").path
 
 
-def router(store: Any, token: str) -> APIRouter:
-    """``POST /api/v1/store/read``: ``{"op": "query"|"command", "sql": …, "parameters": {…}}`` in wire form."""
+def router(reader: Any, token: str) -> APIRouter:
+    """``POST /api/v1/store/read``: ``{"op": "query"|"command", "sql": …, "parameters": {…}}`` in wire form, run on
+    ``reader``, a store whose connection is read-only (``ClickHouseStore.reader``)."""
     api = APIRouter()
     expected = f"Bearer {token}".encode()
 
@@ -101,9 +103,9 @@ def router(store: Any, token: str) -> APIRouter:
             return _answer(400, error=str(exc))
         try:
             if op == "command":
-                value = await run_in_threadpool(store.command, sql, parameters, READ_ONLY)
+                value = await run_in_threadpool(reader.command, sql, parameters)
                 return _answer(200, value=wire.encode(value if isinstance(value, int | str | list) else None))
-            result = await run_in_threadpool(store.query, sql, parameters, READ_ONLY)
+            result = await run_in_threadpool(reader.query, sql, parameters)
             return _answer(200, columns=list(result.column_names), rows=[wire.encode(list(r)) for r in result.result_rows])
         except StoreError as exc:
             if "(READONLY)" in str(exc):  # a write, a setting or a table function reaching out: not a read

@@ -1,7 +1,9 @@
 """``ragmon ingest --file``: JSON Lines from a file or standard input into the real chDB store, no broker.
 
 Runs the console command as a subprocess with its own chDB directory (as a user would) and counts with FINAL
-from a fresh process.
+from a fresh process. Writes fail for real: dead letters to ``/dev/full``, the store on a size-limited tmpfs
+filled up (mounting one needs root; the test says so and skips otherwise), and standard input stays an open pipe
+while the command is stopped.
 """
 
 from __future__ import annotations
@@ -9,13 +11,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.ingest_support import ROOT, count_in_subprocess, exactly_once_problems
-from tests.support.producers import realistic_stream
+from tests.support.producers import Stream, realistic_stream
+
+#: generous bounds that only catch a hang (no test here measures speed)
+START_SECONDS = 120
+EXIT_SECONDS = 60
 
 
 def ingest_file(chdb: Path, *args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -25,8 +37,71 @@ def ingest_file(chdb: Path, *args: str, stdin: bytes | None = None, **env: str) 
 
 
 def summary(proc: subprocess.CompletedProcess) -> dict[str, Any]:
-    [line] = [x for x in proc.stderr.decode().splitlines() if x.startswith("ragmon ingest --file: ")]
+    return summary_of(proc.stderr.decode())
+
+
+def summary_of(stderr: str) -> dict[str, Any]:
+    [line] = [x for x in stderr.splitlines() if x.startswith("ragmon ingest --file: ")]
     return json.loads(line.split(": ", 1)[1])
+
+
+def file_lines(stream: Stream) -> tuple[list[bytes], list[int]]:
+    """The stream as lines of a file, and the (1-based) numbers of its invalid lines (an empty message would be a
+    blank line: left out)."""
+    messages = [m for m in stream.messages if m[1]]
+    return [v for _, v, _ in messages], [i + 1 for i, (k, _, _) in enumerate(messages) if k.startswith(b"bad-")]
+
+
+class Started:
+    """``ragmon ingest`` running as a subprocess; its standard error collected line by line as it comes."""
+
+    def __init__(self, chdb: Path, *args: str, stdin: int | None = None, **env: str):
+        self.lines: list[str] = []
+        self._seen = threading.Condition()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", *args], cwd=ROOT,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, env=dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=str(ROOT), **env))
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            with self._seen:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._seen.notify_all()
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for(self, text: str) -> None:
+        """Block until a line of standard error contains ``text`` (the process must still be running)."""
+        with self._seen:
+            ok = self._seen.wait_for(lambda: any(text in x for x in self.lines) or self.proc.poll() is not None,
+                                     START_SECONDS)
+        assert ok and any(text in x for x in self.lines), f"{text!r} never printed:\n{self.stderr[-3000:]}"
+
+    def stop(self, sig: int) -> int:
+        """Send ``sig`` and wait for the exit; a process still there after EXIT_SECONDS is a hang (killed)."""
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"still running {EXIT_SECONDS}s after {signal.Signals(sig).name}:\n"
+                                 f"{self.stderr[-3000:]}") from None
+        finally:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        self.proc.stderr.close() if self.proc.stderr is not None else None
+        return rc
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def test_a_file_loaded_twice_stores_each_trace_once_and_dead_letters_its_bad_lines(tmp_path):
@@ -47,6 +122,7 @@ def test_a_file_loaded_twice_stores_each_trace_once_and_dead_letters_its_bad_lin
         assert run.returncode == 0, run.stderr.decode()[-3000:]
     first = summary(runs[0])
     assert first["complete"] and first["stored"] == len(stream.valid_ids) and first["blank_lines"] == 2
+    assert first["resume_from_line"] is None and first["not_stored"] == 0 and first["dead_letters_not_written"] == {}
     assert exactly_once_problems(count_in_subprocess(chdb), stream.valid_ids) == []
     letters = [json.loads(x) for x in dead.read_bytes().splitlines()]
     first_run = letters[:len(expected)]
@@ -71,3 +147,133 @@ def test_standard_input_in_dead_letters_to_standard_output_and_a_missing_file_is
     assert missing.returncode == 2 and b"nope.jsonl" in missing.stderr and b"Traceback" not in missing.stderr
     alone = ingest_file(tmp_path / "chdb", "--dead-letter-file", str(tmp_path / "d.jsonl"))
     assert alone.returncode == 2 and b"--dead-letter-file needs --file" in alone.stderr
+
+
+@pytest.mark.parametrize("batch_rows", [None, 5], ids=["one-batch", "batches-of-5"])
+def test_stopped_while_its_dead_letters_cannot_be_written_it_exits_3_incomplete_and_resumes_exactly_once(
+        tmp_path, batch_rows):
+    stream = realistic_stream(40, seed=13, malformed_every=15)
+    lines, bad = file_lines(stream)  # invalid lines 9, 25 and 41: the batches of five before line 9 hold none
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    chdb = tmp_path / "chdb"
+    batching = ["--max-batch-rows", str(batch_rows)] if batch_rows else []  # None: the whole file in one batch
+    run = Started(chdb, "--file", str(path), "--dead-letter-file", "/dev/full", *batching)
+    try:
+        run.wait_for("dead_letter write failed")  # really failing: ENOSPC from /dev/full
+        rc = run.stop(signal.SIGTERM)
+    finally:
+        run.kill()
+    assert rc == 3, run.stderr[-3000:]
+    s = summary_of(run.stderr)
+    assert s["complete"] is False and s["dead_letters"] == {}, s  # not one letter was written: none is counted
+    resume = s["resume_from_line"]
+    if batch_rows:
+        assert 1 < resume <= bad[0], s  # the batches before the first invalid line were stored and committed
+    else:
+        assert resume == 1 and s["stored"] == len(stream.valid_ids), s  # stored, but its dead letters are not
+    assert s["dead_letters_not_written"] and set(s["dead_letters_not_written"]) <= set(stream.reasons), s
+    error = run.stderr.splitlines()[-1]
+    assert error.startswith("error: ") and "/dev/full" in error, error
+    assert (f"--from-line {resume}" if resume > 1 else "run the same command again") in error, error
+
+    dead = tmp_path / "dead.jsonl"
+    again = ingest_file(chdb, "--file", str(path), "--dead-letter-file", str(dead), "--from-line", str(resume))
+    assert again.returncode == 0, again.stderr.decode()[-3000:]
+    assert summary(again)["complete"] is True
+    assert exactly_once_problems(count_in_subprocess(chdb), stream.valid_ids) == []
+    letters = [json.loads(x) for x in dead.read_bytes().splitlines()]
+    assert sorted(d["line"] for d in letters) == bad  # every invalid line dead-lettered once, with its reason
+    assert Counter(d["reason"] for d in letters) == Counter(stream.reasons)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs: the store on it fills up for real (ClickHouse cannot reserve space for an insert)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"a full disk needs a size-limited tmpfs, and mounting one needs root: {mounted.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of ``disk`` (dd stops at ENOSPC); delete the file it returns to free them."""
+    filler = disk / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True, check=False)
+    assert os.statvfs(disk).f_bavail == 0
+    return filler
+
+
+def test_stopped_while_the_store_is_on_a_full_disk_it_exits_3_incomplete_and_a_rerun_stores_each_trace_once(
+        tmp_path, small_disk):
+    stream = realistic_stream(20, seed=3, malformed_every=3)
+    lines, bad = file_lines(stream)
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    chdb = small_disk / "chdb"
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=str(ROOT))
+    migrated = subprocess.run([sys.executable, "-m", "ragmon", "store", "migrate"], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    assert migrated.returncode == 0, migrated.stderr
+    filler = fill(small_disk)
+    dead = tmp_path / "dead.jsonl"
+    run = Started(chdb, "--file", str(path), "--dead-letter-file", str(dead))
+    try:
+        run.wait_for("store write failed")  # really failing: NOT_ENOUGH_SPACE
+        rc = run.stop(signal.SIGTERM)
+    finally:
+        run.kill()
+    assert rc == 3, run.stderr[-3000:]
+    s = summary_of(run.stderr)
+    assert s["complete"] is False and s["stored"] == 0 and s["dead_letters"] == {} and s["resume_from_line"] == 1, s
+    # every line read is accounted for: nothing was stored or dead-lettered, so each is named as not done
+    assert s["not_stored"] + sum(s["dead_letters_not_written"].values()) == s["lines"] > 0, s
+    assert dead.read_bytes() == b""
+    error = run.stderr.splitlines()[-1]
+    assert error.startswith("error: ") and "NOT_ENOUGH_SPACE" in error and "again" in error, error
+
+    filler.unlink()  # the disk has room again: the same command, twice
+    for _ in range(2):
+        again = ingest_file(chdb, "--file", str(path), "--dead-letter-file", str(dead))
+        assert again.returncode == 0, again.stderr.decode()[-3000:]
+        assert summary(again)["complete"] is True
+        assert exactly_once_problems(count_in_subprocess(chdb), stream.valid_ids) == []
+    letters = [json.loads(x) for x in dead.read_bytes().splitlines()]
+    assert sorted(d["line"] for d in letters) == sorted(bad * 2)  # each run dead-letters the invalid lines once
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_standard_input_still_open_exits_promptly_on_a_signal_and_resumes_exactly_once(tmp_path, sig):
+    stream = realistic_stream(30, seed=14, malformed_every=10)
+    lines, bad = file_lines(stream)
+    data = b"\n".join(lines) + b"\n"
+    chdb, dead = tmp_path / "chdb", tmp_path / "dead.jsonl"
+    run = Started(chdb, "--file", "-", "--dead-letter-file", str(dead), stdin=subprocess.PIPE)
+    try:
+        run.wait_for("ragmon ingest: reading -")  # its start-up line: the signal handlers are in place
+        assert run.proc.stdin is not None
+        run.proc.stdin.write(data)
+        run.proc.stdin.flush()  # and standard input stays open
+        rc = run.stop(sig)
+    finally:
+        run.kill()
+    assert "Fatal Python error" not in run.stderr, run.stderr[-3000:]
+    assert rc == 6, run.stderr[-3000:]
+    s = summary_of(run.stderr)
+    assert s["complete"] is False and s["not_stored"] == 0 and s["dead_letters_not_written"] == {}, s
+    resume = s["resume_from_line"]
+    error = run.stderr.splitlines()[-1]
+    assert f"by {signal.Signals(sig).name}" in error, error
+    assert (f"--from-line {resume}" if resume > 1 else "run the same command again") in error, error
+
+    again = ingest_file(chdb, "--file", "-", "--dead-letter-file", str(dead), "--from-line", str(resume), stdin=data)
+    assert again.returncode == 0, again.stderr.decode()[-3000:]
+    assert summary(again)["complete"] is True
+    assert exactly_once_problems(count_in_subprocess(chdb), stream.valid_ids) == []
+    assert sorted(json.loads(x)["line"] for x in dead.read_bytes().splitlines()) == bad

@@ -18,14 +18,13 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-from tests.support.runbook_commands import runbook_commands, runbook_reads
+from tests.support.runbooks import read_commands, runbook_commands, runbook_reads
 
 pytestmark = pytest.mark.slow
 
@@ -89,29 +88,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
-
-
-def _read_commands(tmp: Path) -> list[list[str]]:
-    now = datetime.now(UTC).replace(microsecond=0)
-    since, at = (now - timedelta(days=3)).isoformat(), (now - timedelta(hours=1)).isoformat()
-    return [
-        ["store", "status"],
-        ["store", "status", "--format", "json"],
-        ["drift", "report"],
-        ["drift", "report", "--format", "json", "--html", str(tmp / "drift.html")],
-        ["drift", "check", "--at", at, "--all", "--format", "json"],
-        ["drift", "backtest", "--from", (now - timedelta(hours=6)).isoformat(), "--to", now.isoformat()],
-        ["score", "report", "--since", since, "--until", now.isoformat()],
-        ["score", "report", "--since", since, "--until", now.isoformat(), "--format", "json"],
-        ["shadow", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v2", "--since", since, "--until",
-         now.isoformat(), "--format", "json"],
-        ["review", "status"],
-        ["review", "status", "--format", "json"],
-        ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v2", "--since", since, "--until",
-         now.isoformat(), "--format", "json"],
-        ["leaks", "list", "--since", since, "--until", now.isoformat(), "--format", "json"],
-        ["review", "triage", "--no-select", "--format", "json"],
-    ]
 
 
 def _same(text: str) -> str:
@@ -187,7 +163,7 @@ def test_hostile_requests_are_refused_and_write_nothing(daemon: Daemon) -> None:
 
 
 def test_read_commands_print_what_they_print_locally(daemon: Daemon) -> None:
-    commands = _read_commands(daemon.tmp)
+    commands = read_commands(daemon.tmp)
     remote = [_ragmon(daemon.config, *c) for c in commands]
     daemon.proc.send_signal(signal.SIGTERM)
     daemon.proc.communicate(timeout=60)

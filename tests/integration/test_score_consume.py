@@ -65,7 +65,7 @@ def test_buffers_until_max_batch_and_commits_after_the_store(store):
     source = InMemorySource([traces(3), traces(3), traces(3), [], []], store)
     scorer = LiveScorer(store, HeuristicJudge(), ScoreSampler(salt="c", rate=1.0))
     result = consume(scorer, source, stop=threading.Event(), max_batch=6, flush_interval_seconds=100,
-                     idle_exit_seconds=0.15, clock=Clock())
+                     until=lambda: not source.polls, clock=Clock())
     assert result.scored == 9
     assert source.commits == [(6, 6), (9, 9)]  # every commit saw its rows already stored
 
@@ -74,7 +74,7 @@ def test_flush_interval_bounds_latency(store):
     source = InMemorySource([traces(1) for _ in range(5)] + [[]], store)
     scorer = LiveScorer(store, HeuristicJudge(), ScoreSampler(salt="c", rate=1.0))
     consume(scorer, source, stop=threading.Event(), max_batch=1000, flush_interval_seconds=0.25,
-            idle_exit_seconds=0.05, clock=Clock())
+            until=lambda: not source.polls, clock=Clock())
     # the clock ticks 0.1 a reading: the interval runs out before the 5th poll and a write goes out early
     assert len(source.commits) == 2 and source.commits[0][0] < 5 and source.commits[-1] == (5, 5)
     assert all(offset <= stored for offset, stored in source.commits)
@@ -98,7 +98,7 @@ def test_stop_flushes_and_commits_the_buffer(store):
 def test_commit_failure_after_rebalance_is_not_fatal(store):
     source = InMemorySource([traces(2), []], store, fail_commit=True)
     result = consume(LiveScorer(store, HeuristicJudge(), ScoreSampler(salt="c", rate=1.0)), source,
-                     stop=threading.Event(), max_batch=2, idle_exit_seconds=0.05, clock=Clock())
+                     stop=threading.Event(), max_batch=2, until=lambda: not source.polls, clock=Clock())
     assert result.scored == 2
 
 
@@ -184,7 +184,7 @@ def test_judges_behind_pause_fetching_so_memory_stays_bounded(store):
     source = InMemorySource(polls, store)
     scorer = LiveScorer(store, judge, ScoreSampler(salt="c", rate=1.0), max_in_flight=3)
     stop, thread, out = run_in_thread(scorer=scorer, source=source, max_batch=100, flush_interval_seconds=0.05,
-                                      idle_exit_seconds=0.5)
+                                      until=lambda: not source.polls)
     wait_for(lambda: source.pauses >= 1 and judge.running == 3, 60, "the loop to pause with three calls running")
     # window 2 x 3 = 6 traces waiting for the judges, reached inside one poll of 10: no second poll was taken
     assert source.offset == 10 and judge.peak == 3

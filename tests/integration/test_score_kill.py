@@ -132,3 +132,90 @@ def test_sigterm_abandons_calls_still_running_within_the_grace_period_and_commit
     assert proc.returncode == 0, stderr[-3000:]
     assert "abandoned, not committed" in stderr
     assert sum(committed(kafka_bootstrap, group).values()) == 0  # every trace was sampled, none judged
+
+
+def heuristic_env(chdb: Path, session_timeout_ms: int) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT), RAGMON_STORE__DSN=f"chdb://{chdb}",
+                RAGMON_KAFKA__SESSION_TIMEOUT_MS=str(session_timeout_ms), RAGMON_SCORE__FLUSH_INTERVAL_SECONDS="0.3",
+                RAGMON_SCORE__MAX_BATCH_TRACES="50")
+
+
+def heuristic_score(bootstrap: str, topic: str, group: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ragmon", "score", "--bootstrap-servers", bootstrap, "--topic", topic,
+            "--group-id", group, "--rate", "0.5", "--judge", "heuristic", "--port", "0", *extra]
+
+
+def test_exit_when_idle_started_at_once_after_a_kill_9_waits_for_the_partitions_and_scores_everything(
+        kafka_bootstrap, new_topic, tmp_path):
+    # the killed member keeps the group's partitions until its session times out (10 s here): a scorer started
+    # at once is assigned nothing until then, and must not take those seconds without a message for idleness
+    topic = new_topic(partitions=3)
+    group = f"g-{topic}"
+    before = [make_trace(trace_id=f"b-{i}", query_id=f"bq-{i}") for i in range(60)]
+    after = [make_trace(trace_id=f"a-{i}", query_id=f"aq-{i}") for i in range(60)]
+    produce(kafka_bootstrap, topic, [json.dumps(d).encode() for d in before])
+    chdb = tmp_path / "chdb"
+    env = heuristic_env(chdb, 10_000)
+    first = subprocess.Popen(heuristic_score(kafka_bootstrap, topic, group), env=env, cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while sum(committed(kafka_bootstrap, group).values()) < len(before):  # it holds the partitions
+            assert first.poll() is None, first.stderr.read() if first.stderr else ""
+            assert time.monotonic() < deadline, "the first scorer never committed the first traces"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    produce(kafka_bootstrap, topic, [json.dumps(d).encode() for d in after])  # only the next scorer can score these
+
+    second = subprocess.run(heuristic_score(kafka_bootstrap, topic, group, "--exit-when-idle", "2"), env=env,
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sum(committed(kafka_bootstrap, group).values()) == len(before) + len(after)
+
+    out = subprocess.run([sys.executable, "-c", COUNT, f"chdb://{chdb}"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    docs = before + after
+    sampler = ScoreSampler(salt="ragmon-score-v1", rate=0.5)
+    sampled = {d["trace_id"] for d in docs if sampler.decide(d["query_id"]).sampled}
+    assert sorted(r["trace_id"] for r in found["decisions"]) == sorted(d["trace_id"] for d in docs)
+    per_trace: dict[str, list[str]] = {}
+    for row in found["scores"]:
+        per_trace.setdefault(row["trace_id"], []).append(row["metric"])
+    assert set(per_trace) == sampled and sampled & {d["trace_id"] for d in after}
+    assert all(sorted(m) == sorted(METRICS) for m in per_trace.values())  # each metric once per sampled trace
+
+
+@pytest.mark.parametrize("command", ["score", "ingest"])
+def test_exit_when_idle_never_assigned_a_partition_says_so_and_exits_3(kafka_bootstrap, new_topic, tmp_path,
+                                                                       command):
+    # a member that stopped polling holds the only partition; the group waits for it to rejoin (up to its
+    # max.poll.interval.ms, five minutes), so the command is assigned nothing: it must not call that idle
+    from kafka import KafkaConsumer
+
+    topic = new_topic(partitions=1)
+    group = f"g-{topic}"
+    produce(kafka_bootstrap, topic, [json.dumps(make_trace()).encode() for _ in range(5)], partitions=1)
+    holder = KafkaConsumer(topic, bootstrap_servers=kafka_bootstrap, group_id=group, enable_auto_commit=False,
+                           session_timeout_ms=6000, auto_offset_reset="earliest")
+    try:
+        deadline = time.monotonic() + 60
+        while not holder.assignment():
+            holder.poll(timeout_ms=200)
+            assert time.monotonic() < deadline, "the holder was never assigned the partition"
+        args = (heuristic_score(kafka_bootstrap, topic, group) if command == "score" else
+                [sys.executable, "-m", "ragmon", "ingest", "--bootstrap-servers", kafka_bootstrap, "--topic", topic,
+                 "--group-id", group, "--port", "0"])
+        run = subprocess.run([*args, "--exit-when-idle", "1"], env=heuristic_env(tmp_path / "chdb", 6000), cwd=ROOT,
+                             capture_output=True, text=True, timeout=180)
+    finally:
+        holder.close(autocommit=False)
+    assert run.returncode == 3, run.stderr[-3000:]
+    [error] = [x for x in run.stderr.splitlines() if x.startswith("error: ")]
+    assert "no partition" in error and group in error and "12s" in error, error
+    assert committed(kafka_bootstrap, group) == {}

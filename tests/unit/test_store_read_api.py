@@ -1,5 +1,6 @@
 """The daemon's side of the read API without a daemon: who gets a read API, where its token and address are
-written (owner-only, removed again), and that every query it runs is read-only."""
+written (owner-only, removed again), and that every query it runs goes to the store's read-only connection, never
+to the store itself (tests/integration/test_store_chdb.py checks the real connection)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from fastapi.testclient import TestClient
 
 from ragmon.config import Settings
 from ragmon.errors import ConfigError, PermanentStoreError
-from ragmon.store.read_api import READ_ONLY, read_access
+from ragmon.store.read_api import read_access
 
 
-class FakeStore:
+class FakeReader:
     """Records what the API asks; refuses like ClickHouse does in readonly mode when asked to write."""
 
     def __init__(self) -> None:
@@ -31,6 +32,18 @@ class FakeStore:
     def command(self, sql: str, parameters: Any = None, settings: Any = None) -> Any:
         self.calls.append((sql, parameters, settings))
         return 7
+
+
+class FakeStore(FakeReader):
+    """The daemon's store: whatever the read API runs must go to ``reader()``'s connection instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers: list[FakeReader] = []
+
+    def reader(self) -> FakeReader:
+        self.readers.append(FakeReader())
+        return self.readers[-1]
 
 
 def _settings(tmp_path: Path, **read_api: Any) -> Settings:
@@ -59,7 +72,7 @@ def test_the_token_file_is_created_owner_only_and_the_announcement_withdrawn(tmp
         read_access(_settings(tmp_path, token_file=str(tmp_path / "missing" / "token")), FakeStore())
 
 
-def test_every_query_runs_read_only_and_a_write_is_403(tmp_path: Path) -> None:
+def test_every_query_runs_on_the_read_only_connection_and_a_write_is_403(tmp_path: Path) -> None:
     store = FakeStore()
     access = read_access(_settings(tmp_path, token="r" * 32), store)
     app = FastAPI()
@@ -72,6 +85,8 @@ def test_every_query_runs_read_only_and_a_write_is_403(tmp_path: Path) -> None:
         "value": 7}
     write = client.post("/api/v1/store/read", json={"op": "query", "sql": "INSERT INTO t VALUES (1)"}, headers=auth)
     assert write.status_code == 403 and "DB::Exception" not in write.text
-    assert all(settings == READ_ONLY for _, _, settings in store.calls) and len(store.calls) == 3
+    [reader] = store.readers
+    assert store.calls == [] and len(reader.calls) == 3
+    assert all(settings is None for _, _, settings in reader.calls)  # no per-query settings to leak anywhere
     assert client.post("/api/v1/store/read", json={"op": "query", "sql": "SELECT 1"}).status_code == 401
-    assert len(store.calls) == 3
+    assert len(reader.calls) == 3

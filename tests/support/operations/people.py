@@ -3,9 +3,10 @@
 - ``Gate``: people act only while the daemon serves. A fault that stops the daemon closes the gate and waits for
   the action under way to finish; the gate opens again once /readyz answers 200. (On-call finds the daemon
   running; a command started against a daemon that is going away is not what this scenario measures.)
-- ``ReadLoop``: every read command named in ``alerts/runbooks/`` (``tests/support/runbook_commands``), one after
-  the other in a loop, each as its own ``ragmon`` process against the daemon's config; a command succeeds when it
-  exits 0 without a traceback, a ClickHouse exception or "in use".
+- ``ReadLoop``: every read command named in ``alerts/runbooks/``, then each read command with the options a person
+  adds (time ranges, JSON, an HTML file; both lists from ``tests/support/runbooks``), one after the other in a
+  loop, each as its own ``ragmon`` process against the daemon's config; a command succeeds when it exits 0
+  without a traceback, a ClickHouse exception or "in use".
 - ``Reviewers``: two reviewers with a real HTTP client (httpx): sign in through the form, load the review queue,
   an item, the triage queue and item, every console page; save a review label through the form and another
   through the JSON API (bearer token), a triage label through its form; sign out, then check that a copy of the
@@ -33,7 +34,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.support.operations.records import Attempt, SavedLabel, WriteFailure
-from tests.support.runbook_commands import runbook_reads
+from tests.support.runbooks import read_commands, runbook_reads
 
 ROOT = Path(__file__).resolve().parents[3]
 CONSOLE_PAGES = ("/review/console/traces", "/review/console/dead-letters", "/review/console/drift",
@@ -82,15 +83,19 @@ class ReadLoop(threading.Thread):
     def __init__(self, config: Path, workdir: Path, gate: Gate, *, pause_seconds: float):
         super().__init__(name="ops-read-loop", daemon=True)
         self.config, self.workdir, self.gate, self.pause = config, workdir, gate, pause_seconds
-        self.commands = runbook_reads()
         self.stop = threading.Event()
         self.attempts: list[Attempt] = []
         self.workdir.mkdir(parents=True, exist_ok=True)
 
+    def commands(self) -> list[str]:
+        """The runbooks' read commands, then the read commands with their options (times relative to now)."""
+        return runbook_reads() + ["ragmon " + shlex.join(c) for c in read_commands(self.workdir)]
+
     def run(self) -> None:
         i = 0
         while not self.stop.is_set():
-            command = self.commands[i % len(self.commands)]
+            commands = self.commands()
+            command = commands[i % len(commands)]
             i += 1
             with self.gate.action(self.stop) as go:
                 if not go:
