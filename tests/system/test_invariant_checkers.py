@@ -106,7 +106,7 @@ ONCE = "every trace stored once or dead-lettered"
     ("a native trace dropped", lambda r: _stored(r, n2=None), "1 traces sent and not stored ({'native': 1})"),
     ("a trace doubled", lambda r: _stored(r, n3=StoredTrace(2, False, ANSWER, TOPIC)),
      "1 traces stored more than once under FINAL, e.g. n3 ×2"),
-    ("a slow OTLP query lost", lambda r: _stored(r, **{"a" * 32: None}), "'otlp collector': 1"),
+    ("a slow OTLP query lost", lambda r: _stored(r, **{"a" * 32: None}), "collector LLM ≥ 60 s: 1"),
     ("an OTLP query stored without its root", lambda r: _stored(r, **{"b" * 32: StoredTrace(1, True, "", "otlp-http")}),
      "1 OTLP queries stored but not whole"),
     ("an invalid message not dead-lettered", lambda r: replace(r, letters=[]), "1 invalid messages not dead-lettered"),

@@ -73,10 +73,15 @@ def traces_once(run: Run) -> Check:
         by_kind = Counter("native" if t in sent.native else "seed" if t in sent.seed else
                           f"otlp {sent.otlp[t].path}" for t in missing)
         problems.append(f"{len(missing)} traces sent and not stored ({dict(by_kind)}), e.g. {_few(missing)}")
-        slow = sorted((sent.otlp[t].llm_seconds, sent.otlp[t].path, t) for t in missing if t in sent.otlp)
-        if slow:
-            longest = [f"{s:.1f}s {p}" for s, p, _ in slow[-6:]]
-            problems.append(f"  of the OTLP ones, the longest LLM calls: {_few(longest, 6)}")
+        lost_otlp = [sent.otlp[t] for t in missing if t in sent.otlp]
+        if lost_otlp:
+            kills = [f.started for f in run.faults if f.kind == "kill_9"]
+            buckets = Counter((o.path, "LLM < 10 s" if o.llm_seconds < 10 else "LLM 10–60 s" if o.llm_seconds < 60
+                               else "LLM ≥ 60 s") for o in lost_otlp)
+            near_kill = sum(1 for o in lost_otlp if o.llm_seconds < 10 and any(k - 15 <= o.ended <= k for k in kills))
+            problems.append("  the OTLP ones by path and LLM call: " + ", ".join(
+                f"{p} {b}: {n}" for (p, b), n in sorted(buckets.items())) +
+                f"; of the short ones, {near_kill} ended in the 15 s before a kill -9")
     if doubled:
         problems.append(f"{len(doubled)} traces stored more than once under FINAL, e.g. "
                         f"{_few(f'{t} ×{n}' for t, n in doubled.items())}")

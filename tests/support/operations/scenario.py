@@ -223,7 +223,7 @@ class Harness:
             "judge": {"kind": "openai", "base_url": judge.base_url, "model": "judge-model", "api_key": "ops-key",
                       "timeout_seconds": 15, "max_in_flight": 8},
             "drift": {"interval_seconds": 60},
-            "shadow": {"interval_seconds": 60, "comparisons": [{"baseline": "hybrid@v3", "candidate": "hybrid@v4"}]},
+            "shadow": {"interval_seconds": 60, "comparisons": [{"baseline": "hybrid@v1", "candidate": "hybrid@v2"}]},
             "review": {"users": users, "session_secret": "ops-session-secret-" + "x" * 24, "sample_size": 30},
             "server": {"port": self.ports["server"]},
             "roles": {"ingest": True, "otlp": True, "outcomes": True, "score": True, "drift": True, "review": True,

@@ -79,12 +79,14 @@ class NativeTraffic(threading.Thread):
             due = int((time.monotonic() - start) * self.per_second)
             while i < due:
                 now = datetime.now(UTC).isoformat(timespec="milliseconds")
-                trace = realistic_trace(i, self.rng, trace_id=f"ops-{i:07d}", query_id=f"opsq-{i:07d}", timestamp=now)
+                trace = realistic_trace(i, self.rng, trace_id=f"ops-{i:07d}", query_id=f"opsq-{i:07d}", timestamp=now,
+                                        retriever={"name": "hybrid", "version": "v1", "variant": "production",
+                                                   "parameters": {"k": 20}})
                 self._send(i, json.dumps(trace).encode(), trace["query_id"].encode(), "native",
                            (trace["trace_id"], trace["query_id"]))
                 if i % 10 == 3:  # a shadow twin: the same query through the candidate retriever
                     twin = dict(trace, trace_id=f"ops-{i:07d}-shadow",
-                                retriever={"name": "hybrid", "version": "v4", "variant": "shadow", "parameters": {"k": 20}})
+                                retriever={"name": "hybrid", "version": "v2", "variant": "shadow", "parameters": {"k": 20}})
                     self._send(i, json.dumps(twin).encode(), trace["query_id"].encode(), "native",
                                (twin["trace_id"], twin["query_id"]))
                 if self.malformed_every and i % self.malformed_every == self.malformed_every // 2:
