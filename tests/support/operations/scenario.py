@@ -104,10 +104,10 @@ class Plan:
     seed: int = 30
 
     def describe(self) -> str:
-        kinds = ", ".join(f"{f.kind}@{f.at:g}s" + (f"/{f.seconds:g}s" if f.seconds else "") for f in self.faults)
+        kinds = ", ".join(f"{f.kind}@{f.at:.0f}s" + (f"/{f.seconds:.0f}s" if f.seconds else "") for f in self.faults)
         return (f"{self.seconds / 60:.1f} min of traffic: {self.native_per_second:g} native traces/s, "
                 f"{self.otlp_per_minute:g} OTLP queries/min on each of 2 paths ({len(self.slow)} slow per path: "
-                f"{', '.join(f'{s:g}s' for _, s in self.slow)}), sampling {self.sampling_rate:g}; faults: {kinds}")
+                f"{', '.join(f'{s:.0f}s' for _, s in self.slow)}), sampling {self.sampling_rate:g}; faults: {kinds}")
 
 
 def ci_plan() -> Plan:
@@ -137,7 +137,7 @@ def long_plan(minutes: float) -> Plan:
                    FaultStep(o + 120 * k, "broker"), FaultStep(o + 170 * k, "disk", 30 * k),
                    FaultStep(o + 240 * k, "kill_9"), FaultStep(o + 290 * k, "judge_500", 30 * k)]
         slow += [(o + 10 * k, 120.0), (o + 100 * k, 118.0), (o + length - 125, 120.0)]
-    return Plan(seconds=seconds, faults=tuple(faults), slow=tuple(slow), drain_seconds=600, disk_mb=4096)
+    return Plan(seconds=seconds, faults=tuple(faults), slow=tuple(slow), drain_seconds=600, disk_mb=2048)
 
 
 @dataclass
@@ -471,6 +471,8 @@ class Harness:
             rec.extra["judge"] = judge.counts()
             if self.damage:
                 self._damage(f"chdb://{disk.path / 'chdb'}")
+            size = sum(f.stat().st_size for f in (disk.path / "chdb").rglob("*") if f.is_file())
+            rec.notes.append(f"the store's directory at the end: {size / 2**20:.0f} MiB")
         checks = invariants.check_all(rec, traces_topic=TOPIC, recovery_bound_seconds=plan.recovery_bound_seconds)
         return Outcome(rec, checks, self._report(checks), self.workdir, _summary(rec, checks, plan), self.negative)
 
