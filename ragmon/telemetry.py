@@ -91,6 +91,19 @@ class Telemetry:
             "ragmon_ingest_dead_letters_total", "Messages sent to the dead-letter topic, by reason.", ["reason"],
             registry=r,
         )
+        self.ingest_traces_consumed = Counter(
+            "ragmon_ingest_traces_consumed_total",
+            "Traces taken in by the ingest loop, by kind: message (a message that is one trace, or is rejected "
+            "whole) or otlp_trace (an OTLP trace whose first span arrived). Each ends in exactly one outcome of "
+            "ragmon_ingest_traces_settled_total.", ["kind"], registry=r,
+        )
+        self.ingest_traces_settled = Counter(
+            "ragmon_ingest_traces_settled_total",
+            "Traces by final outcome, counted once each: stored (first write acknowledged), dead_lettered, skipped "
+            "(an OTLP trace that is not a RAG query, once its repair window closed) or released (given back "
+            "uncommitted to be read again: stopped or revoked before its outcome), by kind as in "
+            "ragmon_ingest_traces_consumed_total.", ["kind", "outcome"], registry=r,
+        )
         self.ingest_dead_letters_cut = Counter(
             "ragmon_ingest_dead_letters_cut_total",
             "Dead letters too large for the dead-letter topic, produced cut (reason too_large).", registry=r,
@@ -136,6 +149,13 @@ class Telemetry:
             "ragmon_ingest_last_commit_timestamp_seconds", "Unix time of the last successful offset commit.",
             registry=r,
         )
+        self.ingest_commit_current = Gauge(
+            "ragmon_ingest_commit_current_timestamp_seconds",
+            "Unix time the committed offsets were last as far as the commit rule allows: a commit succeeded, or "
+            "nothing more was safe to commit (what is left is held by OTLP traces still assembling, by design). "
+            "Old while writes or commits fail. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP).", ["loop"],
+            registry=r,
+        )
         self.ingest_last_poll = Gauge(
             "ragmon_ingest_last_poll_timestamp_seconds", "Unix time the consume loop last polled.", registry=r
         )
@@ -156,11 +176,18 @@ class Telemetry:
         )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",
-            "OTLP traces emitted or dropped before all their spans arrived, by outcome.", ["outcome"], registry=r,
+            "OTLP traces emitted or dead-lettered before all their spans arrived, and late spans dead-lettered, by "
+            "outcome.", ["outcome"], registry=r,
         )
         self.ingest_otlp_skipped = Counter(
             "ragmon_ingest_otlp_traces_skipped_total",
-            "OTLP traces not stored because they are not RAG queries (no retriever span), by reason.", ["reason"],
+            "OTLP traces not stored because they are not RAG queries (no retriever span), by reason; counted when "
+            "the trace's repair window closes with it still skipped.", ["reason"], registry=r,
+        )
+        self.ingest_otlp_open_traces = Gauge(
+            "ragmon_ingest_otlp_open_traces",
+            "OTLP traces whose outcome is not final yet: assembling (waiting for their root or parent spans), or "
+            "skipped with their repair window open. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP).", ["loop"],
             registry=r,
         )
         self.ingest_otlp_repaired = Counter(
@@ -175,7 +202,7 @@ class Telemetry:
         self.ingest_otlp_http_requests = Counter(
             "ragmon_ingest_otlp_http_requests_total",
             "OTLP/HTTP export requests on /v1/traces, by outcome (accepted, partial, invalid, unauthorized, "
-            "too_large, unsupported, busy).", ["outcome"], registry=r,
+            "too_large, unsupported, busy, spool_full, spool_error).", ["outcome"], registry=r,
         )
         self.ingest_otlp_http_spans_rejected = Counter(
             "ragmon_ingest_otlp_http_spans_rejected_total",

@@ -57,8 +57,19 @@ class IngestSettings(Section):
         description="Deprecated: use process.shutdown_grace_seconds. Still read (with a warning) when that is not "
         "set; always equal to it after loading.",
     )
+    otlp_max_query_seconds: float = Field(
+        600.0, gt=0, le=86_400,
+        description="The longest query stored whole: how long the spans of an OTLP trace wait for its root span "
+        "(the query's own span, which ends last, after the LLM's answer), counted from the trace's first span. A "
+        "trace whose root has not arrived by then is dead-lettered (reason otlp_no_root) with the spans that did. "
+        "Waiting spans keep their messages uncommitted (Kafka offsets, OTLP/HTTP spool), so a restart re-reads up "
+        "to this long of input (docs/otlp.md).",
+    )
     otlp_assembly_wait_seconds: float = Field(
-        10.0, gt=0, le=600, description="How long spans of one OTLP trace are buffered waiting for the rest."
+        10.0, gt=0, le=600,
+        description="Once an OTLP trace's root span has arrived, how long the trace waits for the parent spans it "
+        "still lacks (a span names a parent that has not arrived: another service's, one lost on the way) before "
+        "it is stored marked incomplete. Spans without their root wait otlp_max_query_seconds instead.",
     )
     otlp_settle_seconds: float = Field(
         2.0, ge=0, le=600,
@@ -75,11 +86,16 @@ class IngestSettings(Section):
         67_108_864, ge=0,
         description="Bound on the message bytes of the emitted OTLP traces kept for repairs (the oldest goes first).",
     )
-    otlp_max_pending_traces: int = Field(10_000, ge=1, description="Bound on OTLP traces being assembled at once.")
+    otlp_max_pending_traces: int = Field(
+        10_000, ge=1,
+        description="Bound on OTLP traces being assembled at once; past it the oldest leaves early (stored marked "
+        "incomplete, or dead-lettered as otlp_no_root without its root).",
+    )
     otlp_max_pending_bytes: int = Field(
         268_435_456, ge=1_048_576,
         description="Bound on the message bytes of the OTLP traces being assembled (each message's bytes shared "
-        "among the traces in it); past it the oldest trace is emitted or dropped, as for the trace bound.",
+        "among the traces in it); past it the oldest trace leaves early, as for the trace bound: stored marked "
+        "incomplete when its root has arrived, else dead-lettered (otlp_no_root).",
     )
 
     @field_validator("redact_patterns")

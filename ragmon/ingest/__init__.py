@@ -24,11 +24,13 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     dead_letter_file.py  FileDeadLetterSink: dead letters as JSON Lines
     file_input.py     load_file: one run of the loop over a file, with its summary
     otlp.py           OTLP protobuf/JSON → spans
-    otlp_assembly.py  spans of one trace buffered by trace id (bounded wait and memory), late spans repaired
+    otlp_assembly.py  spans of one trace buffered by trace id (waiting for the root up to the longest query, bounded
+                      memory), late spans repaired, a rootless trace dead-lettered, each trace's final outcome
     openinference.py  OpenInference spans of one trace → a trace.v1 document, or why it is not a query
     openinference_texts.py, openinference_documents.py  its question/answer texts, its chunks
-    http_source.py    HttpTraceSource: requests accepted by the OTLP/HTTP receiver, as a source
-    otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail
+    http_source.py    HttpTraceSource: requests accepted by the OTLP/HTTP receiver, as a source (offsets in the spool)
+    http_spool.py     HttpSpool: the receiver's write-ahead log of accepted requests, replayed after a restart
+    otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail or the spool is full
     otlp_role.py      the ``otlp`` role (``ragmon run``, ``ragmon ingest --otlp-http``): receiver + loop
     redact.py         named patterns over configured fields, counted
     role.py           wiring from settings, health checks (for `ragmon ingest` and `ragmon run`)

@@ -1,8 +1,8 @@
 """One insert's worth of traces, and the batching step of the ingest loop that fills it.
 
 Owns: accumulating decoded traces into a ``TraceRows`` batch (JSON lines) up to ``max_batch_rows`` / ``max_batch_bytes``
-/ ``flush_interval_seconds``, the ledger entries the batch releases once acknowledged, and the insert
-deduplication token. The token is derived from the source ranges (topic/partition/first–last offset) and
+/ ``flush_interval_seconds``, the ledger entries the batch releases once acknowledged, how many traces of each kind
+its rows and its dead letters settle once acknowledged (``settles``), and the insert deduplication token. The token is derived from the source ranges (topic/partition/first–last offset) and
 the trace ids in the batch, so a retried insert of the same batch is a no-op in ClickHouse while two
 different batches can never share a token (a token reused for different rows would drop them).
 
@@ -27,11 +27,16 @@ from ragmon.metrics.permissions import LeakRule
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
 
+#: the kinds of trace an acknowledged row or dead letter settles (``ragmon_ingest_traces_settled_total{kind}``): a
+#: message that is one trace (or is rejected whole), an OTLP trace assembled from spans; '' settles none (a later
+#: version of a stored OTLP trace, late spans of one)
+MESSAGE, OTLP_TRACE = "message", "otlp_trace"
+
 #: What intake produces, one per trace or dead letter, in message order; plain tuples, since one is built per
-#: message: ``(trace, where it was read, its size in bytes, its ledger entries)`` for a trace to store, or
-#: ``(dead letter, its ledger entries)``.
-TraceItem = tuple[FastTrace, SourcePosition, int, list[Entry]]
-LetterItem = tuple[DeadLetter, list[Entry]]
+#: message: ``(trace, where it was read, its size in bytes, its ledger entries, the kind it settles)`` for a trace
+#: to store, or ``(dead letter, its ledger entries, the kind it settles)``.
+TraceItem = tuple[FastTrace, SourcePosition, int, list[Entry], str]
+LetterItem = tuple[DeadLetter, list[Entry], str]
 Produced = TraceItem | LetterItem
 
 
@@ -76,9 +81,11 @@ class Batch:
     def __init__(self, limits: BatchLimits, opened_at: float, leak_rule: LeakRule | None = None):
         self.limits = limits
         self.opened_at = opened_at
-        self._now = datetime.now(UTC)
-        self.rows = TraceRows(ingested_at=self._now, leak_rule=leak_rule)
+        self.rows = TraceRows(leak_rule=leak_rule)  # its ingested_at is set when it is written (``stamp``)
         self.dead_letters: list[DeadLetter] = []
+        #: traces settled once the rows are stored, and once the dead letters are acknowledged, by kind
+        self.settles_stored: dict[str, int] = {}
+        self.settles_dead_lettered: dict[str, int] = {}
         self.entries: list[list[Entry]] = []  # one group per trace/letter, released when acknowledged
         self.ranges: dict[Partition, list[int]] = {}
         self.bytes = 0
@@ -101,18 +108,38 @@ class Batch:
             r[0] = min(r[0], offset)
             r[1] = max(r[1], offset)
 
-    def add_trace(self, trace: FastTrace, source: SourcePosition, size_bytes: int, entries: list[Entry]) -> None:
+    def add_trace(self, trace: FastTrace, source: SourcePosition, size_bytes: int, entries: list[Entry],
+                  settles: str = MESSAGE) -> None:
         self.rows.add(trace, source, size_bytes=size_bytes)
         self.bytes += size_bytes
         self.entries.append(entries)
         for e in entries:
             self._cover(e.partition, e.offset)
+        if settles:
+            self.settles_stored[settles] = self.settles_stored.get(settles, 0) + 1
 
-    def add_dead_letter(self, letter: DeadLetter, entries: list[Entry]) -> None:
+    def add_dead_letter(self, letter: DeadLetter, entries: list[Entry], settles: str = MESSAGE) -> None:
         self.dead_letters.append(letter)
         self.bytes += len(letter.value)
         self.entries.append(entries)
         self._cover((letter.topic, letter.partition), letter.offset)
+        if settles:
+            self.settles_dead_lettered[settles] = self.settles_dead_lettered.get(settles, 0) + 1
+
+    def stamp(self) -> None:
+        """Its rows' ``ingested_at`` (the ReplacingMergeTree's version): now, as it is written. Called before each
+        attempt: a retry that stores the rows stores them with its own time, one deduplicated keeps the first's."""
+        self.rows.ingested_at = datetime.now(UTC)
+
+    def unsettled(self) -> dict[str, int]:
+        """Traces this batch would settle but has not yet (its rows unless stored, its dead letters unless sent),
+        by kind: what a stop or a revocation gives back to the source to re-read."""
+        out: dict[str, int] = {}
+        for done, counts in ((self.stored, self.settles_stored), (self.dead_letters_sent, self.settles_dead_lettered)):
+            if not done:
+                for kind, n in counts.items():
+                    out[kind] = out.get(kind, 0) + n
+        return out
 
     def add_entries(self, entries: list[Entry]) -> None:
         """Obligations released with this batch without a row (e.g. an OTLP trace dropped as incomplete)."""
@@ -166,7 +193,7 @@ class BatchStep:
         the decoding of the rest). ``produced`` may be lazy: each item is consumed as soon as it is made."""
         batch = self.batch
         for item in produced:
-            if len(item) == 4:
+            if len(item) == 5:
                 batch.add_trace(*item)
             else:
                 batch.add_dead_letter(*item)

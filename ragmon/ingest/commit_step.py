@@ -1,8 +1,10 @@
 """The last step of the ingest loop: an acknowledged batch closes its obligations, and safe offsets are committed.
 
 Owns when offsets are committed: right after a batch's write (and its dead letters) was acknowledged, when the
-loop is idle (obligations closed without a write, e.g. an OTLP trace dropped as incomplete, or a commit that
-failed before), and never while a rebalance listener commits the revoked partitions itself (``held``). Which
+loop is idle (obligations closed without a write, e.g. an OTLP trace skipped, or a commit that failed before),
+and never while a rebalance listener commits the revoked partitions itself (``held``); and the gauge saying when
+the committed offsets were last as far as the rule allows (``ragmon_ingest_commit_current_timestamp_seconds``: an
+OTLP trace waiting for its root holds its messages uncommitted for minutes by design, which is no stall). Which
 offsets are safe is the ledger's rule (``offsets.py``). A failed commit is counted and left for the next one:
 the offsets stay uncommitted, so the messages are re-read after a crash, never lost. It must not write rows or
 dead letters.
@@ -38,10 +40,12 @@ class Committer(Protocol):
 class CommitStep:
     """Commits for one consumer. Not thread-safe: the loop thread (the writer thread never commits)."""
 
-    def __init__(self, source: Committer, ledger: OffsetLedger, telemetry: Telemetry, stats: IngestStats):
+    def __init__(self, source: Committer, ledger: OffsetLedger, telemetry: Telemetry, stats: IngestStats, *,
+                 loop: str = "ingest"):
         self._source = source
         self._ledger = ledger
         self._t = telemetry
+        self._current = telemetry.ingest_commit_current.labels(loop)  # per loop: ``ragmon run`` has two
         self._stats = stats
         self._held = False
 
@@ -55,7 +59,8 @@ class CommitStep:
         if self._held:
             return
         offsets = self._ledger.committable()
-        if not offsets:
+        if not offsets:  # the commit is as far as the rule allows (what is left is held by traces assembling)
+            self._current.set(time.time())
             return
         try:
             with span("ragmon.ingest.commit", {"messaging.system": "kafka", "messaging.operation.type": "settle",
@@ -67,7 +72,9 @@ class CommitStep:
             return
         self._ledger.mark_committed(offsets)
         self._stats.commits += 1
-        self._t.ingest_last_commit.set(time.time())
+        now = time.time()
+        self._t.ingest_last_commit.set(now)
+        self._current.set(now)
 
     @contextmanager
     def held(self) -> Iterator[None]:

@@ -2,9 +2,11 @@
 
 Owns the per-message work of the ingest loop: choosing the decoder (``kafka.input_format``), validating,
 rejecting traces outside the store's time range, redacting, assembling OTLP spans into traces (counting the
-skipped, repaired and incomplete ones and the documents without a score), and recording
-each message's obligations in the offset ledger. It returns what it produced (``batcher.Produced`` items) and
-must not batch, write, commit or pause (the later steps do).
+skipped, repaired and incomplete ones and the documents without a score), recording each message's obligations
+in the offset ledger, and the accounting of traces (``ragmon_ingest_traces_consumed_total{kind}``: a message that
+is one trace, ``message``, or an OTLP trace that began assembling, ``otlp_trace``; each produced item says which
+kind of trace its acknowledgement settles, and the skipped and released ones are settled here). It returns what it
+produced (``batcher.Produced`` items) and must not batch, write, commit or pause (the later steps do).
 
 ``handle`` is lazy: a message is decoded when the batching step asks for the next item, so a trace goes into
 the batch's buffer while its decoded form is still in the CPU cache. Decoding a whole poll first and batching
@@ -20,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from ragmon.config import IngestSettings
 from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.contracts.redact import Redactor
-from ragmon.ingest.batcher import Produced
+from ragmon.ingest.batcher import MESSAGE, OTLP_TRACE, Produced
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
 from ragmon.ingest.otlp import Span, detect_format, parse_otlp
@@ -50,8 +52,9 @@ class Intake:
         self._redactor = Redactor(settings.redact_patterns, settings.redact_fields, settings.redact_attributes)
         self._assembler = OtlpAssembler(
             settings.otlp_assembly_wait_seconds, settings.otlp_max_pending_traces, settings.otlp_max_pending_bytes,
-            settle_seconds=settings.otlp_settle_seconds, repair_seconds=settings.otlp_repair_window_seconds,
-            max_repair_bytes=settings.otlp_max_repair_bytes)
+            max_query_seconds=settings.otlp_max_query_seconds, settle_seconds=settings.otlp_settle_seconds,
+            repair_seconds=settings.otlp_repair_window_seconds, max_repair_bytes=settings.otlp_max_repair_bytes)
+        self._started = 0  # the assembler's traces already counted as consumed
         self._oldest = datetime.min.replace(tzinfo=UTC)  # traces before this are outside the retention
         self._oldest_until = float("-inf")               # clock() time until which _oldest is current
 
@@ -59,51 +62,62 @@ class Intake:
         """Track each message in the ledger and produce its trace or dead letter (an OTLP message: the traces
         its spans completed), in order. Lazy (see the module docstring): consume it before the next poll."""
         track = self.ledger.track
-        for msg in msgs:
-            if msg.unreadable:  # the source could not read it as a message: nothing to decode, its offset still counts
-                entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
-                continue
-            if msg.spans is not None:  # parsed by the source already (OTLP/HTTP)
-                parsed: list[Span] | Rejection = msg.spans
-            else:
-                fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
-                if fmt == "native":
+        whole = 0  # messages that are one trace each (or are rejected whole)
+        try:
+            for msg in msgs:
+                if msg.unreadable:  # the source could not read it as a message: nothing to decode, its offset counts
+                    whole += 1
                     entry = track((msg.topic, msg.partition), msg.offset, 1)
-                    yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
-                                        msg.headers)
+                    yield _letter(msg, msg.value, Rejection(msg.reason, msg.unreadable), [entry], msg.headers)
                     continue
-                parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
-            if isinstance(parsed, Rejection):
-                entry = track((msg.topic, msg.partition), msg.offset, 1)
-                yield _letter(msg, msg.value, parsed, [entry], msg.headers)
-                continue
-            for item in self._assembler.add(msg, parsed, self.ledger, self.clock()):
-                out = self._emit(item)
-                if out is not None:
-                    yield out
+                if msg.spans is not None:  # parsed by the source already (OTLP/HTTP)
+                    parsed: list[Span] | Rejection = msg.spans
+                else:
+                    fmt = detect_format(msg.value) if self.input_format == "auto" else self.input_format
+                    if fmt == "native":
+                        whole += 1
+                        entry = track((msg.topic, msg.partition), msg.offset, 1)
+                        yield self._decoded(msg.value, SourcePosition(msg.topic, msg.partition, msg.offset), [entry],
+                                            MESSAGE, msg.headers)
+                        continue
+                    parsed = parse_otlp(msg.value, fmt, max_bytes=self.settings.max_message_bytes)
+                if isinstance(parsed, Rejection):
+                    whole += 1
+                    entry = track((msg.topic, msg.partition), msg.offset, 1)
+                    yield _letter(msg, msg.value, parsed, [entry], msg.headers)
+                    continue
+                yield from self._emit_all(self._assembler.add(msg, parsed, self.ledger, self.clock()))
+        finally:
+            if whole:
+                self.t.ingest_traces_consumed.labels(MESSAGE).inc(whole)
 
     def expire(self, now: float) -> Iterator[Produced]:
-        """Produce (or drop, counted) the OTLP traces whose assembly deadline passed."""
-        for item in self._assembler.expire(now):
-            out = self._emit(item)
-            if out is not None:
-                yield out
+        """Produce (dead letters included) the OTLP traces whose assembly deadline passed; make final the skips
+        whose repair window closed."""
+        yield from self._emit_all(self._assembler.expire(now))
 
     def flush(self) -> Iterator[Produced]:
-        """Produce every OTLP trace still assembling, ready or not (the source has nothing to re-read)."""
-        for item in self._assembler.flush(self.clock()):
-            out = self._emit(item)
-            if out is not None:
-                yield out
+        """Produce every OTLP trace still assembling, ready or not (its input ended: no more spans can come)."""
+        yield from self._emit_all(self._assembler.flush(self.clock()))
 
     def pending(self) -> int:
         """OTLP traces still assembling (their messages' offsets cannot be committed yet)."""
         return self._assembler.pending()
 
+    def open_traces(self) -> int:
+        """OTLP traces whose outcome is not final: assembling, or skipped with their repair window open."""
+        return self._assembler.open_traces()
+
     def forget(self, partitions: set[Partition]) -> None:
         """Drop the OTLP traces holding spans of revoked partitions: their next owner re-reads those messages."""
-        self._assembler.forget(partitions)
+        for _ in self._emit_all(self._assembler.forget(partitions)):
+            pass  # only released traces and final skips: nothing to store
+
+    def close(self) -> None:
+        """The loop stops: the traces still assembling are released (their source re-reads them), the skips still
+        in their repair window are final."""
+        for _ in self._emit_all(self._assembler.close()):
+            pass
 
     def take_redaction_counts(self) -> Mapping[str, int]:
         """Redactions applied since the last call, by pattern name."""
@@ -111,18 +125,18 @@ class Intake:
 
     # -- one trace ----------------------------------------------------------------------------------------------
 
-    def _decoded(self, document: bytes, source: SourcePosition, entries: list[Entry],
+    def _decoded(self, document: bytes, source: SourcePosition, entries: list[Entry], settles: str,
                  headers: tuple[tuple[str, bytes], ...] = ()) -> Produced:
         """A trace document (a message, or what an OTLP trace was mapped to) → the trace to store, or its dead
-        letter (with the message's headers)."""
+        letter (with the message's headers); ``settles`` the kind of trace its acknowledgement settles."""
         result = decode_trace(document, max_bytes=self.settings.max_message_bytes)
         if isinstance(result, DecodedTrace):
             result = self._check_time(result)
         if isinstance(result, Rejection):
-            return _letter(source, document, result, entries, headers)
+            return _letter(source, document, result, entries, headers, settles)
         if result.unknown_fields:
             self.t.ingest_unknown_fields.inc()
-        return (self._redactor.trace(result.trace), source, result.size_bytes, entries)
+        return (self._redactor.trace(result.trace), source, result.size_bytes, entries, settles)
 
     def _check_time(self, d: DecodedTrace) -> DecodedTrace | Rejection:
         ts = d.trace.timestamp
@@ -140,26 +154,44 @@ class Intake:
                              "store's limit")
         return d
 
+    def _emit_all(self, items: list[Assembled]) -> Iterator[Produced]:
+        started = self._assembler.started
+        if started != self._started:
+            self.t.ingest_traces_consumed.labels(OTLP_TRACE).inc(started - self._started)
+            self._started = started
+        for item in items:
+            out = self._emit(item)
+            if out is not None:
+                yield out
+
     def _emit(self, item: Assembled) -> Produced | None:
-        """An OTLP trace left the assembler: decode it like a native trace, or drop or skip it (counted: None)."""
-        if item.outcome in INCOMPLETE_OUTCOMES:
-            self.t.ingest_otlp_incomplete.labels(item.outcome).inc()
-        elif item.outcome == "repaired" and item.document is not None:
-            self.t.ingest_otlp_repaired.inc()
-        if item.skipped:
-            self.t.ingest_otlp_skipped.labels(item.skipped).inc()
+        """An OTLP trace left the assembler: decode it like a native trace, dead-letter it, or count it (None)."""
+        t = self.t
+        outcome = item.outcome
+        if outcome in INCOMPLETE_OUTCOMES:
+            t.ingest_otlp_incomplete.labels(outcome).inc()
+        elif outcome == "repaired" and item.document is not None and item.rejection is None:
+            t.ingest_otlp_repaired.inc()
+        elif outcome == "skipped":  # its repair window closed with it still not a query: final
+            t.ingest_otlp_skipped.labels(item.skipped).inc()
+            t.ingest_traces_settled.labels(OTLP_TRACE, "skipped").inc()
+            return None
+        elif outcome == "released":  # given back to the source, which re-reads its messages
+            t.ingest_traces_settled.labels(OTLP_TRACE, "released").inc()
+            return None
         if item.unscored:
-            self.t.ingest_otlp_unscored.inc(item.unscored)
-        if item.document is None:          # dropped or skipped: nothing to store, its obligations close now
+            t.ingest_otlp_unscored.inc(item.unscored)
+        if item.document is None:  # skipped while its repair window is open, or re-delivered: its obligations close
             release_trace(item.entries)
             return None
+        settles = OTLP_TRACE if item.settles else ""
         if item.rejection is not None:
-            return _letter(item.source, item.document, item.rejection, item.entries)
-        return self._decoded(item.document, item.source, item.entries)
+            return _letter(item.source, item.document, item.rejection, item.entries, settles=settles)
+        return self._decoded(item.document, item.source, item.entries, settles)
 
 
 def _letter(where: RawMessage | SourcePosition, value: bytes, rejection: Rejection, entries: list[Entry],
-            headers: tuple[tuple[str, bytes], ...] = ()) -> Produced:
-    """The dead letter of a rejected message (or of the document an OTLP trace was mapped to)."""
+            headers: tuple[tuple[str, bytes], ...] = (), settles: str = MESSAGE) -> Produced:
+    """The dead letter of a rejected message (or of the document an OTLP trace was mapped to, or of its spans)."""
     return (DeadLetter(where.topic, where.partition, where.offset, value, rejection.reason, rejection.detail,
-                       headers), entries)
+                       headers), entries, settles)

@@ -5,9 +5,10 @@ the body limit (before and after decompression), ``Content-Encoding`` gzip/defla
 ``application/x-protobuf`` or ``application/json``, and the answers: 200 with an ``ExportTraceServiceResponse``
 (its ``partial_success`` counts the spans refused: malformed ids or attributes), 400 for a body that is not an
 export request, 401, 413, 415, and 503 with ``Retry-After`` while the ingest loop cannot take more (its queue is
-full or store writes fail); exporters retry 503 and give up on 4xx. Accepted means parsed and queued for the
-ingest loop (``HttpTraceSource``), which assembles, validates, redacts and stores as for Kafka input. It must not
-assemble or store anything itself.
+full, store writes fail, the spool is full or cannot be written); exporters retry 503 and give up on 4xx.
+Accepted means parsed, written to the spool and queued for the ingest loop (``HttpTraceSource``), which assembles,
+validates, redacts and stores as for Kafka input: a 200 survives a crash of ragmon. It must not assemble or store
+anything itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import zlib
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
 
 from ragmon.contracts.decode import Rejection
@@ -77,11 +79,13 @@ def otlp_router(source: HttpTraceSource, *, token: str | None, max_body_bytes: i
             count("invalid")
             return _status(400, parsed.detail, answer_json)
         if parsed.spans:
-            refused = source.offer(body, parsed.spans)
+            # in a worker thread: the spool writes to disk (a flush per request with otlp.spool_fsync)
+            refused = await run_in_threadpool(source.offer, body, parsed.spans,
+                                              fmt="otlp_proto" if kind == PROTOBUF else "otlp_json")
             if refused:
-                count("busy")
-                return _status(503, "ragmon cannot take more now (its queue is full or store writes fail); retry",
-                               answer_json, {"Retry-After": str(RETRY_AFTER_SECONDS)})
+                count(refused if refused.startswith("spool") else "busy")
+                return _status(503, _REFUSED.get(refused, _REFUSED["busy"]), answer_json,
+                               {"Retry-After": str(RETRY_AFTER_SECONDS)})
         if parsed.rejected:
             telemetry.ingest_otlp_http_spans_rejected.inc(parsed.rejected)
         count("partial" if parsed.rejected else "accepted")
@@ -130,6 +134,13 @@ def _status(code: int, message: str, as_json: bool, headers: dict[str, str] | No
                         headers=headers)
     return Response(status.SerializeToString(), status_code=code, media_type=PROTOBUF, headers=headers)
 
+
+#: the 503 answers, by why ``HttpTraceSource.offer`` refused
+_REFUSED = {
+    "busy": "ragmon cannot take more now (its queue is full or store writes fail); retry",
+    "spool_full": "ragmon's spool of requests not yet stored is full (otlp.max_spool_bytes); retry",
+    "spool_error": "ragmon cannot write its spool of requests (see its log); retry",
+}
 
 #: the gRPC status code matching each HTTP status (the Status message's ``code``)
 _GRPC_CODES = {400: 3, 401: 16, 413: 8, 415: 3, 503: 14}

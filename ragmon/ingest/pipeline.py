@@ -16,11 +16,12 @@ Backpressure: while a batch cannot be written (store down) or its dead letters c
 is paused and the batch is retried on the ``Backoff`` schedule; the loop keeps polling (nothing comes back from
 a paused source) so group membership survives and shutdown interrupts the wait, and memory stays bounded by
 one batch. A source that can never be read as it is (``FatalSourceError``: a codec's library missing) ends the
-loop: what is buffered is written and committed, and ``fatal_error`` says why. A source with nothing to re-read
-(``replayable = False``: OTLP/HTTP) has what it accepted and what is still assembling stored at shutdown instead.
-Consumer lag is reported by
-``lag.py``; after each step the loop publishes its ``ConsumerState`` (for ``--exit-when-idle``). It must not talk to Kafka or ClickHouse directly
-(``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
+loop: what is buffered is written and committed, and ``fatal_error`` says why. Every source re-reads what is not
+committed (Kafka, the OTLP/HTTP spool, a file run again), so OTLP traces still assembling at shutdown are left
+uncommitted and counted ``released``; an input that has ended (``exhausted``: a file read to its end) can send no
+more spans, so what is still assembling is emitted at once. Consumer lag is reported by ``lag.py``; after each
+step the loop publishes its ``ConsumerState`` (for ``--exit-when-idle``). It must not talk to Kafka or ClickHouse
+directly (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
 
 from __future__ import annotations
@@ -61,12 +62,11 @@ MAX_POLL_SECONDS = 0.25
 class IngestPipeline:
     """One consumer's ingest loop. ``run(stop)`` blocks until ``stop`` is set; not thread-safe otherwise."""
 
-    name = "ingest"
-
     def __init__(self, source: TraceSource, writer: TraceWriter, dead_letters: DeadLetterSink,
                  settings: IngestSettings, telemetry: Telemetry, *, input_format: str = "auto",
                  retention_days: int = 90, faults: FaultPoints | None = None, concurrent_writes: bool = True,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None, name: str = "ingest"):
+        self.name = name  # the loop's name: "otlp" beside the Kafka ingest loop of ``ragmon run``
         self.source = source
         self.settings = settings
         self.clock = clock
@@ -76,7 +76,8 @@ class IngestPipeline:
         self.ledger = OffsetLedger()
         self.intake = Intake(settings, telemetry, self.ledger, input_format=input_format,
                              retention_days=retention_days, clock=clock)
-        self.commits = CommitStep(source, self.ledger, telemetry, self.stats)
+        self.commits = CommitStep(source, self.ledger, telemetry, self.stats, loop=name)
+        self._open_traces = telemetry.ingest_otlp_open_traces.labels(name)
         wait = FlushWait(settings.flush_interval_seconds, settings.freshness_target_seconds)
         self.writes = WriteStep(
             writer, dead_letters, self.commits, telemetry=telemetry, stats=self.stats,
@@ -125,6 +126,9 @@ class IngestPipeline:
             batches.submit(self.intake.handle(msgs))
         now = self.clock()
         batches.submit(self.intake.expire(now))
+        if self.intake.pending() and getattr(self.source, "exhausted", False):
+            batches.submit(self.intake.flush())  # the input ended: no more spans can come
+        self._open_traces.set(self.intake.open_traces())
         if not writes.blocked:
             if batches.due(now):
                 batches.hand_on()
@@ -142,14 +146,17 @@ class IngestPipeline:
     def shutdown(self) -> None:
         """Flush what is buffered (one attempt within the grace period), commit, close. Never raises."""
         try:
-            if not getattr(self.source, "replayable", True):
-                self._take_the_rest()
             if not self._write_everything():
                 log.warning("shutdown with an unwritten batch of %d traces: not committed, will be re-read",
                             self.writes.waiting_rows)
+                self._give_back(self.writes.discard())
+                self._give_back(self.batches.discard())
             pending = self.intake.pending()
             if pending:
-                log.info("shutdown with %d OTLP traces still assembling: their offsets stay uncommitted", pending)
+                log.info("shutdown with %d OTLP traces still assembling: their messages stay uncommitted and are "
+                         "re-read on the next start", pending)
+            self.intake.close()
+            self._open_traces.set(0)
         except Exception:  # noqa: BLE001 - shutdown must finish
             log.exception("error while flushing at shutdown")
         finally:
@@ -160,13 +167,18 @@ class IngestPipeline:
                 except Exception:  # noqa: BLE001
                     log.exception("error while closing")
 
-    def _take_the_rest(self) -> None:
-        """A source with nothing to re-read (OTLP/HTTP): close it to new input, then handle what it accepted and
-        every trace still assembling, so that the final write stores them."""
-        self.source.close()
-        while msgs := self._poll(0):
-            self.batches.submit(self.intake.handle(msgs))
-        self.batches.submit(self.intake.flush())
+    def _give_back(self, batch: Batch | None) -> None:
+        """``batch`` is dropped unwritten, its messages uncommitted (a stop, or a revocation while writes fail): its
+        unsettled traces are given back to the source (counted ``released``; the next reader consumes them again),
+        and what it held that is neither stored nor dead-lettered goes in the stats (``ingest --file``'s summary)."""
+        if batch is None:
+            return
+        for kind, n in batch.unsettled().items():
+            self._t.ingest_traces_settled.labels(kind, "released").inc(n)
+        if not batch.stored:
+            self.stats.abandoned_traces += len(batch)
+        if not batch.dead_letters_sent:
+            self.stats.abandoned_dead_letters.update(d.reason for d in batch.dead_letters)
 
     @property
     def paused(self) -> bool:
@@ -234,15 +246,6 @@ class IngestPipeline:
 
     # -- rebalance --------------------------------------------------------------------------------------------
 
-    def _count_abandoned(self, batch: Batch | None) -> None:
-        """``batch`` is dropped unwritten: what it held that is not stored or not dead-lettered, in the stats."""
-        if batch is None:
-            return
-        if not batch.stored:
-            self.stats.abandoned_traces += len(batch)
-        if not batch.dead_letters_sent:
-            self.stats.abandoned_dead_letters.update(d.reason for d in batch.dead_letters)
-
     def _on_revoke(self, parts: set[Partition]) -> dict[Partition, int]:
         """Called from inside ``source.poll``: flush once; commit what is safe; otherwise leave it uncommitted.
 
@@ -256,8 +259,8 @@ class IngestPipeline:
         if not ok:  # the store is down: drop the buffered rows; the partitions' next owner re-reads them
             log.warning("partitions %s revoked while the store is failing: buffered traces dropped, not committed",
                         sorted(parts))
-            self._count_abandoned(self.writes.discard())
-            self._count_abandoned(self.batches.discard())
+            self._give_back(self.writes.discard())
+            self._give_back(self.batches.discard())
             parts = parts | self.ledger.partitions()
             if self._paused:  # nothing is buffered any more; the re-read batch will pause again if need be
                 self._set_paused(False)

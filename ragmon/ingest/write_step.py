@@ -131,6 +131,7 @@ class WriteStep:
         if not batch.stored and len(batch):
             token = batch.dedup_token()
             self._faults.hit("before_insert", rows=len(batch), token=token)
+            batch.stamp()  # ingested_at: when the rows are written, not when the batch opened
             started = time.perf_counter()
             with span("ragmon.ingest.insert", {
                 "db.system.name": "clickhouse", "db.operation.name": "INSERT", "db.collection.name": "traces",
@@ -146,6 +147,8 @@ class WriteStep:
                 self._on_insert(took)
             t.ingest_batch_rows.observe(len(batch))
             t.ingest_traces_stored.inc(len(batch))
+            for kind, n in batch.settles_stored.items():
+                t.ingest_traces_settled.labels(kind, "stored").inc(n)
             stats.stored += len(batch)
             stats.batches += 1
             stats.last_write_at = time.time()
@@ -161,6 +164,8 @@ class WriteStep:
             }, kind=SpanKind.PRODUCER):
                 delivered = self._dead_letters.send(batch.dead_letters)
             batch.dead_letters_sent = True
+            for kind, n in batch.settles_dead_lettered.items():
+                self._t.ingest_traces_settled.labels(kind, "dead_lettered").inc(n)
             for reason, n in Counter(d.reason for d in delivered).items():  # a letter cut to fit: too_large
                 self._t.ingest_dead_letters.labels(reason).inc(n)
                 self._stats.dead_letters[reason] += n

@@ -34,6 +34,7 @@ from tests.integration.ingest_support import (
     ingest_env,
     kafka_settings,
     produce,
+    read_topic,
     stored_ids,
     traces,
     wait_for,
@@ -269,7 +270,7 @@ def test_otlp_spans_from_the_real_sdk_split_across_messages_land_as_traces(kafka
     messages = (otlp_messages(proto_spans, 4, "proto") + otlp_messages(json_spans, 5, "otlp_json")
                 + otlp_messages(orphan_spans[:2], 2, "proto"))  # the last trace's root never arrives
     produce(kafka_bootstrap, topic, messages, partitions=1)
-    run = Running(store, kafka_settings(kafka_bootstrap, topic, group), otlp_assembly_wait_seconds=1.0)
+    run = Running(store, kafka_settings(kafka_bootstrap, topic, group), otlp_max_query_seconds=1.0)
     try:
         wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(messages),
                  60, "all OTLP messages handled")
@@ -286,6 +287,8 @@ def test_otlp_spans_from_the_real_sdk_split_across_messages_land_as_traces(kafka
     assert (j7["model_name"], j7["tokens_prompt"], j7["tokens_completion"]) == ("gen-1", 120, 24)
     assert j7["attributes"]["service.name"] == "rag-app" and j7["attributes"]["otel.span_count"] == "3"
     assert run.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 1
+    [letter] = read_topic(kafka_bootstrap, f"{topic}.dlq")
+    assert dict(letter.headers)["ragmon.reason"] == b"otlp_no_root" and len(json.loads(letter.value)) == 2
 
 
 # -- SIGTERM: stop polling, flush, commit, close; the HTTP endpoints while running ----------------------------

@@ -36,7 +36,7 @@ def receiver(store: ClickHouseStore, tmp_path: Path) -> Iterator[Process]:
                         otlp={"port": 0, "token": TOKEN, "max_body_bytes": 200_000,
                               "dead_letters": str(tmp_path / "dead.jsonl")},
                         ingest={"flush_interval_seconds": 0.2, "otlp_settle_seconds": 0.5,
-                                "store_retry_max_seconds": 0.5})
+                                "store_retry_max_seconds": 0.5, "otlp_repair_window_seconds": 1})
     process = build_process(settings, ["otlp"], store=store)
     process.serve()
     process.daemon.start()
@@ -148,13 +148,17 @@ def test_while_store_writes_fail_requests_get_503_and_are_retried_later(receiver
     wait_for(lambda: [r["query_id"] for r in _rows(store)] == ["first0"], 60, "the accepted trace stored")
 
 
-def test_what_is_accepted_but_still_assembling_is_stored_at_shutdown(store, tmp_path):
-    settings = Settings(server={"port": 0}, store=store.settings,
-                        otlp={"port": 0, "dead_letters": str(tmp_path / "dead.jsonl")},
-                        ingest={"otlp_settle_seconds": 60, "otlp_assembly_wait_seconds": 120})
-    process = build_process(settings, ["otlp"], store=store)
-    process.serve()
-    process.daemon.start()
+def test_what_is_still_assembling_at_shutdown_is_read_again_from_the_spool_by_the_next_process(store, tmp_path):
+    def start(settle_seconds: float) -> Process:
+        settings = Settings(server={"port": 0}, store=store.settings,
+                            otlp={"port": 0, "dead_letters": str(tmp_path / "dead.jsonl")},
+                            ingest={"otlp_settle_seconds": settle_seconds, "flush_interval_seconds": 0.2})
+        process = build_process(settings, ["otlp"], store=store)
+        process.serve()
+        process.daemon.start()
+        return process
+
+    process = start(60)
     try:
         spans = rag_spans(1, prefix="held")
         root_only = [s for s in spans if s.parent is None]  # waits 60 s for its children
@@ -164,4 +168,11 @@ def test_what_is_accepted_but_still_assembling_is_stored_at_shutdown(store, tmp_
     finally:
         assert process.daemon.stop() == []
         process.stop_server()
-    assert [r["query_id"] for r in _rows(store)] == ["held0"]
+    assert _rows(store) == [], "still assembling: left in the spool, not stored half"
+    assert _metric(process, "ragmon_ingest_traces_settled_total", {"kind": "otlp_trace", "outcome": "released"}) == 1
+    again = start(0.5)  # the same store and database: the same spool
+    try:
+        wait_for(lambda: [r["query_id"] for r in _rows(store)] == ["held0"], 30, "the trace stored after the restart")
+    finally:
+        again.daemon.stop()
+        again.stop_server()

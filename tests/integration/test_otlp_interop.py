@@ -31,7 +31,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.collector]
 #: the skipped traces of ``_drive``: the index ``App.not_queries`` builds (a splitter trace and an embedding
 #: trace), an embedding alone, a bare completion, and LangChain's chain without a retriever
 SKIPPED = {"embedding_only": 2, "llm_only": 1, "no_retriever": 2}
-INGEST = {"otlp_settle_seconds": 0.5, "flush_interval_seconds": 0.3}
+#: a skip is counted when its repair window closes: a short one keeps the wait for the counts short
+INGEST = {"otlp_settle_seconds": 0.5, "flush_interval_seconds": 0.3, "otlp_repair_window_seconds": 1}
 
 
 @pytest.fixture(scope="module")

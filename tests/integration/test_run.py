@@ -171,9 +171,9 @@ def test_run_without_kafka_takes_traces_over_otlp_http(tmp_path: Path) -> None:
     assert _metric_free_count(tmp_path) == 3
 
 
-def test_ingest_otlp_http_stores_what_it_accepted_by_the_time_it_stops(tmp_path: Path) -> None:
-    """``ragmon ingest --otlp-http``: a trace whose children never come is still stored at SIGTERM (nothing to
-    re-read), and the summary says so."""
+def test_ingest_otlp_http_stores_what_it_accepted_and_keeps_what_still_assembles(tmp_path: Path) -> None:
+    """``ragmon ingest --otlp-http``: at SIGTERM a finished trace is stored, one still waiting for its children stays
+    in the spool for the next start (tests/integration/test_otlp_spool.py), and the summary says so."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     from tests.support.otel_spans import rag_spans
@@ -191,9 +191,14 @@ def test_ingest_otlp_http_stores_what_it_accepted_by_the_time_it_stops(tmp_path:
         roots = [s for s in spans if s.parent is None]
         result = OTLPSpanExporter(endpoint=found.group(1)).export([*spans[:3], roots[1]])  # trace 2: no children
         assert result.name == "SUCCESS"
+        base = re.search(r"metrics on (http://[\d.]+:\d+)/metrics", line).group(1)
+        _wait_for(lambda: _metric(base, "ragmon_ingest_otlp_open_traces", 'loop="otlp"') == 1 and
+                  _metric(base, "ragmon_ingest_traces_stored_total") == 1, "one trace stored, one assembling")
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     summary = json.loads(re.search(r"ragmon ingest stopped: (\{.*\})", err).group(1))
-    assert summary["stored"] == 2 and summary["consumed"] == 1, err  # one request: one message
+    assert summary["stored"] == 1 and summary["consumed"] == 1, err  # one request: one message
+    assert "1 OTLP traces still assembling: their messages stay uncommitted" in err
+    assert list((tmp_path / "otlp-spool" / "ragmon").glob("*.seg")), "the request is kept in the default spool"

@@ -6,14 +6,11 @@ do (``raw["usage"]``), which is where the instrumentation reads counts; it also 
 The embedding is a hashing bag of words (``BaseEmbedding``), so retrieval and its scores are deterministic.
 ``App`` runs each scenario of issue 18 and returns what the application itself saw (``Sent``): the question, the
 nodes and scores, the answer, the token counts of every LLM call, so a test can compare ragmon's row with it.
-``App(llm_seconds=…)`` makes every LLM call last that long (a function called per call, e.g. reading the query's
-own latency from a thread-local), as real models do: the retriever's span then ends long before the root's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +43,7 @@ class Sent:
     session_id: str = ""
 
 
-def _build(llm_seconds: Callable[[], float] | None = None) -> Any:
+def _build() -> Any:
     from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
     from llama_index.core.llms.callbacks import llm_completion_callback
@@ -71,9 +68,11 @@ def _build(llm_seconds: Callable[[], float] | None = None) -> Any:
             return self._vector(text)
 
     class FakeLLM(CustomLLM):
-        """Answers from fixed text; usage as an OpenAI-compatible client reports it; every call recorded."""
+        """Answers from fixed text; usage as an OpenAI-compatible client reports it; every call recorded. ``thinking``,
+        when set, is called before each answer: a slow model (it sleeps), or one that never answers (it blocks)."""
 
         calls: list[tuple[int, int]] = []
+        thinking: Any = None
 
         @property
         def metadata(self) -> LLMMetadata:
@@ -84,24 +83,19 @@ def _build(llm_seconds: Callable[[], float] | None = None) -> Any:
                 return '{"documents": [{"document_number": 3, "relevance": 9}, {"document_number": 1, "relevance": 4}]}'
             return ANSWER
 
-        def _wait(self) -> None:
-            seconds = llm_seconds() if llm_seconds is not None else 0.0
-            if seconds > 0:
-                time.sleep(seconds)
-
         def _usage(self, prompt: str, text: str) -> dict[str, Any]:
             return {"usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}}
 
         @llm_completion_callback()
         def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-            self._wait()
+            if self.thinking is not None:
+                self.thinking()
             text = self._text(prompt)
             self.calls.append((len(prompt.split()), len(text.split())))
             return CompletionResponse(text=text, raw=self._usage(prompt, text))
 
         @llm_completion_callback()
         def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-            self._wait()
             text = self._text(prompt)
             self.calls.append((len(prompt.split()), len(text.split())))
             sofar = ""
@@ -117,11 +111,11 @@ class App:
     """The indexed corpus and the scenarios. Build it once per test module: indexing is itself traced (two
     traces that are not queries)."""
 
-    def __init__(self, llm_seconds: Callable[[], float] | None = None) -> None:
+    def __init__(self) -> None:
         tap()  # instrument before the first llama_index import patches anything
         from llama_index.core import Document, Settings, VectorStoreIndex
 
-        embedding, llm = _build(llm_seconds)
+        embedding, llm = _build()
         self.llm = llm()
         Settings.llm = self.llm
         Settings.embed_model = embedding()
@@ -145,6 +139,15 @@ class App:
         start = len(self.llm.calls)
         response = self.index.as_query_engine(similarity_top_k=k, response_mode=response_mode).query(question)
         return Sent(question, str(response), ids, scores, texts, [], *self._tokens(start))
+
+    def query_slowly(self, question: str, thinking: Callable[[], None], *, k: int = 2) -> Sent:
+        """``query`` with a model that calls ``thinking`` before it answers: its retriever's spans end (and an
+        exporter sends them) long before the LLM's and the root's."""
+        self.llm.thinking = thinking
+        try:
+            return self.query(question, k=k)
+        finally:
+            self.llm.thinking = None
 
     def query_streaming(self, question: str, *, k: int = 2) -> Sent:
         ids, scores, texts = self._retrieved(question, k)

@@ -29,16 +29,19 @@ from tests.support.operations.records import (
 )
 
 TOPIC = "ops.traces"
+ACCOUNT = "consumed = stored + dead-lettered + skipped"
 FP = "fp1"
 ANSWER = "Refunds take five days."
 METRICS = {"faithfulness": 1, "answer_relevance": 1}
 
 
-def _counters(stored: float, letters: float = 1, skipped: float = 2, kafka: float = 0, http: float = 0) -> dict[str, float]:
-    return {"ragmon_ingest_traces_stored_total": stored, 'ragmon_ingest_dead_letters_total{reason="schema"}': letters,
-            'ragmon_ingest_otlp_traces_skipped_total{reason="embedding_only"}': skipped,
-            f'ragmon_ingest_messages_consumed_total{{topic="{TOPIC}"}}': kafka,
-            'ragmon_ingest_messages_consumed_total{topic="otlp-http"}': http}
+def _counters(consumed: float, stored: float, letters: float = 0, skipped: float = 0,
+              released: float = 0) -> dict[str, float]:
+    def settled(outcome: str) -> str:
+        return f'ragmon_ingest_traces_settled_total{{kind="message",outcome="{outcome}"}}'
+
+    return {'ragmon_ingest_traces_consumed_total{kind="message"}': consumed, settled("stored"): stored,
+            settled("dead_lettered"): letters, settled("skipped"): skipped, settled("released"): released}
 
 
 def good_run() -> Run:
@@ -64,14 +67,15 @@ def good_run() -> Run:
                 Attempt("label", "review label (form)", 51, 51.1, False, status=503, write=True)]  # during the disk fault
     faults = [Fault("disk", 50, 60, 70), Fault("sigterm", 100, 105, 110)]
     failures = [WriteFailure(55, "daemon-log", "store write failed"), WriteFailure(72, "metrics", "rose by 1")]
-    # 9 given (4 native, 1 invalid, 2 queries, 2 non-queries); the second lifetime re-read 2 native messages
-    lifetimes = [Lifetime(0, 0, 1, 100, "sigterm", 0, final=_counters(stored=4, letters=1, skipped=1, kafka=6, http=1)),
-                 Lifetime(1, 106, 110, 300, "final", 0, final=_counters(stored=2, letters=0, skipped=1, kafka=2, http=1))]
+    # 9 given (4 native, 1 invalid, 2 queries, 2 non-queries); one trace still assembling at the SIGTERM is given
+    # back (released) and taken in again by the second lifetime
+    lifetimes = [Lifetime(0, 0, 1, 100, "sigterm", 0, final=_counters(7, stored=4, letters=1, skipped=1, released=1)),
+                 Lifetime(1, 106, 110, 300, "final", 0, final=_counters(3, stored=2, skipped=1))]
     return Run(sent=sent, stored=stored, letters=[DeadLetter(TOPIC, 0, 7, "invalid_json")],
                outcome_letters=[DeadLetter("ops.outcomes", 0, 3, "schema")], labels=labels, attempts=attempts,
                faults=faults, failures=failures, lifetimes=lifetimes,
                topic=TopicScan(messages=6, native=5, otlp=1), fingerprint=FP, started=0, ended=300,
-               extra={"http_requests_accepted": 2})
+               extra={})
 
 
 def _checks(run: Run) -> dict[str, invariants.Check]:
@@ -123,26 +127,32 @@ def test_traces_once_fails(what: str, doctor, says: str) -> None:
     assert any(says in d for d in _checks(run)[ONCE].details), _checks(run)[ONCE].details
 
 
-def _life(run: Run, index: int, **counters: float) -> Run:
+def _counted(run: Run, index: int, **counts: float) -> Run:
     lifetimes = list(run.lifetimes)
     old = lifetimes[index]
-    lifetimes[index] = replace(old, final={**(old.final or {}), **counters})
+    base = {"consumed": 3, "stored": 2, "letters": 0, "skipped": 1, "released": 0} if index else \
+        {"consumed": 7, "stored": 4, "letters": 1, "skipped": 1, "released": 1}
+    lifetimes[index] = replace(old, final=_counters(**{**base, **counts}))
     return replace(run, lifetimes=lifetimes)
 
 
-ACCOUNT = "consumed = stored + dead-lettered + skipped"
-
-
-def test_accounting_fails_when_a_trace_is_not_counted() -> None:
-    run = _life(good_run(), 1, ragmon_ingest_traces_stored_total=0)  # its two re-read traces: never counted
+def test_accounting_fails_when_a_trace_taken_in_has_no_outcome() -> None:
+    run = _counted(good_run(), 1, stored=1)  # consumed 3, outcomes 2
     assert _only_failing(run) == [ACCOUNT]
-    assert "fewer than the 9 given" in _checks(run)[ACCOUNT].details[0]
+    assert "+1 traces without an outcome" in _checks(run)[ACCOUNT].details[0]
 
 
-def test_accounting_fails_when_a_trace_is_counted_twice_without_a_reread() -> None:
-    run = _life(good_run(), 1, ragmon_ingest_traces_stored_total=5)  # three more than re-reads explain
+def test_accounting_fails_when_a_trace_vanishes_between_lifetimes() -> None:
+    run = _counted(good_run(), 1, consumed=2, stored=1)  # each lifetime balances; the released trace never came back
     assert _only_failing(run) == [ACCOUNT]
-    assert "counted twice" in _checks(run)[ACCOUNT].details[0]
+    assert "1 fewer than the 9 given" in _checks(run)[ACCOUNT].details[0]
+
+
+def test_accounting_fails_when_a_trace_is_counted_twice() -> None:
+    run = _counted(good_run(), 1, stored=3)  # an outcome more than it took in
+    assert _only_failing(run) == [ACCOUNT]
+    details = _checks(run)[ACCOUNT].details
+    assert "-1 traces without an outcome" in details[0] and "counted twice" in details[1], details
 
 
 def test_accounting_fails_when_a_lifetime_did_not_report() -> None:

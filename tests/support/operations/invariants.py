@@ -8,10 +8,11 @@ The invariants (issue 30):
 
 1. ``traces_once`` — every trace sent is stored exactly once (rows under FINAL), an OTLP query whole (not marked
    incomplete, the answer the application got), or — an invalid message — dead-lettered with its reason.
-2. ``accounting`` — the daemon's own counters, summed over its lifetimes, account for every trace it was given:
-   stored − repaired + dead-lettered + skipped = traces given + what it re-read after a restart. What it re-read is
-   bounded by its consumed counters minus the distinct messages (a native message or a keyed Collector message is
-   one trace; an OTLP/HTTP request at most the largest number of traces in one request): 0 ≤ excess ≤ bound.
+2. ``accounting`` — the daemon's own counters (``ragmon_ingest_traces_consumed_total`` and
+   ``ragmon_ingest_traces_settled_total{outcome}``; each lifetime's from its stop line, after a kill -9 its last
+   scrape): every lifetime that stopped cleanly balances exactly, consumed = stored + dead-lettered + skipped +
+   released (given back uncommitted, read again next time); over the run the final outcomes cover every trace
+   given, and exceed them by no more than the traces read again after a kill -9.
 3. ``labels`` — every label the UI or API acknowledged is in the store (the newest per reviewer and trace).
 4. ``scores`` — every sampled trace has its scores once: one row per metric for the judge fingerprint under FINAL,
    and no trace that was not sampled has any; a judgement may be recorded as failed only while the judge failed.
@@ -79,9 +80,12 @@ def traces_once(run: Run) -> Check:
             buckets = Counter((o.path, "LLM < 10 s" if o.llm_seconds < 10 else "LLM 10–60 s" if o.llm_seconds < 60
                                else "LLM ≥ 60 s") for o in lost_otlp)
             near_kill = sum(1 for o in lost_otlp if o.llm_seconds < 10 and any(k - 15 <= o.ended <= k for k in kills))
+            in_kafka = sum(1 for o in lost_otlp if o.path == "collector" and o.trace_id in run.topic.otlp_trace_ids)
+            via = sum(1 for o in lost_otlp if o.path == "collector")
             problems.append("  the OTLP ones by path and LLM call: " + ", ".join(
                 f"{p} {b}: {n}" for (p, b), n in sorted(buckets.items())) +
-                f"; of the short ones, {near_kill} ended in the 15 s before a kill -9")
+                f"; of the short ones, {near_kill} ended in the 15 s before a kill -9; of the {via} through the "
+                f"Collector, {in_kafka} have spans in the topic")
     if doubled:
         problems.append(f"{len(doubled)} traces stored more than once under FINAL, e.g. "
                         f"{_few(f'{t} ×{n}' for t, n in doubled.items())}")
@@ -126,19 +130,22 @@ def _sum(counters: dict[str, float], name: str, *, labels: str = "") -> float:
     return sum(v for k, v in counters.items() if (m := pattern.match(k)) and labels in (m.group(1) or ""))
 
 
+OUTCOMES = ("stored", "dead_lettered", "skipped", "released")
+
+
 def life_counts(counters: dict[str, float], traces_topic: str) -> dict[str, float]:
-    """What one lifetime's counters say it did."""
-    kafka, http = f'topic="{traces_topic}"', 'topic="otlp-http"'
-    return {
-        "kafka": _sum(counters, "ragmon_ingest_messages_consumed_total", labels=kafka),
-        "http": _sum(counters, "ragmon_ingest_messages_consumed_total", labels=http),
-        "stored": _sum(counters, "ragmon_ingest_traces_stored_total"),
+    """What one lifetime's counters say it did: traces taken in and how each ended
+    (``ragmon_ingest_traces_consumed_total``, ``ragmon_ingest_traces_settled_total{outcome}``), messages read."""
+    out = {"consumed": _sum(counters, "ragmon_ingest_traces_consumed_total")}
+    for outcome in OUTCOMES:
+        out[outcome] = _sum(counters, "ragmon_ingest_traces_settled_total", labels=f'outcome="{outcome}"')
+    out.update({
+        "kafka": _sum(counters, "ragmon_ingest_messages_consumed_total", labels=f'topic="{traces_topic}"'),
+        "http": _sum(counters, "ragmon_ingest_messages_consumed_total", labels='topic="otlp-http"'),
         "repaired": _sum(counters, "ragmon_ingest_otlp_repaired_traces_total"),
-        "letters": _sum(counters, "ragmon_ingest_dead_letters_total"),
-        "skipped": _sum(counters, "ragmon_ingest_otlp_traces_skipped_total"),
-        "dropped": _sum(counters, "ragmon_ingest_otlp_incomplete_traces_total", labels="no_root"),
         "scored": _sum(counters, "ragmon_score_traces_scored_total"),
-    }
+    })
+    return out
 
 
 def lifetime_rows(run: Run, traces_topic: str) -> list[str]:
@@ -148,44 +155,61 @@ def lifetime_rows(run: Run, traces_topic: str) -> list[str]:
         n = life_counts(life.counters, traces_topic)
         lasted = (life.stopped or run.ended) - life.started
         out.append(f"lifetime {life.index}: {life.how or 'running'} after {lasted:.0f}s (exit {life.exit_code}; "
-                   f"{'its stop line' if life.final is not None else 'its last scrape'}): consumed {n['kafka']:,.0f} "
-                   f"from Kafka + {n['http']:,.0f} OTLP/HTTP requests; stored {n['stored']:,.0f} (repaired "
-                   f"{n['repaired']:,.0f}), dead-lettered {n['letters']:,.0f}, skipped {n['skipped']:,.0f}, dropped "
-                   f"without root {n['dropped']:,.0f}; scored {n['scored']:,.0f}")
+                   f"{'its stop line' if life.final is not None else 'its last scrape'}): traces consumed "
+                   f"{n['consumed']:,.0f} = stored {n['stored']:,.0f} + dead-lettered {n['dead_lettered']:,.0f} + "
+                   f"skipped {n['skipped']:,.0f} + released {n['released']:,.0f}"
+                   f"{'' if life.final is not None else ' + open at the kill'} (messages read: {n['kafka']:,.0f} "
+                   f"from Kafka, {n['http']:,.0f} OTLP/HTTP requests; repaired {n['repaired']:,.0f}; scored "
+                   f"{n['scored']:,.0f})")
     return out
 
 
 def accounting(run: Run, traces_topic: str) -> Check:
+    """Per lifetime that stopped cleanly: consumed = stored + dead-lettered + skipped + released, exactly (released:
+    given back uncommitted at the stop, read again by the next). After a kill -9, what was open is not counted, so
+    consumed ≥ the rest. Over the run: the final outcomes (stored, dead-lettered, skipped) of all lifetimes cover
+    the traces given, and exceed them by no more than the re-reads (traces consumed again after a kill -9 that
+    were not given back) explain."""
     sent, problems = run.sent, []
     queries = sum(1 for o in sent.otlp.values() if o.accepted > 0)
     given = len(sent.native) + len(sent.invalid) + queries + len(sent.non_queries)
-    counted, consumed_kafka, consumed_http, slack_low = 0.0, 0.0, 0.0, 0
+    final = consumed = released = 0.0
+    slack_low = 0
     for life in run.lifetimes:
         n = life_counts(life.counters, traces_topic)
-        counted += n["stored"] - n["repaired"] + n["letters"] + n["skipped"]
-        consumed_kafka += n["kafka"]
-        consumed_http += n["http"]
-        if life.final is None and life.how == "kill -9":  # committed between the last scrape and the kill: counted nowhere
+        settled = sum(n[o] for o in OUTCOMES)
+        final += n["stored"] + n["dead_lettered"] + n["skipped"]
+        consumed += n["consumed"]
+        released += n["released"]
+        ends = (f"{n['consumed']:,.0f} consumed, {n['stored']:,.0f} stored + {n['dead_lettered']:,.0f} dead-lettered "
+                f"+ {n['skipped']:,.0f} skipped + {n['released']:,.0f} released")
+        if life.final is not None and settled != n["consumed"]:
+            problems.append(f"lifetime {life.index} ({life.how}) stopped with {ends} = {settled:,.0f}: "
+                            f"{n['consumed'] - settled:+,.0f} traces without an outcome")
+        elif life.final is None and life.how == "kill -9":
+            if settled > n["consumed"]:
+                problems.append(f"lifetime {life.index} (kill -9), last scrape: {ends}: more outcomes than traces")
+            # settled and committed between the last scrape and the kill: counted nowhere
             slack_low += sum(max(0, life.committed_after_kill.get(p, 0) - o) for p, o in life.committed_before_kill.items())
         elif life.final is None:
             problems.append(f"lifetime {life.index} ({life.how}) printed no final counters: its account is incomplete")
-    reread = max(0.0, consumed_kafka - run.topic.messages)
-    rehttp = max(0.0, consumed_http - run.extra.get("http_requests_accepted", consumed_http))
-    bound = reread + rehttp * max(1, run.http_max_traces_per_request)
-    excess = counted - given
+    reread = max(0.0, consumed - released - given)
+    excess = final - given
     if excess < -slack_low:
-        problems.append(f"the counters account for {counted:,.0f} traces, {given - counted:,.0f} fewer than the "
-                        f"{given:,} given: traces vanished without being counted"
+        problems.append(f"the final outcomes of all lifetimes account for {final:,.0f} traces, {given - final:,.0f} fewer "
+                        f"than the {given:,} given: traces vanished without an outcome"
                         + (f" (beyond {slack_low} committed between the last scrape and the kill -9)" if slack_low else ""))
-    if excess > bound:
-        problems.append(f"the counters account for {counted:,.0f} traces, {excess:,.0f} more than the {given:,} given, "
-                        f"more than re-reading can explain ({reread:,.0f} Kafka messages consumed again, "
-                        f"{rehttp:,.0f} OTLP/HTTP requests again): some traces were counted twice")
+    if excess > reread:
+        problems.append(f"the final outcomes of all lifetimes account for {final:,.0f} traces, {excess:,.0f} more than "
+                        f"the {given:,} given, more than the {reread:,.0f} read again after a kill explain: some "
+                        f"traces were counted twice")
     if problems:
         problems.extend("  " + row for row in lifetime_rows(run, traces_topic))
-    summary = (f"{given:,} traces given ({len(sent.native):,} native, {len(sent.invalid)} invalid, {queries:,} OTLP "
-               f"queries, {len(sent.non_queries)} OTLP non-queries); counted {counted:,.0f} over {len(run.lifetimes)} "
-               f"lifetimes (excess {excess:+,.0f}; re-reads allow 0…{bound:,.0f})")
+    clean = sum(1 for life in run.lifetimes if life.final is not None)
+    summary = (f"{clean} clean lifetimes balanced exactly; over the run {given:,} traces given ({len(sent.native):,} "
+               f"native, {len(sent.invalid)} invalid, {queries:,} OTLP queries, {len(sent.non_queries)} OTLP "
+               f"non-queries), {final:,.0f} final outcomes (excess {excess:+,.0f}; {reread:,.0f} read again after "
+               f"the kill allow 0…{reread:,.0f})")
     return Check("consumed = stored + dead-lettered + skipped", not problems, summary, tuple(problems))
 
 

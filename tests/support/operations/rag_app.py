@@ -123,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     exporter = PatientExporter(OTLPSpanExporter(endpoint=args.endpoint, timeout=10), journal, args.patience)
     processor = BatchSpanProcessor(exporter, schedule_delay_millis=200, max_queue_size=20_000)
     with exporting(processor):
-        app = App(llm_seconds=lambda: getattr(local, "llm_seconds", 0.0))  # its index building: two traces
+        app = App()  # its index building: two traces
+        # every LLM call lasts as long as the plan says for the query asking (a thread-local: queries overlap)
+        app.llm.thinking = lambda: time.sleep(getattr(local, "llm_seconds", 0.0))
         start = time.time()
         journal.write(kind="start", at=start)
 

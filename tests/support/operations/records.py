@@ -150,7 +150,7 @@ class Lifetime:
 
 @dataclass
 class TopicScan:
-    """The traces topic as the broker holds it at the end."""
+    """The traces topic as the broker holds it at the end (which OTLP traces reached Kafka through the Collector)."""
 
     messages: int = 0                    # distinct messages (offsets) in every partition
     native: int = 0
@@ -172,7 +172,6 @@ class Run:
     failures: list[WriteFailure] = field(default_factory=list)
     lifetimes: list[Lifetime] = field(default_factory=list)
     topic: TopicScan = field(default_factory=TopicScan)
-    http_max_traces_per_request: int = 1
     fingerprint: str = ""
     started: float = 0.0
     ended: float = 0.0

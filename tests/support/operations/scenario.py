@@ -446,11 +446,9 @@ class Harness:
             rec.sent.outcomes, rec.sent.invalid_outcomes = native.outcomes, native.invalid_outcomes
             rec.sent.not_acked = native.not_acked
             for app in apps:
-                queries, others, most = app.sent()
+                queries, others = app.sent()
                 rec.sent.otlp.update(queries)
                 rec.sent.non_queries.update(others)
-                if app.path == "direct":
-                    rec.http_max_traces_per_request = most
             rec.sent.sampled = self._sampled()
             rec.stored = collect.read_store(f"chdb://{disk.path / 'chdb'}", "ragmon")
             rec.letters = (collect.read_letters(broker.bootstrap, DLQ)
@@ -464,7 +462,6 @@ class Harness:
             logged, others = daemon.log_failures()
             rec.failures += logged
             rec.fingerprint = _fingerprint(daemon)
-            rec.extra["http_requests_accepted"] = _accepted_requests(daemon)
             rec.extra["warnings_outside_faults"] = [
                 text for at, text in others if not invariants._in_window(at, invariants.fault_windows(rec))
                 and not _noise(text)]
@@ -531,15 +528,6 @@ def _fingerprint(daemon: Daemon) -> str:
         if found:
             return found[-1]
     return ""
-
-
-def _accepted_requests(daemon: Daemon) -> float:
-    total = 0.0
-    for life in daemon.lifetimes:
-        c = life.counters
-        total += sum(v for k, v in c.items() if k.startswith("ragmon_ingest_otlp_http_requests_total")
-                     and ('outcome="accepted"' in k or 'outcome="partial"' in k))
-    return total
 
 
 _NOISE = ("heartbeat_interval_ms is high", "kafka.coordinator", "kafka.cluster", "kafka.conn", "kafka.client", "kafka.net",

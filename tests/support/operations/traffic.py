@@ -179,15 +179,13 @@ class OtlpApp:
             return []
         return [json.loads(line) for line in self.journal.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-    def sent(self) -> tuple[dict[str, OtlpSent], dict[str, str], int]:
-        """(queries by trace id, non-query traces the endpoint accepted a span of, the most traces one export held)."""
+    def sent(self) -> tuple[dict[str, OtlpSent], dict[str, str]]:
+        """(queries by trace id, the traces that are not queries of which the endpoint accepted a span)."""
         records = self.records()
         spans: Counter[str] = Counter()
         accepted: Counter[str] = Counter()
-        most = 1
         for r in records:
             if r["kind"] == "export":
-                most = max(most, len(r["traces"]))
                 for trace_id, n in r["traces"].items():
                     spans[trace_id] += n
                     if r["ok"]:
@@ -204,4 +202,4 @@ class OtlpApp:
                                                   accepted[r["trace_id"]] + 1, accepted[r["trace_id"]])
         others = {r["trace_id"]: self.path for r in records
                   if r["kind"] == "root" and r["trace_id"] not in queries and accepted[r["trace_id"]] > 0}
-        return queries, others, most
+        return queries, others

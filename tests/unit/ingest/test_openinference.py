@@ -3,6 +3,7 @@ the ingest loop (in-memory source and store). One test per numbered problem; eac
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -143,7 +144,7 @@ def test_3_spans_after_the_trace_was_stored_make_a_new_version_that_replaces_it(
     assert r.source.committed == {(T, 0): 2}
 
 
-def test_3_late_spans_past_the_repair_window_are_dropped_and_counted(rig, app):
+def test_3_late_spans_past_the_repair_window_are_dead_lettered_and_counted(rig, app):
     with capture() as spans:
         app.query("How long do refunds take?")
     finished = list(spans.get_finished_spans())
@@ -155,6 +156,9 @@ def test_3_late_spans_past_the_repair_window_are_dropped_and_counted(rig, app):
     r.drive(5)
     assert len(r.writer.rows) == 1
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "late_spans"}) == 1
+    [letter] = r.dlq.letters
+    assert letter.reason == "otlp_late_spans" and len(json.loads(letter.value)) == len(llm)
+    assert r.source.committed == {(T, 0): 2}
 
 
 # -- 4. a reranker --------------------------------------------------------------------------------------------------
@@ -199,7 +203,7 @@ def test_7_traces_that_are_not_queries_are_skipped_and_counted(rig, app, chain):
         app.not_queries()
         chain.without_retrieval("Say hello.")
         sent = app.query("How long do refunds take?")
-    r = ingest(rig, list(spans.get_finished_spans()))
+    r = ingest(rig, list(spans.get_finished_spans()), otlp_repair_window_seconds=3)  # a skip is final after it
     assert [row["question"] for row in r.writer.rows] == [sent.question]
     skipped = {reason: r.metric("ragmon_ingest_otlp_traces_skipped_total", {"reason": reason})
                for reason in ("embedding_only", "llm_only", "no_retriever")}

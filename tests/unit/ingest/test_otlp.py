@@ -70,15 +70,16 @@ def test_no_commit_past_a_message_whose_trace_is_still_assembling(rig):
     assert r.source.committed == {(T, 0): 6}
 
 
-def test_a_trace_without_its_root_is_dropped_at_the_deadline_and_counted(rig):
+def test_a_trace_without_its_root_is_dead_lettered_at_the_deadline_and_counted(rig):
     spans = rag_spans(2)
     msgs = otlp_messages(spans, 1, "proto")
-    r = rig(max_batch_rows=100, otlp_assembly_wait_seconds=2)
+    r = rig(max_batch_rows=100, otlp_max_query_seconds=2)
     r.source.append(T, 0, msgs[:3] + msgs[3:5])  # trace 1's root never arrives
     r.drive(20)
     assert [row["query_id"] for row in r.writer.rows] == ["q0"]
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "timed_out_no_root"}) == 1
-    assert r.source.committed == {(T, 0): 5}, "dropped explicitly: its messages may be committed"
+    assert [(d.reason, d.offset) for d in r.dlq.letters] == [("otlp_no_root", 3)]
+    assert r.source.committed == {(T, 0): 5}, "dead-lettered: its messages may be committed"
 
 
 def test_a_root_alone_waits_the_settle_time_then_is_stored_marked_incomplete(rig):
@@ -101,25 +102,28 @@ def test_a_dangling_parent_keeps_the_trace_waiting_then_it_is_emitted_marked_inc
     root = Span("a" * 32, "1" * 16, "", "rag", 0, 10, {"input.value": "q?"}, "")
     retriever = Span("a" * 32, "4" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER"}, "")
     orphan = Span("a" * 32, "3" * 16, "2" * 16, "embed", 1, 2, {}, "")  # its parent span 22… never arrives
-    out = assembler.add(RawMessage(T, 0, 0, b""), [root, retriever, orphan], ledger, now=0.0)
+    assert assembler.add(RawMessage(T, 0, 0, b""), [retriever, orphan], ledger, now=0.0) == []
+    assert assembler.expire(now=100.0) == [], "without its root a trace waits otlp_max_query_seconds"
+    out = assembler.add(RawMessage(T, 0, 1, b""), [root], ledger, now=100.0)
     assert out == [] and assembler.pending() == 1
-    assert assembler.expire(now=2.0) == [], "settled, but a parent is missing: waits for the deadline"
+    assert assembler.expire(now=102.0) == [], "settled, but a parent is missing: waits for the deadline"
     assert ledger.committable() == {}
-    (item,) = assembler.expire(now=5.0)
+    (item,) = assembler.expire(now=105.0)  # otlp_assembly_wait_seconds after its root
     assert item.outcome == "timed_out_emitted" and b'"ragmon.otlp.incomplete": "true"' in item.document
     assert b'"ragmon.otlp.missing": "llm,parent"' in item.document
     release_trace(item.entries)
-    assert ledger.committable() == {(T, 0): 1}
+    assert ledger.committable() == {(T, 0): 2}
 
 
 def test_memory_bound_evicts_the_oldest_pending_trace(rig):
     spans = rag_spans(3)
     msgs = otlp_messages(spans, 1, "proto")
-    r = rig(max_batch_rows=100, otlp_max_pending_traces=1, otlp_assembly_wait_seconds=60)
+    r = rig(max_batch_rows=100, otlp_max_pending_traces=1)
     r.source.append(T, 0, [msgs[0], msgs[3], msgs[6]])  # three traces' retriever spans only
     r.drive(3)
     assert r.pipeline.intake.pending() == 1
     assert r.metric("ragmon_ingest_otlp_incomplete_traces_total", {"outcome": "evicted_no_root"}) == 2
+    assert [(d.reason, d.offset) for d in r.dlq.letters] == [("otlp_no_root", 0), ("otlp_no_root", 1)]
 
 
 def test_auto_format_mixes_native_and_otlp_and_rejects_garbage(rig):
@@ -129,17 +133,6 @@ def test_auto_format_mixes_native_and_otlp_and_rejects_garbage(rig):
     r.drive(10)
     assert sorted(row["trace_id"] for row in r.writer.rows)[1] == "native-1"
     assert [d.reason for d in r.dlq.letters] == ["invalid_otlp", "invalid_otlp"]
-
-
-def test_memory_bound_in_bytes_evicts_the_oldest_pending_traces():
-    ledger = OffsetLedger()
-    assembler = OtlpAssembler(wait_seconds=60, max_pending=1000, max_bytes=3_000)
-    out = []
-    for i in range(10):  # root-less spans of ten traces, 1,000 bytes of message each
-        orphan = Span(f"{i:032x}", "3" * 16, "2" * 16, "embed", 1, 2, {}, "")
-        out += assembler.add(RawMessage(T, 0, i, b"x" * 1_000), [orphan], ledger, now=0.0)
-    assert assembler.pending_bytes() <= 3_000 and assembler.pending() == 3
-    assert [a.outcome for a in out] == ["evicted_no_root"] * 7
 
 
 def test_resource_attributes_are_not_copied_onto_every_span():

@@ -160,9 +160,10 @@ def test_each_batch_keeps_the_wait_it_was_opened_with():
 def test_intake_produces_traces_and_dead_letters_in_message_order_and_tracks_each_message():
     ledger = OffsetLedger()
     out = list(intake(ledger).handle(messages(4, bad_every=2)))
-    assert [len(item) for item in out] == [2, 4, 2, 4]  # (dead letter, entries) / (trace, source, size, entries)
+    # (dead letter, entries, kind settled) / (trace, source, size, entries, kind settled)
+    assert [len(item) for item in out] == [3, 5, 3, 5] and {item[-1] for item in out} == {"message"}
     assert out[0][0].reason == "invalid_json" and out[1][0].trace_id == "t1"
-    assert [item[-1][0].offset for item in out] == [0, 1, 2, 3]
+    assert [item[-2][0].offset for item in out] == [0, 1, 2, 3]
     assert ledger.pending() == 4 and not ledger.committable()  # nothing is safe until a later step releases it
 
 
