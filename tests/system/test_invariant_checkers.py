@@ -224,7 +224,10 @@ def test_readiness_fails_when_it_never_returns_or_returns_late() -> None:
 def test_a_write_failure_outside_a_fault_window_fails() -> None:
     run = good_run()
     run.failures.append(WriteFailure(90, "daemon-log", "store write failed"))  # between the disk and the sigterm
-    assert _only_failing(run) == ["no write failed outside a fault"]
+    assert _only_failing(run) == ["no write or store read failed outside a fault"]
+    run = good_run()
+    run.failures.append(WriteFailure(90, "daemon-log (read)", "drift check failed: ClickHouse query failed"))
+    assert _only_failing(run) == ["no write or store read failed outside a fault"]
 
 
 def test_outcome_events_lost_or_not_dead_lettered_fail() -> None:

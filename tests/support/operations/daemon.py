@@ -6,7 +6,8 @@ is retried, as a supervisor would, and noted. While it runs, one thread scrapes 
 lifetime's last counters, and every rise of a write-failure counter, with the time it was seen) and another
 polls /readyz every 0.5 s (when it answered 200 again after a fault). ``sigterm`` stops it and keeps the counters
 it prints when it stops (``ragmon run stopped: {…}``); ``kill_9`` scrapes, reads the committed offsets, and kills
-it. ``close`` stops whatever still runs. ``log_failures`` reads the write failures its logs name, with their times.
+it. ``close`` stops whatever still runs. ``log_failures`` reads the failed writes and reads of the store its logs name,
+with their times.
 Test plumbing only: no assertions.
 """
 
@@ -30,9 +31,12 @@ from tests.support.operations.records import Lifetime, WriteFailure
 ROOT = Path(__file__).resolve().parents[3]
 STOP_LINE = re.compile(r"ragmon run stopped: (\{.*\})")
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) (WARNING|ERROR|CRITICAL) (\S+): (.*)$")
-#: a warning or error of the daemon that says a write failed (store, dead letters, offsets, labels, sessions)
-WRITE_FAILED = re.compile(r"write failed|not stored|insert into \w+ failed|StoreError|commit failed|offsets stay "
-                          r"uncommitted|review request .* failed|drift check failed|crashed|cannot write")
+#: a warning or error of the daemon that says a write failed (store, dead letters, offsets, labels, sessions), or a
+#: role crashed
+WRITE_FAILED = re.compile(r"write failed|not stored|insert into \w+ failed|commit failed|offsets stay uncommitted|"
+                          r"crashed|cannot write")
+#: one that says a read of the store failed (a role's query, a page's)
+READ_FAILED = re.compile(r"ClickHouse query failed")
 #: the metric counters that rise when a write fails, and the series of them that count failures
 FAILURE_COUNTERS = ("ragmon_ingest_flush_failures_total", "ragmon_outcomes_store_retries_total",
                     "ragmon_ingest_store_retries_total")
@@ -221,7 +225,8 @@ class Daemon:
             admin.close()
 
     def log_failures(self) -> tuple[list[WriteFailure], list[tuple[float, str]]]:
-        """(write failures the logs name, every other warning or error) with their times, over every lifetime."""
+        """(failed writes and store reads the logs name, every other warning or error) with their times, over every
+        lifetime."""
         failures, others = [], []
         for path in sorted(self.workdir.glob("daemon-*.log")):
             for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -232,6 +237,8 @@ class Daemon:
                 text = f"{m.group(3)} {m.group(4)}: {m.group(5)}"
                 if WRITE_FAILED.search(m.group(5)):
                     failures.append(WriteFailure(at, "daemon-log", f"{path.name}: {text}"))
+                elif READ_FAILED.search(m.group(5)):
+                    failures.append(WriteFailure(at, "daemon-log (read)", f"{path.name}: {text}"))
                 else:
                     others.append((at, f"{path.name}: {text}"))
         return failures, others

@@ -20,7 +20,8 @@ The invariants (issue 30):
 6. ``people`` — every page load answered, sign-in worked, sign-out ended the session (a copied cookie is refused);
    a write (label, sign-out) may fail only while a fault was injected.
 7. ``readiness`` — /readyz came back within the stated bound after every fault.
-8. ``writes`` — no write failed (daemon log, its failure counters, a client's refused write) outside a fault window.
+8. ``writes`` — no write failed (daemon log, its failure counters, a client's refused write) outside a fault window;
+   nor a read of the store by one of the daemon's roles (its log): reads must work whenever the daemon runs.
 9. ``outcomes`` — every outcome event is stored once, every invalid one dead-lettered.
 """
 
@@ -341,7 +342,7 @@ def writes(run: Run) -> Check:
     by_source = Counter(w.source for w in run.failures)
     summary = (f"{len(run.failures)} write failures seen ({', '.join(f'{k} {n}' for k, n in sorted(by_source.items()))}"
                f"), {len(outside)} outside the {len(windows)} fault windows")
-    return _check("no write failed outside a fault", problems, summary)
+    return _check("no write or store read failed outside a fault", problems, summary)
 
 
 # -- 9. outcome events -------------------------------------------------------------------------------------------------

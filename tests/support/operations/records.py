@@ -122,7 +122,7 @@ class Fault:
 @dataclass
 class WriteFailure:
     at: float
-    source: str             # daemon-log | metrics | label | signout | otlp-export
+    source: str             # daemon-log | daemon-log (read) | metrics | label | signout | triage
     detail: str
 
 
