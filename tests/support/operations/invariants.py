@@ -289,7 +289,7 @@ def reads(run: Run) -> Check:
 
 # -- 6. people: pages, sign-in, sign-out ------------------------------------------------------------------------------
 
-def _in_window(t: float, windows: list[tuple[float, float]]) -> bool:
+def in_window(t: float, windows: list[tuple[float, float]]) -> bool:
     return any(a <= t <= b + GRACE_SECONDS for a, b in windows)
 
 
@@ -305,7 +305,7 @@ def people(run: Run) -> Check:
     for a in acts:
         if a.ok:
             continue
-        if a.write and (_in_window(a.started, windows) or _in_window(a.ended, windows)):
+        if a.write and (in_window(a.started, windows) or in_window(a.ended, windows)):
             continue  # a write refused while a fault was injected: allowed (the person tries again)
         problems.append(f"{a.kind} {a.what} at {a.started:.0f}: {a.detail or a.status}")
     kinds = Counter(a.kind for a in acts)
@@ -337,7 +337,7 @@ def readiness(run: Run, bound_seconds: float) -> Check:
 
 def writes(run: Run) -> Check:
     windows = fault_windows(run)
-    outside = [w for w in run.failures if not _in_window(w.at, windows)]
+    outside = [w for w in run.failures if not in_window(w.at, windows)]
     problems = [f"{w.source} at {w.at:.1f}: {w.detail[:240]}" for w in outside]
     by_source = Counter(w.source for w in run.failures)
     summary = (f"{len(run.failures)} write failures seen ({', '.join(f'{k} {n}' for k, n in sorted(by_source.items()))}"

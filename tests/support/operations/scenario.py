@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import socket
 import subprocess
@@ -169,8 +170,6 @@ def _ragmon(config: Path, *args: str, cwd: Path, timeout: float = 300) -> subpro
 
 
 def _env() -> dict[str, str]:
-    import os
-
     return dict(os.environ, PYTHONPATH=str(ROOT))
 
 
@@ -463,7 +462,7 @@ class Harness:
             rec.failures += logged
             rec.fingerprint = _fingerprint(daemon)
             rec.extra["warnings_outside_faults"] = [
-                text for at, text in others if not invariants._in_window(at, invariants.fault_windows(rec))
+                text for at, text in others if not invariants.in_window(at, invariants.fault_windows(rec))
                 and not _noise(text)]
             rec.extra["judge"] = judge.counts()
             if self.damage:
