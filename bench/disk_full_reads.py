@@ -10,8 +10,9 @@ its own, its store on a 400 MiB tmpfs; 100 native traces/s. Each cycle: 10 s of 
 ballast file for 10 s (reads go on), freed. A read is ``SELECT count(), avg(value), uniqExact(trace_id) FROM
 scores FINAL`` over the last two hours, through the daemon's read API, once a second. Prints when reads started
 failing and whether they recovered, then restarts the daemon and reads once more. Needs root (mount) and Java.
-Reproduced in 3 of 3 runs with 8 cycles (failures from the 3rd, 4th or 5th cycle on, every read after), 1 of 4 with
-3 cycles of 20 s.
+Reproduced in 3 of 5 runs with 8 cycles (failures from the 3rd, 4th or 5th cycle on, every read after, until the
+restart), 1 of 4 with 3 cycles of 20 s; in 1 of 4 runs of tests/system (the traces table there). After the restart
+the data was all there and no part was detached (checked in the runs that did not fail: the check came later).
 Asserts nothing.
 """
 
@@ -40,6 +41,7 @@ from tests.support.producers import realistic_trace  # noqa: E402
 
 QUERY = ("SELECT count(), avg(value), uniqExact(trace_id) FROM ragmon.scores FINAL "
          "WHERE ts > now() - INTERVAL 2 HOUR")
+DETACHED = "SELECT table, name, reason FROM system.detached_parts WHERE database = 'ragmon'"
 
 
 def start(config: Path, workdir: Path, log: str, base: str) -> subprocess.Popen[bytes]:
@@ -57,11 +59,11 @@ def start(config: Path, workdir: Path, log: str, base: str) -> subprocess.Popen[
         time.sleep(0.3)
 
 
-def read(store_dir: Path) -> tuple[int, str]:
+def read(store_dir: Path, sql: str = QUERY) -> tuple[int, str]:
     announced = json.loads((store_dir / "ragmon-read-api.json").read_text())
-    r = httpx.post(f"{announced['url']}/api/v1/store/read", json={"op": "query", "sql": QUERY}, timeout=60,
+    r = httpx.post(f"{announced['url']}/api/v1/store/read", json={"op": "query", "sql": sql}, timeout=60,
                    headers={"Authorization": f"Bearer {announced['token']}"})
-    return r.status_code, r.text[:300]
+    return r.status_code, r.text[:600]
 
 
 def main() -> None:
@@ -133,6 +135,10 @@ def main() -> None:
         proc.wait(60)
         proc = start(config, workdir, "daemon-restarted.log", base)
         print(f"after a restart: {read(disk.path / 'chdb')}", flush=True)
+        print("traces stored, and traces with scores: " + str(read(disk.path / "chdb", (
+            "SELECT (SELECT uniqExact(trace_id) FROM ragmon.traces FINAL), "
+            "(SELECT uniqExact(trace_id) FROM ragmon.scores FINAL)"))), flush=True)
+        print(f"parts detached at the restart: {read(disk.path / 'chdb', DETACHED)}", flush=True)
     finally:
         stop.set()
         if proc is not None and proc.poll() is None:
