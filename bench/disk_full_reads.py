@@ -11,7 +11,7 @@ ballast file for 10 s (reads go on), freed. A read is ``SELECT count(), avg(valu
 scores FINAL`` over the last two hours, through the daemon's read API, once a second. Prints when reads started
 failing and whether they recovered, then restarts the daemon and reads once more. Needs root (mount) and Java.
 Reproduced in 3 of 5 runs with 8 cycles (failures from the 3rd, 4th or 5th cycle on, every read after, until the
-restart), 1 of 4 with 3 cycles of 20 s; in 1 of 4 runs of tests/system (the scores table there too). After the restart
+restart), 1 of 4 with 3 cycles of 20 s; in 1 of 5 runs of the operations scenario (the scores table there too). After the restart
 the same query answered in every failing run; whether a part was detached at that restart is not known yet (the
 detached-parts check came after those runs; none was detached in the two that did not fail).
 Asserts nothing.
