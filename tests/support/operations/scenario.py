@@ -138,7 +138,7 @@ def long_plan(minutes: float) -> Plan:
                    FaultStep(o + 120 * k, "broker"), FaultStep(o + 170 * k, "disk", 30 * k),
                    FaultStep(o + 240 * k, "kill_9"), FaultStep(o + 290 * k, "judge_500", 30 * k)]
         slow += [(o + 10 * k, 120.0), (o + 100 * k, 118.0), (o + length - 125, 120.0)]
-    return Plan(seconds=seconds, faults=tuple(faults), slow=tuple(slow), drain_seconds=600, disk_mb=2048)
+    return Plan(seconds=seconds, faults=tuple(faults), slow=tuple(slow), drain_seconds=600)
 
 
 @dataclass
