@@ -326,9 +326,10 @@ class Telemetry:
         )
         self.drift_last_assessed = GaugeSpec(
             "ragmon_drift_last_assessed_timestamp_seconds",
-            "Unix time a check last assessed any feature of the group (when never, the first check that saw the "
-            "group); RagmonDriftBlind fires when it is older than ragmon_drift_blind_after_seconds.",
-            ("retriever", "variant", "stratum"),
+            "Unix time a check last assessed any feature of the family (traces, versions, judge) in the group (when "
+            "never, the first check that saw it); RagmonDriftBlind fires when it is older than "
+            "ragmon_drift_blind_after_seconds.",
+            ("retriever", "variant", "stratum", "family"),
         )
         self.drift_gauges = GaugeSnapshot(self.drift_statistic, self.drift_p_value, self.drift_effect,
                                           self.drift_detected, self.drift_sample_size, self.drift_feature_value,

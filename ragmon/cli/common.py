@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+#: too little evidence to answer: a hold (shadow, ab compare), too little classified traffic (golden coverage), a
+#: drift range or check where no test could be assessed (docs/cli.md, exit codes)
+EXIT_NO_EVIDENCE = 4
 #: a daemon stopped by itself on an error that no retry can fix (e.g. ingest: a codec's library is missing)
 EXIT_FATAL = 5
 #: stopped (SIGTERM/SIGINT) before the work was done, nothing failing: ``ingest --file`` before every line was

@@ -12,7 +12,8 @@ import typer
 from rich.table import Table
 
 from ragmon.cli import judge_drift_cmd
-from ragmon.cli.common import console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import EXIT_NO_EVIDENCE, console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.drift_applied import applied_drift_settings
 from ragmon.cli.options import (
     FormatOption,
     LogLevelOption,
@@ -71,7 +72,8 @@ def check(
     once: Annotated[bool, typer.Option("--once/--loop", help="Run one check and exit (default), or keep running "
                                        "checks every drift.interval_seconds in the foreground.")] = True,
     show_all: Annotated[bool, typer.Option("--all", help="List every test, not only the drifted ones.")] = False,
-    fail_on_drift: Annotated[bool, typer.Option(help="Exit with status 1 when the check finds drift.")] = False,
+    fail_on_drift: Annotated[bool, typer.Option(help="Exit with status 1 when the check finds drift, and 4 when it "
+                                                "could assess no test at all.")] = False,
     at: Annotated[str | None, typer.Option(
         "--at", help="Run the check as it would have run at this time ('6h' = six hours ago, or ISO 8601): on the "
         "stored history, printed only (not stored, not exported).", show_default=False)] = None,
@@ -81,7 +83,9 @@ def check(
 
     Each window is compared with the same time of day over drift.windows.reference_days and with how much windows
     naturally differ; PERSISTENT marks a feature whose CUSUM crossed its threshold (what the alerts page on),
-    DRIFT a feature this check alone declared drifted. See docs/drift.md.
+    DRIFT a feature this check alone declared drifted. One check (and --at) applies the drift settings of the
+    latest stored check (the daemon's windows and thresholds), with what your configuration sets explicitly on
+    top, and names them on stderr. See docs/drift.md.
     """
     from ragmon.drift.check import DriftChecker
     from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
@@ -97,12 +101,22 @@ def check(
         when = datetime.now(UTC)
         err_console.print("the store is held by a running ragmon: this check is run through it and printed, not "
                           "stored (the daemon's drift role stores its own)", highlight=False, soft_wrap=True)
-    checker = DriftChecker(store, settings.drift)
+    drift_settings = settings.drift if not once else applied_drift_settings(store, settings.drift)
+    checker = DriftChecker(store, drift_settings)
     found = False
+    blind = False
 
     def show(result: Any, rows: list[dict[str, Any]]) -> None:
-        nonlocal found
+        nonlocal found, blind
         found = found or bool(result.drifted) or bool(result.persistent)
+        # not one test assessed: "no drifted feature" would read as health; say it louder than the table
+        blind = not any(r.assessed for r in result.results)
+        if blind:
+            err_console.print("[bold red]NOTHING ASSESSED[/]: " + (
+                f"not one of the {len(result.results)} tests of this check could be assessed (too few traces or "
+                "reference windows): it says nothing about drift. `--all` gives each test's reason."
+                if result.results else "no traffic in this check's windows: it says nothing about drift."),
+                highlight=False, soft_wrap=True)
         if output == "json":
             console.print_json(json_rows(rows if show_all else [r for r in rows if r["drifted"] or r["persistent"]]))
             return
@@ -132,6 +146,8 @@ def check(
             pass
     if fail_on_drift and found:
         raise typer.Exit(1)
+    if fail_on_drift and blind:  # a gate with no evidence holds (docs/cli.md, exit codes)
+        raise typer.Exit(EXIT_NO_EVIDENCE)
 
 
 @app.command("report")
@@ -324,10 +340,13 @@ def backtest_cmd(
                                            "would have alarmed.")] = False,
 ) -> None:
     """Replay the drift detector over stored history: for every window end in the range, the check as it would
-    have run then; per group and feature, how many windows would have alarmed and when.
+    have run then (drift check --at), from only what was timestamped before it; per group and feature, how many
+    windows would have alarmed and when persistent drift began (an alarm active at --from: since when).
 
-    Tune drift.alpha, drift.sequential.* and drift.windows on your own traffic before paging on the alerts, and
-    measure the false-alarm rate you get. Reads only; nothing is stored or exported.
+    Applies the drift settings of the latest stored check (the daemon's), with what your configuration sets
+    explicitly on top: tune drift.alpha, drift.sequential.* and drift.windows on your own traffic before paging
+    on the alerts, and measure the false-alarm rate you get. Exits 4 when not one feature could be assessed in
+    the range. Reads only; nothing is stored or exported.
     """
     from ragmon.cli.drift_backtest import run_backtest
 

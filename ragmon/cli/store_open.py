@@ -36,5 +36,6 @@ def open_store(settings: Settings, *, migrate: bool = True, writes: bool = False
 
 
 def is_remote(store: Any) -> bool:
-    """Whether ``store`` reads through a running daemon (and so cannot write)."""
-    return bool(getattr(store, "read_only", False))
+    """Whether ``store`` reads through a running daemon (and so cannot write). ``RemoteReadStore.read_only`` is
+    ``True``; ``ClickHouseStore.read_only`` is a method (a second, read-only connection), truthy but not remote."""
+    return getattr(store, "read_only", False) is True

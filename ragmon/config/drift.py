@@ -107,7 +107,8 @@ class DriftSettings(Section):
     )
     blind_after_seconds: float = Field(
         6 * 3600.0, ge=600, le=30 * 86400,
-        description="A group with traffic that no check could assess for this long is 'blind' (RagmonDriftBlind).",
+        description="A feature family (traces, versions, judge) of a group with traffic that no check could assess "
+        "for this long is 'blind' (RagmonDriftBlind).",
     )
     judge_agreement: JudgeAgreementSettings = Field(
         default_factory=JudgeAgreementSettings, description="Judge drift: weekly judge-vs-human agreement."

@@ -103,9 +103,10 @@ ZCache = dict[tuple[Hashable, int, int], tuple[float, float]]
 
 def assess(entries: Sequence[Entry], detector: Detector | None = None, *, current: int = 0,
            cache: ZCache | None = None) -> list[Assessed]:
-    """Assess every entry at window ``current`` of its series. A backtest assessing the same entries at many
-    windows passes one ``cache`` so each window's primary z-score is computed once (it depends only on the
-    window and the block size, not on which check asks). The CUSUM budget and ``k`` are ``detector``'s; each
+    """Assess every entry at window ``current`` of its series. A caller assessing the same entries at many
+    windows can pass one ``cache`` so each window's primary z-score is computed once (it depends only on the
+    window and the block size, not on which check asks) — only when the series are the same for every window
+    assessed: ``drift backtest`` runs each replayed check on its own query instead (``ragmon.drift.backtest``). The CUSUM budget and ``k`` are ``detector``'s; each
     entry's windows are compared by its own detector when it has one."""
     detector = detector or Detector()
     prepared = [(e, *_prepare(e, e.detector or detector, current)) for e in entries]

@@ -3,8 +3,9 @@
 ``DriftChecker.run_once`` summarises every window of the reference period and the current window in
 ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
 Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
-parameter applied, and publishes the ``ragmon_drift_*`` gauges (``export``), including when each group was last
-assessed (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
+parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the
+``ragmon_drift_*`` gauges (``export``), including when each feature family of each group was last assessed
+(``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
 stored nor exported (``drift check --at``); ``ragmon.drift.backtest`` replays it over a range. The clock is
 injected.
 """
@@ -21,10 +22,12 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftSettings
+from ragmon.drift.applied import record
 from ragmon.drift.assess import Assessed, Detector, Entry, assess
 from ragmon.drift.export import export
-from ragmon.drift.features import FeaturePlan, plan_features
+from ragmon.drift.features import FEATURES, FeaturePlan, plan_features
 from ragmon.drift.query import Group, QueryStore, Windowed, aggregate, to_series
+from ragmon.drift.replay import ZReuse
 from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
 from ragmon.drift.windows import Window, WindowPlan, Windows, plan
@@ -34,6 +37,8 @@ from ragmon.tracing import span
 log = logging.getLogger("ragmon.drift")
 Clock = Callable[[], datetime]
 GroupKey = tuple[str, str, str, str]
+#: (retriever name, version, variant, stratum, feature family): what RagmonDriftBlind watches
+BlindKey = tuple[str, str, str, str, str]
 
 
 def utc_now() -> datetime:
@@ -62,10 +67,11 @@ class DriftChecker:
                                     "ragmon.drift.groups_dropped": result.groups_dropped})
             return result
 
-    def evaluate(self, at: datetime) -> CheckResult:
-        """The check as it would have run at ``at``: nothing stored, nothing exported."""
+    def evaluate(self, at: datetime, *, reuse: ZReuse | None = None) -> CheckResult:
+        """The check as it would have run at ``at``: nothing stored, nothing exported. ``reuse``: a replay's z-scores
+        of the previous check, taken where the windows are the same (``ragmon.drift.replay``; same result)."""
         started = time.monotonic()
-        result = self._check(at)
+        result = self._check(at, reuse)
         return CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
                            result.groups_dropped, result.last_assessed)
 
@@ -95,9 +101,10 @@ class DriftChecker:
                         false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
                         max_pool=self.settings.max_pool_windows, arl_margin=seq.arl_margin)
 
-    def entries(self, now: datetime, *, extra_lookback: int = 0) -> tuple[list[Entry], dict[int, WindowPlan], int]:
-        """Query every window a check at ``now`` needs (and ``extra_lookback`` more, for a backtest) and build the
-        entries to assess; also each entry's window plan (by ``id``) and how many groups were dropped."""
+    def entries(self, now: datetime) -> tuple[list[Entry], dict[int, WindowPlan], int]:
+        """Query every window a check at ``now`` needs — traces, scores and corpus versions timestamped before
+        ``now`` — and build the entries to assess; also each entry's window plan (by ``id``) and how many groups
+        were dropped."""
         by_windows: dict[str, list[FeaturePlan]] = defaultdict(list)
         for fp in self.plans:
             by_windows[fp.windows.model_dump_json()].append(fp)
@@ -106,12 +113,12 @@ class DriftChecker:
         dropped_total = 0
         lookback = self.settings.sequential.lookback_windows
         for feature_plans in by_windows.values():
-            wp = plan(feature_plans[0].windows, now, lookback=lookback + extra_lookback)
+            wp = plan(feature_plans[0].windows, now, lookback=lookback)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
                                  index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query)
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)
-            detector = self.detector(plan(feature_plans[0].windows, now, lookback=lookback))
+            detector = self.detector(wp)
             length = wp.reference + 1 if wp.pinned else wp.history
             by_name = {p.feature.name: p for p in feature_plans}
             for (group, name), by_w in sorted(windowed.items(), key=lambda kv: kv[0]):
@@ -121,12 +128,13 @@ class DriftChecker:
                 plans[id(entry)] = wp
         return entries, plans, dropped_total
 
-    def _check(self, now: datetime) -> CheckResult:
+    def _check(self, now: datetime, reuse: ZReuse | None = None) -> CheckResult:
         check_id = uuid.uuid4().hex
         entries, plans, dropped = self.entries(now)
         seq = self.settings.sequential
         assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day,
-                                           arl_margin=seq.arl_margin))
+                                           arl_margin=seq.arl_margin),
+                          cache=reuse.advance(entries, plans) if reuse is not None else None)
         by_key = {e.key: plans[id(e)] for e in entries}
         results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
         return CheckResult(check_id, now, results, 0.0, dropped)
@@ -143,41 +151,53 @@ class DriftChecker:
                         self.settings.max_groups)
         return {k: v for k, v in windowed.items() if _group_key(k[0]) in keep}, len(size) - len(keep)
 
-    def _last_assessed(self, result: CheckResult) -> dict[GroupKey, datetime]:
-        """When each group of this check was last assessed: now, or from earlier checks (``drift_checks``), or —
-        never assessed — the first check that saw it (so a new low-traffic group turns blind after
-        ``blind_after_seconds`` too)."""
+    def _last_assessed(self, result: CheckResult) -> dict[BlindKey, datetime]:
+        """When each feature family of each group of this check was last assessed: now, or from earlier checks
+        (``drift_checks``), or — never assessed — the first check that saw it (so a new low-traffic group turns
+        blind after ``blind_after_seconds`` too). Per family (``features.FAMILIES``): one trace an hour never lets
+        a score or rate be assessed, while the chunks of six such hours let newest_version_share be."""
         now = result.checked_at
-        groups = {_group_key(r.group) for r in result.results}
-        assessed_now = {_group_key(r.group) for r in result.results if r.assessed}
-        out = {g: now for g in assessed_now}
-        waiting = groups - assessed_now
+        families = {_blind_key(r.group, r.feature) for r in result.results}
+        assessed_now = {_blind_key(r.group, r.feature) for r in result.results if r.assessed}
+        out = {k: now for k in assessed_now}
+        waiting = families - assessed_now
         if not waiting:
             return out
         table = self.store.table("drift_checks")
         since = now - timedelta(seconds=4 * self.settings.blind_after_seconds)
         rows = self.store.query_rows(
-            f"SELECT retriever_name, retriever_version, variant, category, maxIf(checked_at, status = 'ok') AS last_ok, "
-            f"countIf(status = 'ok') AS n_ok, min(checked_at) AS first_seen FROM {table} "
+            f"SELECT retriever_name, retriever_version, variant, category, feature, "
+            f"maxIf(checked_at, status = 'ok') AS last_ok, countIf(status = 'ok') AS n_ok, "
+            f"min(checked_at) AS first_seen FROM {table} "
             "WHERE checked_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') "
-            "GROUP BY retriever_name, retriever_version, variant, category",
+            "GROUP BY retriever_name, retriever_version, variant, category, feature",
             {"since": int(since.timestamp() * 1000)})
-        seen = {(str(r["retriever_name"]), str(r["retriever_version"]), str(r["variant"]), str(r["category"])):
-                _utc(r["last_ok"] if int(r["n_ok"]) else r["first_seen"]) for r in rows}
-        for g in waiting:
-            out[g] = seen.get(g, now)
+        last_ok: dict[BlindKey, datetime] = {}
+        first_seen: dict[BlindKey, datetime] = {}
+        for r in rows:
+            feature = FEATURES.get(str(r["feature"]))
+            if feature is None:  # a feature this version no longer has
+                continue
+            key = (str(r["retriever_name"]), str(r["retriever_version"]), str(r["variant"]), str(r["category"]),
+                   feature.family)
+            if int(r["n_ok"]):
+                last_ok[key] = max(last_ok.get(key, _utc(r["last_ok"])), _utc(r["last_ok"]))
+            first_seen[key] = min(first_seen.get(key, _utc(r["first_seen"])), _utc(r["first_seen"]))
+        for k in waiting:
+            out[k] = last_ok.get(k) or first_seen.get(k, now)
         return out
 
     def _store(self, result: CheckResult) -> None:
         columns = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature",
                    "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
                    "n_reference", "n_current", "reference_start", "reference_end", "current_start", "current_end",
-                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
+                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent", "settings")
+        settings = record(self.settings)
         rows = [[r.check_id, r.checked_at, r.group.retriever_name, r.group.retriever_version, r.group.variant,
                  r.group.stratum, r.feature, r.test, r.statistic, r.p_value, r.p_adjusted, r.effect, r.threshold,
                  r.effect_threshold, int(r.drifted), r.reference.n, r.current.n, r.windows.reference.start,
                  r.windows.reference.end, r.windows.current.start, r.windows.current.end, details_json(r), r.status,
-                 r.pooled, r.cusum, r.cusum_threshold, int(r.persistent)]
+                 r.pooled, r.cusum, r.cusum_threshold, int(r.persistent), settings]
                 for r in result.results]
         self.store.insert_rows("drift_checks", rows, columns)
 
@@ -237,6 +257,10 @@ def _num(x: float) -> float | None:
 
 def _group_key(g: Group) -> GroupKey:
     return (g.retriever_name, g.retriever_version, g.variant, g.stratum)
+
+
+def _blind_key(g: Group, feature: str) -> BlindKey:
+    return (*_group_key(g), FEATURES[feature].family)
 
 
 def _utc(t: datetime) -> datetime:

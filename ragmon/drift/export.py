@@ -1,10 +1,11 @@
 """Drift results → the ``ragmon_drift_*`` gauges, with bounded labels and no stale series.
 
 Labels: ``retriever`` = ``<name>@<version>``, ``variant``, ``stratum`` (the trace category), ``feature``,
-``test`` or ``window``. A judge-score feature gets its judge fingerprint's first 8 characters appended
-(``faithfulness[1a2b3c4d]``) only when one check sees several fingerprints for it, so series of different
-judges never merge. Each export publishes the whole check at once (``Telemetry.drift_gauges``, a
-collector): a group the check no longer produced is gone from the next scrape, and no scrape sees a gap.
+``test`` or ``window``; when a group was last assessed, per feature ``family`` (``features.FAMILIES``). A
+judge-score feature gets its judge fingerprint's first 8 characters appended (``faithfulness[1a2b3c4d]``) only
+when one check sees several fingerprints for it, so series of different judges never merge. Each export publishes
+the whole check at once (``Telemetry.drift_gauges``, a collector): a group the check no longer produced is gone
+from the next scrape, and no scrape sees a gap.
 Must not keep label sets of its own, or write anything but the gauges.
 """
 
@@ -34,11 +35,11 @@ def feature_labels(results: Sequence[DriftResult]) -> dict[int, str]:
 
 
 def drift_series(telemetry: Telemetry, results: Sequence[DriftResult],
-                 last_assessed: Mapping[tuple[str, str, str, str], datetime] | None = None,
+                 last_assessed: Mapping[tuple[str, str, str, str, str], datetime] | None = None,
                  ) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
     """The series of one check: per result its test gauges, and both windows' sample size and feature value
     (set once per feature, whatever the number of tests); per feature its CUSUM, persistence and pooling; per
-    group when it was last assessed. A non-finite value is exported as NaN."""
+    group and feature family when it was last assessed. A non-finite value is exported as NaN."""
     t = telemetry
     series: dict[GaugeSpec, dict[tuple[str, ...], float]] = {
         spec: {} for spec in (t.drift_statistic, t.drift_p_value, t.drift_effect, t.drift_detected,
@@ -63,12 +64,12 @@ def drift_series(telemetry: Telemetry, results: Sequence[DriftResult],
         if math.isfinite(r.cusum_threshold):  # the feature's primary test carries its CUSUM
             put(t.drift_cusum, base, r.cusum)
             put(t.drift_persistent, base, 1.0 if r.persistent else 0.0)
-    for (name, version, variant, stratum), at in (last_assessed or {}).items():
-        put(t.drift_last_assessed, (f"{name}@{version}", variant, stratum), at.timestamp())
+    for (name, version, variant, stratum, family), at in (last_assessed or {}).items():
+        put(t.drift_last_assessed, (f"{name}@{version}", variant, stratum, family), at.timestamp())
     return series
 
 
 def export(telemetry: Telemetry, results: Sequence[DriftResult],
-           last_assessed: Mapping[tuple[str, str, str, str], datetime] | None = None) -> None:
+           last_assessed: Mapping[tuple[str, str, str, str, str], datetime] | None = None) -> None:
     """Publish one check's results as the drift gauges, replacing the previous check's."""
     telemetry.drift_gauges.publish(drift_series(telemetry, results, last_assessed))

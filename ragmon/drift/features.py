@@ -4,13 +4,13 @@ A feature is computed per group = (retriever name and version, variant, stratum)
 per judge fingerprint: scores from different judges are never compared. Feature expressions are code
 constants; the config can only pick features by name. No I/O.
 
-| feature | kind | source |
-| --- | --- | --- |
-| top1_score, mean_score (mean of the top-k), top2_gap, n_results | continuous | traces (materialized columns) |
-| latency_ms (total), cost_usd | continuous | traces |
-| empty_shortlist_rate (no chunk retrieved), refusal_rate (behaviour = refuse) | rate | traces |
-| newest_version_share (retrieved chunks from the newest version of their document seen in either window) | rate | retrieved chunks |
-| faithfulness, citation_precision, answer_relevance | continuous | scores (status ok, per judge fingerprint) |
+| feature | kind | source | family |
+| --- | --- | --- | --- |
+| top1_score, mean_score (mean of the top-k), top2_gap, n_results | continuous | traces (materialized columns) | traces |
+| latency_ms (total), cost_usd | continuous | traces | traces |
+| empty_shortlist_rate (no chunk retrieved), refusal_rate (behaviour = refuse) | rate | traces | traces |
+| newest_version_share (retrieved chunks from the newest version of their document) | rate | retrieved chunks | versions |
+| faithfulness, citation_precision, answer_relevance | continuous | scores (status ok, per judge fingerprint) | judge |
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ from ragmon.drift.registry import DEFAULT_TESTS, DriftTest, get_test
 from ragmon.errors import ConfigError
 
 Source = Literal["traces", "chunks", "scores"]
+#: a feature's family, by its source: the features of one family count the same observations (each trace, each
+#: retrieved chunk, each judged trace), so they are assessed alike (their minimum samples aside), and a group is blind
+#: per family (``RagmonDriftBlind{family}``): a stratum whose trace features cannot be assessed is blind whatever
+#: its chunks' version share says
+FAMILIES: dict[str, str] = {"traces": "traces", "chunks": "versions", "scores": "judge"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,12 @@ class Feature:
     @property
     def default_tests(self) -> tuple[str, ...]:
         return self.tests or DEFAULT_TESTS[self.kind]
+
+    @property
+    def family(self) -> str:
+        """``traces`` (scores, counts, rates, latency and cost of each trace), ``versions``
+        (newest_version_share, per retrieved chunk) or ``judge`` (judge scores, per judged trace)."""
+        return FAMILIES[self.source]
 
 
 #: retrieval scores also get their tails tested: a subset of queries losing its documents is a heavier left

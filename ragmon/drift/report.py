@@ -23,9 +23,11 @@ from ragmon.drift.query import QueryStore
 from ragmon.drift.stats import cdf_from_quantiles
 from ragmon.drift.summary import LEVELS
 
-COLUMNS = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature", "test",
-           "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted", "n_reference",
-           "n_current", "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
+#: the columns of a stored check, as a row names them: the table's ``category`` column is the row's ``stratum``, the
+#: project's word, as in every drift output (``drift backtest``, the gauges' label)
+COLUMNS = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category AS stratum", "feature",
+           "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
+           "n_reference", "n_current", "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
 
 
 def load_check(store: QueryStore, check_id: str | None = None) -> list[dict[str, Any]]:
@@ -42,7 +44,7 @@ def load_check(store: QueryStore, check_id: str | None = None) -> list[dict[str,
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Persistent drift first, then drifted, then by group, feature and test."""
     rows.sort(key=lambda r: (-int(r["persistent"]), -int(r["drifted"]), r["retriever_name"], r["variant"],
-                             r["category"], r["feature"], r["test"]))
+                             r["stratum"], r["feature"], r["test"]))
     return rows
 
 
@@ -55,7 +57,7 @@ def result_rows(result: Any) -> list[dict[str, Any]]:
         g = r.group
         rows.append({
             "check_id": r.check_id, "checked_at": r.checked_at, "retriever_name": g.retriever_name,
-            "retriever_version": g.retriever_version, "variant": g.variant, "category": g.stratum,
+            "retriever_version": g.retriever_version, "variant": g.variant, "stratum": g.stratum,
             "feature": r.feature, "test": r.test, "statistic": r.statistic, "p_value": r.p_value,
             "p_adjusted": r.p_adjusted, "effect": r.effect, "threshold": r.threshold,
             "effect_threshold": r.effect_threshold, "drifted": int(r.drifted), "n_reference": r.reference.n,
@@ -91,7 +93,7 @@ def terminal_table(rows: Sequence[dict[str, Any]], *, only_drifted: bool = False
     for r in rows:
         if only_drifted and not r["drifted"]:
             continue
-        group = f"{_retriever(r)} · {r['variant']} · stratum {r['category']}"
+        group = f"{_retriever(r)} · {r['variant']} · stratum {r['stratum']}"
         table = tables.get(group)
         if table is None:
             table = tables[group] = Table(title=_escape_markup(group), title_justify="left", header_style="bold",
@@ -211,14 +213,14 @@ def html_report(rows: Sequence[dict[str, Any]]) -> str:
     persistent = sum(1 for r in rows if r.get("persistent"))
     out.append(f"<h2>{len(drifted)} drifted of {len(rows)} tests ({persistent} persistent)</h2>")
     for r in drifted:
-        key = (_retriever(r), r["variant"], r["category"], r["feature"], r["details"].get("judge_fingerprint", ""))
+        key = (_retriever(r), r["variant"], r["stratum"], r["feature"], r["details"].get("judge_fingerprint", ""))
         if key in seen:
             continue
         seen.add(key)
         d = r["details"]
         graph = (histogram_svg(d["reference"], d["current"]) if "quantiles" in d.get("reference", {})
                  else rate_svg(d.get("reference", {}), d.get("current", {})))
-        out.append(f"<section><h3>{e(r['feature'])} · {e(key[0])} · {e(r['variant'])} · stratum {e(r['category'])}"
+        out.append(f"<section><h3>{e(r['feature'])} · {e(key[0])} · {e(r['variant'])} · stratum {e(r['stratum'])}"
                    f"</h3>{graph}</section>")
     out.append("<h2>All tests</h2><table><tr>" + "".join(
         f"<th>{h}</th>" for h in ("retriever", "variant", "stratum", "feature", "test", "n ref", "n cur",
@@ -226,7 +228,7 @@ def html_report(rows: Sequence[dict[str, Any]]) -> str:
                                   "CUSUM", "CUSUM threshold", "verdict", "why")) + "</tr>")
     for r in rows:
         verdict = "PERSISTENT" if r.get("persistent") else "DRIFT" if r["drifted"] else "ok"
-        cells = (_retriever(r), r["variant"], r["category"], r["feature"], r["test"], r["n_reference"], r["n_current"],
+        cells = (_retriever(r), r["variant"], r["stratum"], r["feature"], r["test"], r["n_reference"], r["n_current"],
                  r.get("pooled_windows") or 1, _fmt(r["statistic"]), _fmt(r["p_adjusted"]), _fmt(r["effect"]),
                  _fmt(r["effect_threshold"], "g"), _fmt(r["threshold"], "g"), _fmt(r.get("cusum")),
                  _fmt(r.get("cusum_threshold")), verdict, r["details"].get("reason", ""))

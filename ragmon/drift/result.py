@@ -54,15 +54,16 @@ class DriftResult:
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """Every result of one check, its wall time, how many groups over ``drift.max_groups`` were left out, and
-    when each group was last assessed."""
+    when each feature family of each group was last assessed."""
 
     check_id: str
     checked_at: datetime
     results: tuple[DriftResult, ...]
     duration_seconds: float
     groups_dropped: int
-    #: (retriever name, version, variant, stratum) → when a check last assessed the group (live checks only)
-    last_assessed: dict[tuple[str, str, str, str], datetime] = field(default_factory=dict)
+    #: (retriever name, version, variant, stratum, feature family) → when a check last assessed a feature of that
+    #: family in the group (live checks only; ``features.FAMILIES``)
+    last_assessed: dict[tuple[str, str, str, str, str], datetime] = field(default_factory=dict)
 
     @property
     def drifted(self) -> tuple[DriftResult, ...]:

@@ -5,6 +5,7 @@ agreement job reports the week the simulated reviewers drifted in, and --keep-se
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -50,6 +51,29 @@ def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path
     assert len(leak_rows) == 2 and all("│ consent" in row and "│ acme" in row for row in leak_rows), leak_rows
     _assert_triage_queue_led_by_the_burst(out)
     _assert_judge_agreement_drop(out)
+    _assert_the_runbook_drift_commands_find_the_incident(tmp_path / "demo")
+
+
+def _assert_the_runbook_drift_commands_find_the_incident(data: Path) -> None:
+    """The drift commands of the runbooks, run on the demo's data with no configuration, apply the windows the
+    demo's check ran with (six hours against the day before) and find what it found (issue 31: they used their
+    own default windows and answered '160 with too few samples' and '0 declared drift')."""
+    env = dict(os.environ, RAGMON_STORE__DSN=f"chdb://{data}", RAGMON_STORE__DATABASE="ragmon_demo")
+
+    def ragmon(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ragmon", *args], capture_output=True, text=True, env=env,
+                              timeout=300)
+
+    check = ragmon("drift", "check", "--format", "json")
+    assert check.returncode == 0, check.stderr
+    assert ("billing", "faithfulness") in {(r["stratum"], r["feature"]) for r in json.loads(check.stdout)
+                                           if r["persistent"]}, check.stdout
+    assert "windows 6 h against the day before" in check.stderr
+    replay = ragmon("drift", "backtest", "--from", "2d", "--format", "json")
+    assert replay.returncode == 0, replay.stderr
+    began = {(f["stratum"], f["feature"]) for f in json.loads(replay.stdout)["features"]
+             if f["persistent_onsets"] or f["active_at_start"]}
+    assert ("billing", "faithfulness") in began, replay.stdout
 
 
 def _table(out: str, title: str) -> list[list[str]]:

@@ -97,6 +97,7 @@ def test_shift_detected_only_where_injected(store) -> None:
                   if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "window_mean"))
     assert stored["drifted"] == 1 and stored["threshold"] == 0.05 and stored["n_current"] == 1000
     assert stored["status"] == "ok" and stored["pooled_windows"] == 1 and stored["cusum_threshold"] > 0
+    assert DriftSettings.model_validate_json(stored["settings"]) == _settings()  # what it ran with
     details = json.loads(stored["details"])
     assert details["status"] == "ok" and len(details["reference"]["quantiles"]) == 101
     assert details["test"]["expected"] == pytest.approx(wm.details["expected"])
@@ -131,7 +132,7 @@ def test_small_windows_are_insufficient_not_drift(store) -> None:
     assert result.results and all(r.status == "insufficient_data" and not r.drifted for r in result.results)
     assert all(r.reason for r in result.results)
     # not assessed, and said so: the group's last assessment is the first check that saw it (now)
-    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing")
+    labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", family="traces")
     assert telemetry.registry.get_sample_value("ragmon_drift_last_assessed_timestamp_seconds", labels) == \
         NOW.timestamp()
 

@@ -75,7 +75,7 @@ def test_low_traffic_is_pooled_and_blindness_is_exported(store) -> None:
     value = telemetry.registry.get_sample_value
     labels = dict(retriever="hybrid@v1", variant="production", feature="top1_score")
     assert value("ragmon_drift_pooled_windows", {**labels, "stratum": "rare"}) == 3.0
-    assessed = dict(retriever="hybrid@v1", variant="production")
+    assessed = dict(retriever="hybrid@v1", variant="production", family="traces")
     assert value("ragmon_drift_last_assessed_timestamp_seconds", {**assessed, "stratum": "rare"}) == NOW.timestamp()
     # tiny has never been assessed: its clock starts at the first check that saw it, and stays there
     first = value("ragmon_drift_last_assessed_timestamp_seconds", {**assessed, "stratum": "tiny"})
@@ -106,11 +106,11 @@ def test_cli_check_at_backtest_and_json(store, store_settings, monkeypatch: pyte
     assert store.query_rows(f"SELECT count() AS n FROM {store.table('drift_checks')}")[0]["n"] == 0  # not stored
     now_ = runner.invoke(app, ["drift", "check", "--format", "json"])
     assert now_.exit_code == 0, now_.output
-    assert {(r["category"], r["feature"]) for r in json.loads(now_.output) if r["persistent"]} >= {
+    assert {(r["stratum"], r["feature"]) for r in json.loads(now_.stdout) if r["persistent"]} >= {
         ("billing", "top1_score")}
     bt = runner.invoke(app, ["drift", "backtest", "--from", "12h", "--format", "json"])
     assert bt.exit_code == 0, bt.output
-    replay = json.loads(bt.output)
+    replay = json.loads(bt.stdout)
     assert replay["checks"] == 12
     top1 = next(f for f in replay["features"] if f["feature"] == "top1_score")
     assert top1["persistent_onsets"] >= 1 and top1["assessed"] == 12

@@ -151,7 +151,8 @@ def test_the_snapshot_refuses_series_that_do_not_fit_and_a_second_metric_of_its_
 
 def test_persistence_pooling_and_last_assessed_series() -> None:
     """The CUSUM, persistence and pooling of a feature come from its primary test's row (one series per
-    feature, whatever its number of tests); when each group was last assessed, one series per group."""
+    feature, whatever its number of tests); when each group was last assessed, one series per group and feature
+    family."""
     from dataclasses import replace
 
     telemetry = Telemetry(CollectorRegistry())
@@ -159,8 +160,9 @@ def test_persistence_pooling_and_last_assessed_series() -> None:
     rows = (replace(rows[0], cusum=5.5, cusum_threshold=4.2, persistent=True, pooled=1),
             replace(rows[1], pooled=1),  # a second test of the same feature: no CUSUM of its own
             replace(rows[2], cusum=0.4, cusum_threshold=4.2, persistent=False, pooled=3), *rows[3:])
-    assessed = {("hybrid", "v1", "production", "billing"): NOW, ("hybrid", "v1", "production", "consent"):
-                NOW - timedelta(hours=7)}
+    assessed = {("hybrid", "v1", "production", "billing", "traces"): NOW,
+                ("hybrid", "v1", "production", "consent", "traces"): NOW - timedelta(hours=7),
+                ("hybrid", "v1", "production", "consent", "versions"): NOW}
     export(telemetry, rows, assessed)
     value = telemetry.registry.get_sample_value
     assert value("ragmon_drift_cusum", _labels(BILLING, "top1_score")) == 5.5
@@ -168,10 +170,12 @@ def test_persistence_pooling_and_last_assessed_series() -> None:
     assert value("ragmon_drift_persistent", _labels(CONSENT, "top1_score")) == 0.0
     assert value("ragmon_drift_pooled_windows", _labels(CONSENT, "top1_score")) == 3.0
     assert value("ragmon_drift_cusum", _labels(CONSENT, "refusal_rate")) is None  # no CUSUM row for it
-    last = dict(retriever="hybrid@v1", variant="production")
+    last = dict(retriever="hybrid@v1", variant="production", family="traces")
     assert value("ragmon_drift_last_assessed_timestamp_seconds", {**last, "stratum": "billing"}) == NOW.timestamp()
     assert value("ragmon_drift_last_assessed_timestamp_seconds",
                  {**last, "stratum": "consent"}) == (NOW - timedelta(hours=7)).timestamp()
+    assert value("ragmon_drift_last_assessed_timestamp_seconds",
+                 {**last, "stratum": "consent", "family": "versions"}) == NOW.timestamp()
     export(telemetry, rows[:1])  # the next check: consent gone, no assessment times
     assert value("ragmon_drift_persistent", _labels(CONSENT, "top1_score")) is None
     assert value("ragmon_drift_last_assessed_timestamp_seconds", {**last, "stratum": "consent"}) is None

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 DRIFT = Path(__file__).resolve().parents[2] / "ragmon" / "drift"
-PURE = ("stats.py", "summary.py", "registry.py", "decide.py", "windows.py", "features.py", "by_query.py")
+PURE = ("stats.py", "summary.py", "registry.py", "decide.py", "windows.py", "features.py", "by_query.py",
+        "replay.py")
 ALLOWED = ("__future__", "collections", "dataclasses", "typing", "math", "datetime", "numpy", "scipy",
            "ragmon.drift.stats", "ragmon.drift.summary", "ragmon.drift.registry", "ragmon.config", "ragmon.errors",
            "ragmon.drift")
