@@ -49,6 +49,8 @@ QUERIES = {
     "labels": "SELECT trace_id, reviewer, note FROM {db}.review_labels FINAL",
     "triage": "SELECT week, trace_id, reviewer, cause, note FROM {db}.triage_labels FINAL",
     "outcomes": "SELECT event_id, count() AS n FROM {db}.outcomes FINAL GROUP BY event_id",
+    # parts the engine set aside (a broken part found at start-up is detached, its rows no longer read)
+    "detached": "SELECT table, name, reason FROM system.detached_parts WHERE database = '{db}'",
 }
 
 
@@ -107,6 +109,7 @@ def read_store(dsn: str, database: str) -> Stored:
     stored.labels = {(t, r): note for t, r, note in rows["labels"]}
     stored.triage = {(w, t, r): (cause, note) for w, t, r, cause, note in rows["triage"]}
     stored.outcomes = {e: int(n) for e, n in rows["outcomes"]}
+    stored.detached = [f"{table}/{name} ({reason or 'no reason'})" for table, name, reason in rows["detached"]]
     return stored
 
 

@@ -66,6 +66,7 @@ class Stored:
     labels: dict[tuple[str, str], str] = field(default_factory=dict)              # (trace, reviewer) → note
     triage: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)  # (week, trace, reviewer)
     outcomes: dict[str, int] = field(default_factory=dict)                         # event id → rows
+    detached: list[str] = field(default_factory=list)                              # parts set aside by the engine
 
 
 @dataclass

@@ -450,6 +450,8 @@ class Harness:
                 rec.sent.non_queries.update(others)
             rec.sent.sampled = self._sampled()
             rec.stored = collect.read_store(f"chdb://{disk.path / 'chdb'}", "ragmon")
+            if rec.stored.detached:
+                rec.notes.append(f"parts the engine detached (their rows are not read): {', '.join(rec.stored.detached)}")
             rec.letters = (collect.read_letters(broker.bootstrap, DLQ)
                            + collect.read_letter_file(self.workdir / "otlp-dead-letters.jsonl"))
             rec.outcome_letters = collect.read_letters(broker.bootstrap, OUTCOMES_DLQ)
