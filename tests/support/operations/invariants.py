@@ -75,6 +75,11 @@ def traces_once(run: Run) -> Check:
         by_kind = Counter("native" if t in sent.native else "seed" if t in sent.seed else
                           f"otlp {sent.otlp[t].path}" for t in missing)
         problems.append(f"{len(missing)} traces sent and not stored ({dict(by_kind)}), e.g. {_few(missing)}")
+        lost_native = sorted(t for t in missing if t in sent.native)
+        if len(lost_native) > 3:
+            problems.append(f"  the native ones run from {lost_native[0]} to {lost_native[-1]}")
+        if run.stored.detached:
+            problems.append(f"  parts the engine detached (their rows are not read): {_few(run.stored.detached, 5)}")
         lost_otlp = [sent.otlp[t] for t in missing if t in sent.otlp]
         if lost_otlp:
             kills = [f.started for f in run.faults if f.kind == "kill_9"]
