@@ -15,7 +15,7 @@ stored with the traces that have scores (every trace is sampled: they should be 
 engine detached. Needs root (mount) and Java. Asserts nothing.
 
 Seen 2026-12-05 (chDB as pinned by the project, 2 cores): reads failing in 4 of 7 runs of 8 cycles (from the 3rd,
-4th or 5th cycle on, every read after, until the restart), 1 of 4 with 3 cycles of 20 s, and in 2 of 6 runs of
+4th or 5th cycle on, every read after, until the restart), 1 of 4 with 3 cycles of 20 s, and in 2 of 7 runs of
 the operations scenario (tests/system, bench/operations.py). In the one failing run where the restart was checked:
 20,920 traces stored, 15,790 with scores (5,130 traces' scores lost), and detached at the restart as
 broken-on-start: scores 202612_2_168_83 (the part the failing reads named), traces 202612_35_44_1,
