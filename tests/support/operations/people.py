@@ -5,8 +5,9 @@
   running; a command started against a daemon that is going away is not what this scenario measures.)
 - ``ReadLoop``: every read command named in ``alerts/runbooks/``, then each read command with the options a person
   adds (time ranges, JSON, an HTML file; both lists from ``tests/support/runbooks``), one after the other in a
-  loop, each as its own ``ragmon`` process against the daemon's config; a command succeeds when it exits 0 (or,
-  for a comparison, with its verdict: 1 reject, 4 hold) without a traceback, a ClickHouse exception or "in use".
+  loop, each as its own ``ragmon`` process against the daemon's config; a command succeeds when it answers (exit
+  0, or 4: too little evidence to answer; a comparison also 1, reject) without a traceback, a ClickHouse exception
+  or "in use".
 - ``Reviewers``: two reviewers with a real HTTP client (httpx): sign in through the form, load the review queue,
   an item, the triage queue and item, every console page; save a review label through the form and another
   through the JSON API (bearer token), a triage label through its form; sign out, then check that a copy of the
@@ -40,7 +41,9 @@ ROOT = Path(__file__).resolve().parents[3]
 CONSOLE_PAGES = ("/review/console/traces", "/review/console/dead-letters", "/review/console/drift",
                  "/review/console/shadow", "/review/console/gate")
 BAD_OUTPUT = ("Traceback", "DB::Exception", " in use")
-#: commands whose exit code is a verdict (docs/cli.md): 1 reject, 4 hold are answers, not failures
+#: exit codes that are answers, not failures (docs/cli.md): 4 is "too little evidence to answer" (a comparison's
+#: hold, a backtest that could assess nothing); a comparison's 1 is its verdict "reject"
+ANSWERS = (0, 4)
 VERDICTS = {"ragmon shadow compare": (0, 1, 4), "ragmon ab compare": (0, 1, 4)}
 
 
@@ -115,7 +118,7 @@ class ReadLoop(threading.Thread):
             return Attempt("read", command, started, time.time(), False, "no answer within 300 s")
         text = out.stdout + out.stderr
         bad = [b.strip() for b in BAD_OUTPUT if b in text]
-        answers = next((codes for prefix, codes in VERDICTS.items() if command.startswith(prefix)), (0,))
+        answers = next((codes for prefix, codes in VERDICTS.items() if command.startswith(prefix)), ANSWERS)
         ok = out.returncode in answers and not bad
         detail = "" if ok else f"exit {out.returncode}{', ' + ', '.join(bad) if bad else ''}: " + \
             " | ".join(line.strip() for line in out.stderr.strip().splitlines()[-3:])[:400]
