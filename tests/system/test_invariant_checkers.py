@@ -200,6 +200,13 @@ def test_a_failing_read_command_fails() -> None:
     assert _only_failing(run) == ["every read command succeeded"]
 
 
+def test_a_read_command_a_restart_interrupted_is_not_a_failure() -> None:
+    run = good_run()  # the SIGTERM restart: 100 to 110
+    run.attempts.append(Attempt("read", "ragmon drift backtest --from 14d", 95, 103, False, "exit 3: did not answer"))
+    assert _only_failing(run) == []
+    assert "1 interrupted by a restart" in _checks(run)["every read command succeeded"].summary
+
+
 def test_people_fail_on_a_page_error_or_a_session_that_survives_sign_out() -> None:
     run = good_run()
     run.attempts.append(Attempt("page", "/review/console/drift", 30, 31, False, status=500))
