@@ -282,13 +282,19 @@ def scores(run: Run) -> Check:
 
 # -- 5. read commands -----------------------------------------------------------------------------------------------
 
+def interrupted_reads(run: Run) -> list[Attempt]:
+    """The read commands that failed while a restart of the daemon was under way (stopped, or not ready yet)."""
+    restarts = [(f.started, f.recovered if f.recovered is not None else f.ended)
+                for f in run.faults if f.kind in ("sigterm", "kill_9")]
+    return [a for a in run.attempts if a.kind == "read" and not a.ok
+            and any(a.started <= b and a.ended >= s for s, b in restarts)]
+
+
 def reads(run: Run) -> Check:
     """Every read command succeeded, but for one that a restart of the daemon interrupted (it ran while the daemon
     was stopped or not ready yet): that one is counted apart."""
-    restarts = [(f.started, f.recovered if f.recovered is not None else f.ended)
-                for f in run.faults if f.kind in ("sigterm", "kill_9")]
     ran = [a for a in run.attempts if a.kind == "read"]
-    interrupted = [a for a in ran if not a.ok and any(a.started <= b and a.ended >= s for s, b in restarts)]
+    interrupted = interrupted_reads(run)
     failed = [a for a in ran if not a.ok and a not in interrupted]
     problems = [f"`{a.what}` failed at {a.started:.0f} ({a.ended - a.started:.1f}s): {a.detail}" for a in failed]
     if not ran:

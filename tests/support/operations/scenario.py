@@ -559,7 +559,8 @@ def _summary(rec: Run, checks: list[invariants.Check], plan: Plan) -> dict[str, 
         "labels": len(rec.labels),
         "labels_lost": next(len(c.details) for c in checks if c.name.startswith("every label")),
         "sampled": len(rec.sent.sampled),
-        "reads": f"{sum(1 for a in reads if a.ok)}/{len(reads)}",
+        "reads": f"{sum(1 for a in reads if a.ok)}/{len(reads)}"
+                 + (f" ({n} interrupted by a restart)" if (n := len(invariants.interrupted_reads(rec))) else ""),
         "faults": kinds,
         "slowest_recovery_seconds": ("never" if any(f.recovery_seconds is None for f in rec.faults) or not recoveries
                                      else round(max(recoveries), 1)),
