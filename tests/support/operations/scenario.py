@@ -575,8 +575,8 @@ def summary_line(outcome: Outcome) -> str:
     faults = ", ".join(f"{k} {n}" for k, n in sorted(s["faults"].items()))
     return (f"operations: {s['minutes']} min; {s['traces_sent']:,} traces sent ({s['otlp']:,} OTLP, {s['otlp_slow']} "
             f"with LLM calls ≥ 100 s), {s['lost']} lost, {s['doubled']} doubled; dead letters {s['dead_letters']}; "
-            f"{s['labels']} labels saved, {s['labels_lost']} lost; {s['sampled']:,} sampled traces; reads "
-            f"{s['reads']} ok; faults: {faults}; slowest recovery {s['slowest_recovery_seconds']}"
+            f"{s['labels']} labels saved, {s['labels_lost']} lost; {s['sampled']:,} sampled traces; reads ok "
+            f"{s['reads']}; faults: {faults}; slowest recovery {s['slowest_recovery_seconds']}"
             f"{'' if s['slowest_recovery_seconds'] == 'never' else ' s'}; invariants "
             f"{s['held']} held" + (f" (failed: {'; '.join(s['failed'])})" if s["failed"] else ""))
 
