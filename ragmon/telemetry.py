@@ -444,3 +444,17 @@ class Telemetry:
             "ragmon_shadow_runs_total", "Configured comparison runs, by outcome (ok, error).", ["outcome"],
             registry=r,
         )
+
+    def counter_totals(self, *prefixes: str) -> dict[str, float]:
+        """The current value of every counter whose name starts with one of ``prefixes``, one entry per labelled
+        series, keyed as Prometheus prints it (``ragmon_ingest_dead_letters_total{reason="schema"}``): what a
+        process reports when it stops, since its counters die with it."""
+        totals = {}
+        for family in self.registry.collect():
+            if family.type != "counter" or not family.name.startswith(prefixes):
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                    totals[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
+        return totals
