@@ -1,18 +1,22 @@
-"""The alert path to a receiver: a real ragmon process's /metrics, a real Prometheus evaluating alerts/ragmon.rules.yaml,
-a real Alertmanager (Debian's prometheus-alertmanager) running alerts/alertmanager.yml, and a webhook receiver here.
+"""The alert path to a receiver: a real ragmon process's /metrics, a real Prometheus evaluating
+alerts/ragmon.rules.yaml, a real Alertmanager (Debian's prometheus-alertmanager) running alerts/alertmanager.yml,
+and a webhook receiver here.
 
 - The drift gauges come from the real drift checker (``DriftChecker.run_once`` over traces in chDB whose retrieval
   scores shifted by +0.3 in two strata), published on the telemetry of a process that ``build_process`` built with
   the review UI and console, served on loopback: the same /metrics, ``ragmon_links_info`` and console a daemon has.
   The console's runbook base points at a loopback server of alerts/runbooks, so the runbook link can be opened.
 - Prometheus reads the rules with the ``for`` of the two alerts under test set to 0s (their real hold is 5 minutes;
-  nothing else changed; the receiver checks that no other alert arrives) and evaluates every second; Alertmanager runs the example configuration with its three webhook URLs
-  pointed at the receiver here and its waits shortened to 1 s (routes, grouping and inhibition unchanged).
+  nothing else changed; the receiver checks that no other alert arrives) and evaluates every second. Alertmanager
+  runs the example configuration with its three webhook URLs pointed at the receiver here and its waits shortened
+  to 1 s (routes, grouping and inhibition unchanged).
 - Case 1: each stratum's drift arrives as one notification on the ticket receiver, with its labels, summary, a
   runbook link that serves the runbook and a console link that opens the drift page of that group.
 - Case 2: ingest stalls (the ingest gauges as a stuck consumer leaves them: nothing committed for an hour, lag);
-  RagmonIngestStalled pages; then drift is found, and Alertmanager mutes it: its API shows the drift alerts inhibited
-  by the stall, its log shows each stratum's drift group flushed twice, and the receiver never got them.
+  RagmonIngestStalled pages; then drift is found, and Alertmanager mutes it: its API shows the drift alerts
+  inhibited by the stall, its log shows each stratum's drift group flushed twice, and the receiver never got them.
+- Case 3 (Alertmanager alone, alerts posted as Prometheus posts them): a stall mutes the drift of its own
+  ``cluster`` only.
 
 Every wait polls for an event with a deadline; nothing sleeps and hopes.
 """
@@ -112,13 +116,44 @@ class Receiver:
 
 
 @dataclass
+class Alertmanager:
+    """The real Alertmanager running the example configuration, delivering to ``receiver``."""
+
+    process: Process
+    api: str
+    receiver: Receiver
+
+    def alerts(self, alertname: str) -> list[dict[str, Any]]:
+        matcher = urllib.parse.quote(f'alertname="{alertname}"')
+        return get_json(f"{self.api}/api/v2/alerts?filter={matcher}")
+
+    def flushes(self) -> dict[str, int]:
+        """How many times each stratum's drift group has been flushed (Alertmanager's debug log)."""
+        groups = FLUSH.findall(self.process.log.read_text())
+        return {s: groups.count(s) for s in set(groups)}
+
+    def post(self, *alerts: dict[str, str]) -> None:
+        """Firing alerts with these labels, as Prometheus sends them (``POST /api/v2/alerts``)."""
+        now = time.time()
+        body = json.dumps([{"labels": labels, "annotations": {}, "startsAt": _rfc3339(now),
+                            "endsAt": _rfc3339(now + 3600)} for labels in alerts]).encode()
+        request = urllib.request.Request(f"{self.api}/api/v2/alerts", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - loopback
+            assert response.status == 200
+
+
+def _rfc3339(unix: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
+
+
+@dataclass
 class AlertPath:
     ragmon: RagmonProcess
     ragmon_url: str
     runbooks_url: str
     receiver: Receiver
-    alertmanager: Process
-    am_api: str
+    alertmanager: Alertmanager
     prom_api: str
 
     def find_drift(self, store: Any) -> None:
@@ -136,10 +171,6 @@ class AlertPath:
     def query(self, expr: str) -> list[dict[str, Any]]:
         return get_json(f"{self.prom_api}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["data"]["result"]
 
-    def am_alerts(self, alertname: str) -> list[dict[str, Any]]:
-        matcher = urllib.parse.quote(f'alertname="{alertname}"')
-        return get_json(f"{self.am_api}/api/v2/alerts?filter={matcher}")
-
 
 def _serve_runbooks() -> http.server.ThreadingHTTPServer:
     handler = functools.partial(_Quiet, directory=str(RUNBOOKS))
@@ -153,59 +184,71 @@ def _ready(process: Process, api: str) -> bool:
 
 
 @pytest.fixture
-def alert_path(tmp_path: Path, store: Any) -> Iterator[AlertPath]:
-    prometheus = binary("prometheus", package="prometheus")
-    alertmanager = binary("prometheus-alertmanager", "alertmanager", package="prometheus-alertmanager")
+def alertmanager(tmp_path: Path) -> Iterator[Alertmanager]:
+    """alerts/alertmanager.yml, its webhook URLs pointed at a receiver here and its waits shortened to 1 s; routes,
+    grouping and inhibition as shipped."""
+    binary_path = binary("prometheus-alertmanager", "alertmanager", package="prometheus-alertmanager")
     receiver = Receiver()
-    runbooks = _serve_runbooks()
-    runbooks_url = f"http://127.0.0.1:{runbooks.server_address[1]}"
-    ragmon_port, am_port, prom_port = free_port(), free_port(), free_port()
-    settings = Settings(roles=ROLES, review=review_settings(), console={"runbook_base_url": runbooks_url},
-                        read_api={"enabled": False}, server={"host": "127.0.0.1", "port": ragmon_port})
-    ragmon = build_process(settings, store=store)
-    ragmon.serve()
-    children: list[Process] = []
     try:
-        # the example configuration, its webhook URLs pointed here and its waits shortened; the rest as shipped
         config = yaml.safe_load(AM_CONFIG.read_text())
         for entry in config["receivers"]:
             for webhook in entry["webhook_configs"]:
                 webhook["url"] = f"{receiver.url}/{entry['name']}"
         config["route"].update(group_wait="1s", group_interval="1s")
         (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
-        am_api = f"http://127.0.0.1:{am_port}"
-        # --cluster.listen-address= : no gossip peer (and no port 9094) for a single test instance
-        am = Process([alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}",
-                      f"--storage.path={tmp_path / 'alertmanager'}", f"--web.listen-address=127.0.0.1:{am_port}",
-                      "--cluster.listen-address=", "--log.level=debug"], None, tmp_path / "alertmanager.log")
-        children.append(am)
+        port = free_port()
+        # --cluster.listen-address= : no gossip peer (and no port 9094) for a single test instance; debug logs the
+        # flushes of each group
+        process = Process([binary_path, f"--config.file={tmp_path / 'alertmanager.yml'}",
+                           f"--storage.path={tmp_path / 'alertmanager'}", f"--web.listen-address=127.0.0.1:{port}",
+                           "--cluster.listen-address=", "--log.level=debug"], None, tmp_path / "alertmanager.log")
+        try:
+            api = f"http://127.0.0.1:{port}"
+            until("Alertmanager ready", lambda: _ready(process, api), 60)
+            yield Alertmanager(process, api, receiver)
+        finally:
+            process.stop()
+    finally:
+        receiver.stop()
 
+
+@pytest.fixture
+def alert_path(tmp_path: Path, store: Any, alertmanager: Alertmanager) -> Iterator[AlertPath]:
+    prometheus = binary("prometheus", package="prometheus")
+    runbooks = _serve_runbooks()
+    runbooks_url = f"http://127.0.0.1:{runbooks.server_address[1]}"
+    ragmon_port, prom_port = free_port(), free_port()
+    settings = Settings(roles=ROLES, review=review_settings(), console={"runbook_base_url": runbooks_url},
+                        read_api={"enabled": False}, server={"host": "127.0.0.1", "port": ragmon_port})
+    ragmon = build_process(settings, store=store)
+    ragmon.serve()
+    prom: Process | None = None
+    try:
         # the two alerts under test fire at the first evaluation that sees their condition (their real hold is 5
         # minutes); every other alert keeps its hold, so RagmonMetricsAbsent (10m) does not fire before the first
         # scrape
         (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules_with_hold("0s", [DRIFT, STALLED])))
+        am_target = urllib.parse.urlsplit(alertmanager.api).netloc
         (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s",
                        "external_labels": {"cluster": CLUSTER}},
             "rule_files": [str(tmp_path / "rules.yaml")],
-            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [am_target]}]}]},
             "scrape_configs": [{"job_name": "ragmon", "static_configs": [{"targets": [f"127.0.0.1:{ragmon_port}"]}]}],
         }))
         prom_api = f"http://127.0.0.1:{prom_port}"
         prom = Process([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
                         f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
                        None, tmp_path / "prometheus.log")
-        children.append(prom)
-        until("Alertmanager ready", lambda: _ready(am, am_api), 60)
         until("Prometheus ready", lambda: _ready(prom, prom_api), 60)
-        yield AlertPath(ragmon, f"http://127.0.0.1:{ragmon_port}", runbooks_url, receiver, am, am_api, prom_api)
+        yield AlertPath(ragmon, f"http://127.0.0.1:{ragmon_port}", runbooks_url, alertmanager.receiver, alertmanager,
+                        prom_api)
     finally:
-        for child in reversed(children):
-            child.stop()
+        if prom is not None:
+            prom.stop()
         ragmon.stop_server()
         runbooks.shutdown()
         runbooks.server_close()
-        receiver.stop()
 
 
 def _signed_in(base_url: str) -> httpx.Client:
@@ -291,10 +334,11 @@ def test_a_stalled_ingest_pages_and_inhibits_the_drift_alerts(alert_path: AlertP
         a for a in get_json(f"{alert_path.prom_api}/api/v1/alerts")["data"]["alerts"]
         if a["labels"]["alertname"] == DRIFT and a["state"] == "firing"], 60)
     assert {a["labels"]["stratum"] for a in firing} == set(STRATA)
-    stalled_fingerprint = until(f"{STALLED} in Alertmanager", lambda: alert_path.am_alerts(STALLED), 30)[0]["fingerprint"]
+    am = alert_path.alertmanager
+    stalled_fingerprint = until(f"{STALLED} in Alertmanager", lambda: am.alerts(STALLED), 30)[0]["fingerprint"]
 
     def inhibited() -> list[dict[str, Any]]:
-        alerts = alert_path.am_alerts(DRIFT)
+        alerts = am.alerts(DRIFT)
         strata = {a["labels"]["stratum"] for a in alerts}
         return alerts if strata == set(STRATA) and all(a["status"]["state"] == "suppressed" for a in alerts) else []
 
@@ -304,10 +348,31 @@ def test_a_stalled_ingest_pages_and_inhibits_the_drift_alerts(alert_path: AlertP
     # each stratum's drift group is flushed when its notification is due (group_wait, then every group_interval):
     # Alertmanager logs each flush at debug level. A group's flushes run one after the other, so once its second
     # flush is logged its first has gone through the pipeline, inhibition included, and sent nothing
-    def flushes() -> dict[str, int]:
-        groups = FLUSH.findall(alert_path.alertmanager.log.read_text())
-        return {s: groups.count(s) for s in STRATA}
-
-    until("each stratum's drift group flushed twice (Alertmanager's log)", lambda: alert_path.alertmanager.alive()
-          and min(flushes().values()) >= 2, 30)
+    until("each stratum's drift group flushed twice (Alertmanager's log)", lambda: am.process.alive()
+          and all(am.flushes().get(s, 0) >= 2 for s in STRATA), 30)
     assert {a["labels"]["alertname"] for _, n in alert_path.receiver.notifications for a in n["alerts"]} == {STALLED}
+
+
+def test_a_stall_inhibits_drift_of_its_own_deployment_only(alertmanager: Alertmanager) -> None:
+    """The inhibit rule's ``equal: [cluster]``: a stall mutes drift that carries the same ``cluster`` (or, like the
+    stall, none), never drift of another deployment. The alerts are posted as Prometheus posts them."""
+    drift = {"alertname": DRIFT, "severity": "warning", "retriever": "hybrid@v1", "variant": "production",
+             "feature": "top1_score"}
+    alertmanager.post({"alertname": STALLED, "severity": "critical", "instance": "ragmon-eu:9108", "cluster": "eu"},
+                      {"alertname": STALLED, "severity": "critical", "instance": "ragmon:9108"})
+    until(f"both {STALLED} in Alertmanager", lambda: len(alertmanager.alerts(STALLED)) == 2, 30)
+    alertmanager.post({**drift, "stratum": "billing", "cluster": "eu"},   # the stalled deployment's: muted
+                      {**drift, "stratum": "support", "cluster": "us"},   # another deployment's: delivered
+                      {**drift, "stratum": "search"})                     # no cluster, like one of the stalls: muted
+    delivered = alertmanager.receiver.wait(f"{DRIFT} of cluster us at the receiver",
+                                           lambda: alertmanager.receiver.alerts(DRIFT), 30)
+    assert [(path, alert["labels"]["stratum"], alert["labels"].get("cluster")) for path, _, alert in delivered] == \
+        [("ragmon-ticket", "support", "us")]
+    state = {a["labels"]["stratum"]: a["status"] for a in alertmanager.alerts(DRIFT)}
+    stalls = {a["labels"].get("cluster"): a["fingerprint"] for a in alertmanager.alerts(STALLED)}
+    assert state["support"]["state"] == "active"
+    assert state["billing"]["state"] == "suppressed" and state["billing"]["inhibitedBy"] == [stalls["eu"]]
+    assert state["search"]["state"] == "suppressed" and state["search"]["inhibitedBy"] == [stalls[None]]
+    until("the muted drift groups flushed twice (Alertmanager's log)", lambda: alertmanager.process.alive()
+          and all(alertmanager.flushes().get(s, 0) >= 2 for s in ("billing", "search")), 30)
+    assert [a["labels"]["stratum"] for _, _, a in alertmanager.receiver.alerts(DRIFT)] == ["support"]
