@@ -156,9 +156,10 @@ class AlertPath:
     alertmanager: Alertmanager
     prom_api: str
 
-    def find_drift(self, store: Any) -> None:
-        """Run the real drift checker on the process's telemetry: reference windows over 7 days, then a last hour whose
-        retrieval scores are 0.3 higher, in each stratum."""
+    def find_drift(self) -> None:
+        """Run the real drift checker on the process's store and telemetry: reference windows over 7 days, then a last
+        hour whose retrieval scores are 0.3 higher, in each stratum."""
+        store = self.ragmon.store
         rng = np.random.default_rng(7)
         for stratum in STRATA:
             for day in range(1, 8):
@@ -261,7 +262,7 @@ def _signed_in(base_url: str) -> httpx.Client:
 
 
 def test_drift_reaches_the_ticket_receiver_grouped_by_stratum_with_its_links(alert_path: AlertPath) -> None:
-    alert_path.find_drift(alert_path.ragmon.store)
+    alert_path.find_drift()
     drifted = until("the drift gauges scraped", lambda: alert_path.query(
         'ragmon_drift_persistent{feature=~"top1_score|mean_score|top2_gap"} == 1'), 60)
     expected = {(s["metric"]["stratum"], s["metric"]["feature"]) for s in drifted}
@@ -329,7 +330,7 @@ def test_a_stalled_ingest_pages_and_inhibits_the_drift_alerts(alert_path: AlertP
     assert stalled["annotations"]["dashboard_url"] == f"{alert_path.ragmon_url}/review/console/traces?since=1h"
 
     # now the drift: firing in Prometheus, received by Alertmanager, and muted there by the stall
-    alert_path.find_drift(alert_path.ragmon.store)
+    alert_path.find_drift()
     firing = until(f"{DRIFT} firing in Prometheus", lambda: [
         a for a in get_json(f"{alert_path.prom_api}/api/v1/alerts")["data"]["alerts"]
         if a["labels"]["alertname"] == DRIFT and a["state"] == "firing"], 60)
