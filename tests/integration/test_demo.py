@@ -5,6 +5,7 @@ agreement job reports the week the simulated reviewers drifted in, and --keep-se
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _demo(tmp_path: Path, *args: str, **popen: object) -> subprocess.Popen[str]:
@@ -52,6 +54,20 @@ def test_demo_finds_the_injected_incident_and_the_shadow_verdicts(tmp_path: Path
     _assert_triage_queue_led_by_the_burst(out)
     _assert_judge_agreement_drop(out)
     _assert_the_runbook_drift_commands_find_the_incident(tmp_path / "demo")
+    _assert_the_readme_excerpt_says_what_the_demo_printed(out)
+
+
+def _assert_the_readme_excerpt_says_what_the_demo_printed(out: str) -> None:
+    """The README's excerpt is made by scripts/readme_demo.py from a run; what does not move with the hour the
+    demo runs must match this run (which features page can: the incident's partial first hour moves with it)."""
+    spec = importlib.util.spec_from_file_location("readme_demo", ROOT / "scripts" / "readme_demo.py")
+    assert spec is not None and spec.loader is not None
+    readme_demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_demo)
+    want, have = readme_demo.facts(out), readme_demo.facts(readme_demo.readme_excerpt())
+    assert all(want.values()), f"the demo's output no longer parses: {want}"
+    stale = {k: (have[k], want[k]) for k in want if k != "paging" and have[k] != want[k]}
+    assert stale == {}, f"README's demo excerpt is stale (README, demo): {stale}; run python3 scripts/readme_demo.py"
 
 
 def _assert_the_runbook_drift_commands_find_the_incident(data: Path) -> None:
