@@ -113,7 +113,8 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 group = drift_page.group_from_query(request.query_params)
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()))
+            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()),
+                              reference_windows=drift_page.reference_windows)
 
         return pages.signed_in(request, render)
 
