@@ -28,7 +28,14 @@ from ragmon.console import (
     trace_page,
     traces,
 )
-from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
+from ragmon.console.filters import (
+    BEHAVIOURS,
+    DEAD_LETTERED,
+    SCORE_STATUSES,
+    TRACE_FIGURES,
+    TraceFilter,
+    parse_when,
+)
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError, SourceError
 from ragmon.review.auth import Session
@@ -170,4 +177,4 @@ def redirect_router() -> APIRouter:
 
 
 def _options() -> dict[str, tuple[str, ...]]:
-    return {"behaviour": BEHAVIOURS, "score": SCORE_STATUSES, "dead_lettered": DEAD_LETTERED}
+    return {"behaviour": BEHAVIOURS, "score": SCORE_STATUSES, "dead_lettered": DEAD_LETTERED, "figures": TRACE_FIGURES}
