@@ -37,7 +37,7 @@ from ragmon.console.filters import (
     parse_when,
 )
 from ragmon.console.view import PREFIX, ConsolePages
-from ragmon.errors import InputError, SourceError
+from ragmon.errors import InputError
 from ragmon.review.auth import Session
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 
@@ -94,22 +94,17 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
         return pages.signed_in(request, render)
 
+    letters_read = dead_letter_reading.CachedLetters(settings.console, settings.kafka)
+
     @router.get("/dead-letters")
-    def letters(request: Request) -> Response:
+    def letters(request: Request, fresh: str = "") -> Response:
         def render(session: Session) -> Response:
-            cfg, kafka = settings.console, settings.kafka
-            source = (f"file {cfg.dead_letter_file}" if cfg.dead_letter_file
-                      else f"topic {kafka.dead_letter_topic} at {kafka.bootstrap_servers}")
-            problem = ""
-            try:
-                read = (dead_letter_reading.read_file(cfg.dead_letter_file, cfg.dead_letters_read)
-                        if cfg.dead_letter_file else
-                        dead_letter_reading.read_topic(kafka, cfg.dead_letters_read, cfg.dead_letter_read_timeout_seconds))
-            except SourceError as exc:
-                read, problem = [], str(exc)
-            page = dead_letters.build_page(read, source)
-            return pages.page("dead_letters.html", session, d=page, problem=problem, per_partition=cfg.dead_letters_read,
-                              replay=dead_letters.replay_commands(kafka, cfg.dead_letter_file))
+            cfg = settings.console
+            reading = letters_read.read(fresh=bool(fresh))
+            page = dead_letters.build_page(reading.letters, "; ".join(reading.sources) or "nowhere")
+            return pages.page("dead_letters.html", session, d=page, problems=reading.problems,
+                              per_partition=cfg.dead_letters_read, age=max(0.0, time.monotonic() - reading.read_at),
+                              replay=dead_letters.replay_commands(settings.kafka, cfg.dead_letter_file))
 
         return pages.signed_in(request, render)
 

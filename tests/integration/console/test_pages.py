@@ -162,7 +162,47 @@ def test_dead_letters_from_the_kafka_topic(store, kafka_bootstrap, new_topic):
     gone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
                             console=ConsoleSettings(dead_letter_read_timeout_seconds=1))
     r = signed_in(console_app(store, gone)).get("/review/console/dead-letters")
-    assert r.status_code == 200 and "could not be read" in r.text
+    assert r.status_code == 200 and "Not read: no Kafka broker answered at 127.0.0.1:1 within 1 s" in r.text
+
+
+def test_dead_letters_from_the_file_and_the_topic_read_once_per_cache_time_and_an_outage_said_once(
+        store, tmp_path, kafka_bootstrap, new_topic):
+    """Issue 32: the demo's letters are in a file while the page read only the topic, showed the client's error
+    with its name twice and then "No dead letters", and waited 5 s on every view."""
+    path = tmp_path / "dead.jsonl"
+    sink = FileDeadLetterSink(path)
+    sink.send(_letters()[:3])
+    sink.close()
+    topic = new_topic(1)
+    kafka_sink = KafkaDeadLetterSink(KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=topic))
+    kafka_sink.send(_letters()[3:])
+    kafka_sink.close()
+    both = console_settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=topic),
+                            console=ConsoleSettings(dead_letter_file=path, read_dead_letter_topic=True))
+    client = signed_in(console_app(store, both))
+    html = client.get("/review/console/dead-letters").text
+    assert "4 letters read" in html and f"file {path}; topic {topic}" in html and "too_large" in html
+    assert 'class="message problem"' not in html
+
+    # read once per cache time: a letter written since is shown on a fresh read, not on the next view
+    sink = FileDeadLetterSink(path)
+    sink.send(_letters()[:1])
+    sink.close()
+    assert "4 letters read" in client.get("/review/console/dead-letters").text
+    assert "5 letters read" in client.get("/review/console/dead-letters?fresh=1").text
+
+    # the file's letters whatever the topic's broker does; the outage said once, by its name once
+    down = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
+                            console=ConsoleSettings(dead_letter_file=path, read_dead_letter_topic=True,
+                                                    dead_letter_read_timeout_seconds=1))
+    html = signed_in(console_app(store, down)).get("/review/console/dead-letters").text
+    assert "4 letters read" in html and html.count('class="message problem"') == 1
+    assert html.count("KafkaTimeoutError") == 1 and "No dead letters" not in html
+    # a file alone (the default with a file): the topic is not read at all
+    alone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
+                             console=ConsoleSettings(dead_letter_file=path))
+    html = signed_in(console_app(store, alone)).get("/review/console/dead-letters").text
+    assert "4 letters read" in html and "problem" not in html and f"topic {topic}" not in html
 
 
 def test_trace_list_sorted_and_filtered_by_any_score(store):
