@@ -95,6 +95,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
         return pages.signed_in(request, render)
 
     letters_read = dead_letter_reading.CachedLetters(settings.console, settings.kafka)
+    comparisons = shadow_page.ComparisonCache()
 
     @router.get("/dead-letters")
     def letters(request: Request, fresh: str = "") -> Response:
@@ -123,12 +124,14 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
     @router.get("/shadow")
     def shadow(request: Request) -> Response:
         def render(session: Session) -> Response:
+            checked = shadow_page.check_time(now(), settings.shadow.interval_seconds)
             try:
                 ask = shadow_page.asked(request.query_params)
-                chosen = shadow_page.options(settings, ask, now())
+                chosen = shadow_page.options(settings, ask, checked, store)
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            return pages.page("shadow.html", session, ask=ask, shown=shadow_page.run(store, chosen))
+            return pages.page("shadow.html", session, ask=ask, shown=comparisons.run(store, chosen), checked=checked,
+                              interval=settings.shadow.interval_seconds)
 
         return pages.signed_in(request, render)
 

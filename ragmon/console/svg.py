@@ -16,6 +16,8 @@ from html import escape
 
 ROW_H, LABEL_W, PLOT_W, PAD = 22, 220, 420, 12
 LABEL_CHARS = 32
+#: the least room (px) between two axis labels
+MIN_TICK_GAP = 8
 
 
 def _finite(*values: float | None) -> bool:
@@ -49,8 +51,14 @@ def ci_plot(rows: Sequence[tuple[str, float | None, float | None, float | None]]
         if _finite(mean):
             out.append(f'<circle cx="{x(mean):.1f}" cy="{y:.1f}" r="4" fill="#1d1d1f"/>')  # type: ignore[arg-type]
     base = height - 10
-    for v in (lo_all, 0.0, hi_all):
-        out.append(f'<text x="{x(v):.1f}" y="{base}" text-anchor="middle">{v:+.3g}{escape(unit)}</text>')
+    # zero always; an end of the axis only where its label cannot run into zero's (they are ~6 px a character)
+    out.append(f'<text class="tick" x="{x(0.0):.1f}" y="{base}" text-anchor="middle">0{escape(unit)}</text>')
+    for v, anchor in ((lo_all, "start"), (hi_all, "end")):
+        label = f"{v:+.2g}{escape(unit)}"
+        edge = x(v)
+        near = edge + 6.5 * len(label) if anchor == "start" else edge - 6.5 * len(label)
+        if abs(near - x(0.0)) >= 6.5 + MIN_TICK_GAP and (near - x(0.0)) * (edge - x(0.0)) > 0:
+            out.append(f'<text class="tick" x="{edge:.1f}" y="{base}" text-anchor="{anchor}">{label}</text>')
     out.append("</svg>")
     return "".join(out)
 

@@ -3,6 +3,7 @@ SVG labels escaped, and the settings behind the alert links."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs
 
@@ -54,6 +55,25 @@ def test_letter_bytes_are_previewed_as_escaped_text_and_hex():
 def test_svg_labels_are_escaped_and_non_finite_values_left_out():
     svg = ci_plot([("<script>x</script>", 0.1, -0.1, 0.3), ("nan", float("nan"), float("nan"), float("inf"))])
     assert "<script>" not in svg and "&lt;script&gt;" in svg and svg.count("<circle") == 1
+
+
+def _tick_extents(svg: str) -> list[tuple[float, float, str]]:
+    out = []
+    for x, anchor, text in re.findall(r'<text class="tick" x="([\d.]+)" y="[\d.]+" text-anchor="(\w+)">([^<]*)<', svg):
+        width = 6.5 * len(text)
+        start = {"start": float(x), "middle": float(x) - width / 2, "end": float(x) - width}[anchor]
+        out.append((start, start + width, text))
+    return sorted(out)
+
+
+def test_ci_plot_axis_labels_never_overlap():
+    """Issue 32: an interval ending just past zero printed "-0.0076+0" (the end's label on top of zero's)."""
+    for rows in ([("billing", -0.004, -0.0076, 0.0001)], [("a", 0.2, 0.1, 0.3)], [("a", -0.3, -0.5, 0.4)],
+                 [("a", 0.00001, -0.00002, 0.9)]):
+        ticks = _tick_extents(ci_plot(rows))
+        assert any(text == "0" for *_, text in ticks) and len(ticks) >= 2, ticks
+        assert all(a[1] <= b[0] for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+        assert not any(text in ("+0", "-0") for *_, text in ticks)
 
 
 def test_stacked_bars_stack_each_hour_and_escape_names():
