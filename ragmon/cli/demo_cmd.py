@@ -33,8 +33,8 @@ def demo(
                            ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the generated traffic.")] = 7,
     keep_serving: Annotated[bool, typer.Option(
-        "--keep-serving", help="Afterwards keep the review UI and /metrics up until Ctrl-C (a demo reviewer "
-                               "account is created and its password printed).")] = False,
+        "--keep-serving", help="Afterwards keep the review UI, the console and /metrics up until Ctrl-C (a demo "
+                               "reviewer account is created; its password and every address are printed).")] = False,
     host: Annotated[str, typer.Option(help="Bind address with --keep-serving.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535,
                                       help="HTTP port with --keep-serving (0 picks a free one).")] = 9108,
@@ -114,6 +114,8 @@ def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int, dead
         base = f"http://{host}:{process.port}"
         table = Table.grid(padding=(0, 2))
         table.add_row("review UI", f"{base}/review/  (user [bold]demo[/], password [bold]{password}[/])")
+        table.add_row("console", f"{base}/review/console/  (on-call's pages: traces, drift, shadow, dead letters; "
+                                 "sign in as above)")
         table.add_row("metrics", f"{base}/metrics")
         console.print(table)
         console.print("serving until Ctrl-C")
