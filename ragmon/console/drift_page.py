@@ -129,6 +129,24 @@ def reference_windows(row: dict[str, Any]) -> list[tuple[str, str]]:
     return [(iso_time(row["reference_start"]), iso_time(row["reference_end"]))]
 
 
+def reference_note(row: dict[str, Any]) -> str:
+    """How a one-span reference is compared: cut into windows as long as the current one (a trailing reference),
+    and the corpus snapshot it is limited to, if any ("" when there is nothing to add)."""
+    notes = []
+    length = (row["current_end"] - row["current_start"]).total_seconds()
+    span = (row["reference_end"] - row["reference_start"]).total_seconds()
+    if len(reference_windows(row)) == 1 and length > 0 and span >= 2 * length:
+        notes.append(f"{span / length:.0f} windows of {_duration(length)}, each as long as the current one")
+    window = str(row["details"].get("reference_window", ""))
+    if "corpus snapshot" in window:
+        notes.append(window[window.index("corpus snapshot"):])
+    return "; ".join(notes)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min"
+
+
 def traces_link(row: dict[str, Any]) -> str:
     """The trace list's query string for the row's group in the check's current window."""
     return TraceFilter(since=iso_time(row["current_start"]), until=iso_time(row["current_end"]),

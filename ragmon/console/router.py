@@ -117,7 +117,8 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
             return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()),
-                              reference_windows=drift_page.reference_windows)
+                              reference_windows=drift_page.reference_windows,
+                              reference_note=drift_page.reference_note)
 
         return pages.signed_in(request, render)
 

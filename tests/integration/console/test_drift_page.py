@@ -18,6 +18,7 @@ from tests.integration.console.support import HOSTILE, console_app
 from tests.integration.review.support import signed_in
 from tests.integration.test_drift_check import NOW, _insert_traces
 
+THIN = ("thin", "thin-2", "thin-3")
 SETTINGS = DriftSettings(features=["top1_score", "mean_score", "empty_shortlist_rate", "refusal_rate"])
 
 
@@ -65,9 +66,11 @@ def test_statistics_beside_their_thresholds_one_verdict_a_readable_history_and_t
     rng = np.random.default_rng(7)
     for d in range(1, 8):
         _insert_traces(store, rng, n=300, start=NOW - timedelta(hours=1, days=d), seconds=3600)
-        _insert_traces(store, rng, n=5, start=NOW - timedelta(hours=1, days=d), seconds=3600, stratum="thin")
+        for thin in THIN:
+            _insert_traces(store, rng, n=5, start=NOW - timedelta(hours=1, days=d), seconds=3600, stratum=thin)
     _insert_traces(store, rng, n=1000, start=NOW - timedelta(hours=1), seconds=3600, shift=0.1)
-    _insert_traces(store, rng, n=5, start=NOW - timedelta(hours=1), seconds=3600, stratum="thin")
+    for thin in THIN:
+        _insert_traces(store, rng, n=5, start=NOW - timedelta(hours=1), seconds=3600, stratum=thin)
     result = DriftChecker(store, SETTINGS, Telemetry(), clock=lambda: NOW).run_once()
     html = signed_in(console_app(store)).get("/review/console/drift").text
 
@@ -92,7 +95,11 @@ def test_statistics_beside_their_thresholds_one_verdict_a_readable_history_and_t
     day_before = primary.windows.current.start - timedelta(days=1)
     assert f"{day_before:%Y-%m-%d %H:%M} – {day_before + timedelta(hours=1):%Y-%m-%d %H:%M}" in reference
 
+    # 16 groups and features: the flagged ones shown, the quiet ones (all of the thin strata's) folded away
     history = html.split('id="history"')[1].split("</table>")[0]
+    assert "thin" not in history and history.count("<tr") - 1 == history.count('<tr class="drifted">') >= 1
+    quiet = html.split('<details id="history-rest">')[1].split("</details>")[0]
+    assert quiet.count(">thin<") == 4 and 'class="drifted"' not in quiet
     billing = next(r for r in re.findall(r"<tr[^>]*>.*?</tr>", history, re.S) if ">billing<" in r and ">top1_score<" in r)
     assert "<td>hybrid@v1</td>" in billing and 'class="drifted"' in billing
     assert f"CUSUM {primary.cusum:.3f} of {primary.cusum_threshold:.3g}" in unescape(billing)

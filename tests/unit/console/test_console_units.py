@@ -91,3 +91,17 @@ def test_console_links_settings():
     for bad in ("ftp://x", "https://x/ y", 'https://x/"'):
         with pytest.raises(ValidationError):
             ConsoleSettings(public_url=bad)
+
+
+def test_a_trailing_references_label_says_how_it_is_cut():
+    """The demo's reference (the day before a 6-hour current window) is one span of four windows; a seasonal
+    one lists its same-hour windows."""
+    from ragmon.console.drift_page import reference_note, reference_windows
+
+    cur = datetime(2026, 12, 5, 3, 0)
+    row = {"current_start": cur, "current_end": cur + timedelta(hours=6), "reference_start": cur - timedelta(days=1),
+           "reference_end": cur, "details": {}}
+    assert reference_windows(row) == [("2026-12-04T03:00:00.000Z", "2026-12-05T03:00:00.000Z")]
+    assert reference_note(row) == "4 windows of 6 h, each as long as the current one"
+    row["details"] = {"reference_slices": [["2026-12-04T03:00:00Z", "2026-12-04T09:00:00Z"]] * 7}
+    assert len(reference_windows(row)) == 7 and reference_note(row) == ""
