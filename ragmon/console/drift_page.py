@@ -67,6 +67,15 @@ class DriftPage:
     history: list[History] = field(default_factory=list)  # flagged groups first
     insufficient: list[dict[str, Any]] = field(default_factory=list)  # tests not run (too few traces, an error)
 
+    @property
+    def flagged_rows(self) -> list[dict[str, Any]]:
+        """The rows that found drift or persistent drift, in the page's order."""
+        return [r for r in self.rows if r["drifted"] or r["persistent"]]
+
+    @property
+    def quiet_rows(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if not (r["drifted"] or r["persistent"])]
+
 
 def group_from_query(params: Any) -> dict[str, str]:
     """The group an alert link asks for (empty values: any); ``InputError`` for an over-long value."""

@@ -84,12 +84,14 @@ def history_plot(values: Sequence[float], flagged: Sequence[bool], threshold: fl
     out = [f'<svg class="plot history" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            'role="img">',
            f'<line x1="{left}" y1="{down}" x2="{right}" y2="{down}" stroke="#bbb"/>',
-           f'<text x="{left - 3}" y="{up + 8}" text-anchor="end">{top:.3g}</text>',
            f'<text x="{left - 3}" y="{down}" text-anchor="end">{bottom:.3g}</text>']
-    if _finite(threshold):
+    if _finite(threshold):  # the line that pages, labelled with its value; otherwise the axis's top
         y = xy(0, threshold)[1]  # type: ignore[arg-type]
         out.append(f'<line class="threshold" x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#c53030" '
-                   f'stroke-dasharray="4,3"><title>pages at {threshold:.4g}</title></line>')
+                   f'stroke-dasharray="4,3"><title>pages at {threshold:.4g}</title></line>'
+                   f'<text x="{left - 3}" y="{y + 4:.1f}" text-anchor="end" fill="#c53030">{threshold:.3g}</text>')
+    else:
+        out.append(f'<text x="{left - 3}" y="{up + 8}" text-anchor="end">{top:.3g}</text>')
     if len(pts) > 1:
         line = " ".join(f"{a:.1f},{b:.1f}" for a, b in (xy(i, v) for i, v in pts))
         out.append(f'<polyline points="{line}" fill="none" stroke="#243b53" stroke-width="1.5"/>')

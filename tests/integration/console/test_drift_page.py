@@ -82,9 +82,12 @@ def test_statistics_beside_their_thresholds_one_verdict_a_readable_history_and_t
     assert _cell(row, "cusum") == f"{primary.cusum:.3f} of {primary.cusum_threshold:.3g}"
     verdicts = [_cell(r, "verdict") for r in re.findall(r"<tr class=\"drifted\">.*?</tr>", latest, re.S)]
     assert verdicts and all(v in ("DRIFT", "PERSISTENT") for v in verdicts)  # never "DRIFT drift"
-    # drifted first, and no test that could not run among the assessed ones
+    # drifted first, and no test that could not run among the assessed ones; on the unfiltered page the tests
+    # that found nothing are folded away
     classes = re.findall(r"<tr class=\"([^\"]*)\">", latest)
-    assert classes == sorted(classes, key=lambda c: c != "drifted") and "thin" not in latest
+    assert classes and set(classes) == {"drifted"} and "thin" not in latest
+    quiet_tests = html.split('<details id="quiet-tests">')[1].split("</details>")[0]
+    assert 'class="drifted"' not in quiet_tests and quiet_tests.count("<tr class=") >= 1
     apart = html.split('<details id="insufficient">')[1].split("</details>")[0]
     assert "thin" in apart and "insufficient_data" in apart and "billing" not in apart
 
