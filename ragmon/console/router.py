@@ -128,7 +128,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
             checked = shadow_page.check_time(now(), settings.shadow.interval_seconds)
             try:
                 ask = shadow_page.asked(request.query_params)
-                chosen = shadow_page.options(settings, ask, checked, store)
+                chosen = shadow_page.options(settings, ask, checked, lambda at: comparisons.derived(store, at))
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
             return pages.page("shadow.html", session, ask=ask, shown=comparisons.run(store, chosen), checked=checked,

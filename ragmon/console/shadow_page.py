@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -70,10 +71,12 @@ def check_time(now: datetime, interval_seconds: float) -> datetime:
     return datetime.fromtimestamp(now.timestamp() // step * step, UTC)
 
 
-def options(settings: Settings, ask: dict[str, str], now: datetime, store: Any = None
+def options(settings: Settings, ask: dict[str, str], now: datetime,
+            derive: Callable[[datetime], list[tuple[str, CompareOptions, str]]] | None = None
             ) -> list[tuple[str, CompareOptions, str]]:
-    """What to compare, as of ``now``: the one asked for, else every configured comparison, else (with ``store``)
-    the shadow pairs its traces hold. ``(title, options, note)``; ``InputError`` for a bad ask."""
+    """What to compare, as of ``now``: the one asked for, else every configured comparison, else (with ``derive``,
+    e.g. ``derived`` over a store) the shadow pairs the traces hold. ``(title, options, note)``; ``InputError``
+    for a bad ask."""
     if ask["baseline"] or ask["candidate"]:
         base = RetrieverRef.parse(ask["baseline"], ask["baseline_variant"] or "production", option="baseline")
         cand = RetrieverRef.parse(ask["candidate"], ask["candidate_variant"] or "shadow", option="candidate")
@@ -85,7 +88,7 @@ def options(settings: Settings, ask: dict[str, str], now: datetime, store: Any =
         return [(f"{c.baseline} ({c.baseline_variant}) vs {c.candidate} ({c.candidate_variant})",
                  replace(options_for(c, now), top=TOP, n_resamples=RESAMPLES), "")
                 for c in settings.shadow.comparisons]
-    return derived(store, now) if store is not None else []
+    return derive(now) if derive is not None else []
 
 
 def derived(store: Any, now: datetime) -> list[tuple[str, CompareOptions, str]]:
@@ -119,6 +122,14 @@ class ComparisonCache:
         self._size = size
         self._shown: OrderedDict[tuple[str, datetime, datetime], Shown] = OrderedDict()
         self._lock = threading.Lock()
+        self._derived: tuple[datetime, list[tuple[str, CompareOptions, str]]] | None = None
+
+    def derived(self, store: Any, now: datetime) -> list[tuple[str, CompareOptions, str]]:
+        """``derived(store, now)``, looked up once per check time."""
+        with self._lock:
+            if self._derived is None or self._derived[0] != now:
+                self._derived = (now, derived(store, now))
+            return self._derived[1]
 
     def run(self, store: Any, chosen: list[tuple[str, CompareOptions, str]]) -> list[Shown]:
         out = []
