@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from ragmon.console.filters import MAX_TEXT, TraceFilter, iso_time
+from ragmon.console.filters import MAX_TEXT, TRACE_FIGURES, TraceFilter, iso_time
 from ragmon.console.svg import history_plot
 from ragmon.console.traces import RowStore
+from ragmon.drift.features import FEATURES
 from ragmon.drift.report import COLUMNS, histogram_svg, rate_svg, sort_rows
 from ragmon.errors import InputError
 from ragmon.where import Where
@@ -157,11 +158,22 @@ def _duration(seconds: float) -> str:
 
 
 def traces_link(row: dict[str, Any]) -> str:
-    """The trace list's query string for the row's group in the check's current window."""
-    return TraceFilter(since=iso_time(row["current_start"]), until=iso_time(row["current_end"]),
-                       retriever=str(row["retriever_name"]), variant=str(row["variant"]),
-                       stratum=str(row["stratum"])).query()
+    """The trace list's query string for the row's group in the check's current window — sorted by the row's
+    feature when the list can sort by it (a judge score or the trace's own figure), the way it moved first (down:
+    the lowest first)."""
+    f = TraceFilter(since=iso_time(row["current_start"]), until=iso_time(row["current_end"]),
+                    retriever=str(row["retriever_name"]), variant=str(row["variant"]), stratum=str(row["stratum"]))
+    feature = str(row["feature"])
+    if feature in TRACE_FIGURES or (feature in FEATURES and FEATURES[feature].source == "scores"):
+        up = row["details"].get("direction") == "up" or (not row["details"].get("direction") and _rose(row))
+        f = replace(f, metric=feature, order="desc" if up else "asc")
+    return f.query()
 
+
+def _rose(row: dict[str, Any]) -> bool:
+    ref, cur = row["details"].get("reference", {}), row["details"].get("current", {})
+    return isinstance(ref.get("mean"), int | float) and isinstance(cur.get("mean"), int | float) and \
+        cur["mean"] > ref["mean"]
 
 
 def history(store: RowStore, group: dict[str, str], now: datetime) -> list[History]:

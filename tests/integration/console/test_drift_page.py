@@ -80,6 +80,9 @@ def test_statistics_beside_their_thresholds_one_verdict_a_readable_history_and_t
     row = next(m for m in re.findall(r"<tr class=\"[^\"]*\">.*?</tr>", latest, re.S)
                if ">top1_score<" in m and f">{primary.test}<" in m)
     assert _cell(row, "cusum") == f"{primary.cusum:.3f} of {primary.cusum_threshold:.3g}"
+    # the row's traces: its group's current window, the highest top-1 scores first (they rose)
+    link = unescape(re.search(r'class="traces-link" href="([^"]+)"', row)[1])
+    assert "metric=top1_score&order=desc" in link and "stratum=billing" in link
     verdicts = [_cell(r, "verdict") for r in re.findall(r"<tr class=\"drifted\">.*?</tr>", latest, re.S)]
     assert verdicts and all(v in ("DRIFT", "PERSISTENT") for v in verdicts)  # never "DRIFT drift"
     # drifted first, and no test that could not run among the assessed ones; on the unfiltered page the tests
