@@ -33,8 +33,8 @@ def demo(
                            ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the generated traffic.")] = 7,
     keep_serving: Annotated[bool, typer.Option(
-        "--keep-serving", help="Afterwards keep the review UI and /metrics up until Ctrl-C (a demo reviewer "
-                               "account is created and its password printed).")] = False,
+        "--keep-serving", help="Afterwards keep the review UI, the console and /metrics up until Ctrl-C (a demo "
+                               "reviewer account is created; its password and every address are printed).")] = False,
     host: Annotated[str, typer.Option(help="Bind address with --keep-serving.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535,
                                       help="HTTP port with --keep-serving (0 picks a free one).")] = 9108,
@@ -81,20 +81,22 @@ def demo(
             bar.update(tasks[stage], completed=done, total=total)
 
         result = run_demo(settings, store, telemetry, scenario, progress=progress,
-                          golden_path=data_dir / GOLDEN_FILE)
+                          golden_path=data_dir / GOLDEN_FILE, dead_letter_path=data_dir / DEAD_LETTER_FILE)
 
     from ragmon.demo.summary import print_summary
 
     print_summary(console, result, data_dir, data_dir / GOLDEN_FILE)
     if keep_serving:
-        _serve(settings, store, telemetry, host, port)
+        _serve(settings, store, telemetry, host, port, data_dir / DEAD_LETTER_FILE)
 
 
 #: the golden set the demo's coverage step compares with traffic, written into the demo's directory
 GOLDEN_FILE = "golden-coverage.json"
+#: the messages the demo dead-lettered (JSON Lines), which the console's Dead letters page reads
+DEAD_LETTER_FILE = "dead-letters.jsonl"
 
 
-def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int) -> None:
+def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int, dead_letters: Path) -> None:
     """Keep the review UI (with a demo reviewer) and /metrics up until Ctrl-C, through the process assembler."""
     from ragmon.config import ReviewSettings, ReviewUser
     from ragmon.process import Process, serve_roles
@@ -104,12 +106,16 @@ def _serve(settings: Any, store: Any, telemetry: Any, host: str, port: int) -> N
     review = ReviewSettings(users=[ReviewUser(username="demo", password_hash=SecretStr(hash_password(password)))],
                             session_secret=SecretStr(secrets.token_hex(32)))
     settings = override(settings.model_copy(update={"review": review}), "server", host=host, port=port)
+    # the demo's dead letters are in its file; no broker runs for it, so the page never waits for one
+    settings = override(settings, "console", dead_letter_file=dead_letters, read_dead_letter_topic=False)
 
     def announce(process: Process) -> None:
         process.service("review").refresh_gauges()  # the queue's progress on /metrics from the first scrape
         base = f"http://{host}:{process.port}"
         table = Table.grid(padding=(0, 2))
         table.add_row("review UI", f"{base}/review/  (user [bold]demo[/], password [bold]{password}[/])")
+        table.add_row("console", f"{base}/review/console/  (on-call's pages: traces, drift, shadow, dead letters; "
+                                 "sign in as above)")
         table.add_row("metrics", f"{base}/metrics")
         console.print(table)
         console.print("serving until Ctrl-C")

@@ -36,8 +36,14 @@ class ConsoleSettings(Section):
     )
     dead_letter_file: Path | None = Field(
         None,
-        description="Read dead letters from this JSON Lines file (`ragmon ingest --file ... --dead-letter-file`) "
-        "instead of kafka.dead_letter_topic.",
+        description="Read dead letters from this JSON Lines file (`ragmon ingest --file ... --dead-letter-file`; "
+        "`ragmon demo` writes <dir>/dead-letters.jsonl). Unless read_dead_letter_topic is true, the topic is not read "
+        "then.",
+    )
+    read_dead_letter_topic: bool | None = Field(
+        None,
+        description="Whether the Dead letters page reads kafka.dead_letter_topic. Unset: only when no "
+        "dead_letter_file is configured; true: the file and the topic; false: never (no broker here).",
     )
     dead_letters_read: int = Field(
         1_000, ge=1, le=100_000,
@@ -45,9 +51,20 @@ class ConsoleSettings(Section):
         "or from the end of the file); its counts by reason are over these.",
     )
     dead_letter_read_timeout_seconds: float = Field(
-        5.0, gt=0, le=60,
-        description="How long the Dead letters page waits for the dead-letter topic before it shows what it has.",
+        2.0, gt=0, le=60,
+        description="How long the Dead letters page waits for the dead-letter topic (reaching a broker, then "
+        "reading) before it shows what it has. What it read, or why it could not, is kept for "
+        "dead_letter_cache_seconds, so a broker that does not answer costs one wait, not one per page view.",
     )
+    dead_letter_cache_seconds: float = Field(
+        30.0, ge=0, le=3600,
+        description="How long the Dead letters page reuses what it read (0: read on every view). The page says how "
+        "old it is and offers a fresh read.",
+    )
+
+    def reads_dead_letter_topic(self) -> bool:
+        """Whether the Dead letters page reads the topic (see ``read_dead_letter_topic``)."""
+        return self.dead_letter_file is None if self.read_dead_letter_topic is None else self.read_dead_letter_topic
 
     @field_validator("public_url", "runbook_base_url")
     @classmethod

@@ -4,8 +4,10 @@ Owns the two readers. ``read_topic`` assigns every partition of the topic to a c
 committed, no consumer group is joined, ingest is not disturbed), seeks to the last ``limit`` records of each and
 reads up to the end or the time limit. ``read_file`` reads the last ``limit`` lines of a JSON Lines file written by
 ``ragmon ingest --dead-letter-file`` (at most ``MAX_FILE_TAIL_BYTES`` from its end). Both return ``Letter`` records
-with the original bytes untouched; kafka-python errors become ``SourceError`` here. Must not interpret, render or
-replay a letter.
+with the original bytes untouched; kafka-python errors become ``SourceError`` here, said once (kafka-python's
+messages already start with their class name). ``CachedLetters`` reads the configured sources (the file, the topic
+or both) and keeps the result, problems included, for ``console.dead_letter_cache_seconds``: a broker that does
+not answer costs one bounded wait, not one per page view. Must not interpret, render or replay a letter.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragmon.config import KafkaSettings
+from ragmon.config import ConsoleSettings, KafkaSettings
 from ragmon.errors import SourceError
 from ragmon.kafka_options import client_options
 
@@ -55,7 +59,8 @@ def read_topic(settings: KafkaSettings, limit: int, timeout_seconds: float) -> l
                                  request_timeout_ms=int(timeout_seconds * 1000) + 1000,
                                  bootstrap_timeout_ms=int(timeout_seconds * 1000))
     except KafkaError as exc:
-        raise SourceError(f"kafka ({settings.bootstrap_servers}): {type(exc).__name__}: {exc}") from None
+        raise SourceError(f"no Kafka broker answered at {settings.bootstrap_servers} within {timeout_seconds:g} s "
+                          f"({_said_once(exc)})") from None
     try:
         partitions = consumer.partitions_for_topic(topic) or set()
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
@@ -78,9 +83,16 @@ def read_topic(settings: KafkaSettings, limit: int, timeout_seconds: float) -> l
                     pending.discard(tp)
         return sorted(letters, key=lambda letter: (letter.written_at or datetime.min.replace(tzinfo=UTC)))
     except KafkaError as exc:
-        raise SourceError(f"kafka topic {topic}: {type(exc).__name__}: {exc}") from None
+        raise SourceError(f"topic {topic} at {settings.bootstrap_servers} could not be read: {_said_once(exc)}") from None
     finally:
         consumer.close()
+
+
+def _said_once(exc: BaseException) -> str:
+    """``Name: message`` of a client error, its name said once (kafka-python's ``str`` already starts with it)."""
+    name, text = type(exc).__name__, str(exc).strip()
+    text = text.removeprefix(name).lstrip(": ").strip()
+    return f"{name}: {text}" if text else name
 
 
 def _from_record(r: Any) -> Letter:
@@ -138,3 +150,55 @@ def _bytes_of(obj: dict[str, Any]) -> bytes:
         return base64.b64decode(str(obj.get("value_base64", "")), validate=True)
     except (binascii.Error, ValueError):
         return b""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the page shows: the letters of every source read (oldest first), where they came from, what could not
+    be read (one line per source), and when (monotonic seconds, for the page's "read N s ago")."""
+
+    letters: list[Letter]
+    sources: list[str]
+    problems: list[str]
+    read_at: float
+
+
+@dataclass
+class CachedLetters:
+    """The configured sources read at most once per ``console.dead_letter_cache_seconds``; thread-safe (one read
+    at a time: concurrent views wait for it and share it)."""
+
+    console: ConsoleSettings
+    kafka: KafkaSettings
+    clock: Callable[[], float] = time.monotonic
+    _last: Reading | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def sources(self) -> list[str]:
+        out = [f"file {self.console.dead_letter_file}"] if self.console.dead_letter_file else []
+        if self.console.reads_dead_letter_topic():
+            out.append(f"topic {self.kafka.dead_letter_topic} at {self.kafka.bootstrap_servers}")
+        return out
+
+    def read(self, fresh: bool = False) -> Reading:
+        """The last reading while it is younger than the cache time (``fresh``: read now)."""
+        with self._lock:
+            last = self._last
+            if last is not None and not fresh and self.clock() - last.read_at < self.console.dead_letter_cache_seconds:
+                return last
+            self._last = self._read()
+            return self._last
+
+    def _read(self) -> Reading:
+        cfg, letters, problems = self.console, [], []
+        if cfg.dead_letter_file:
+            try:
+                letters += read_file(cfg.dead_letter_file, cfg.dead_letters_read)
+            except SourceError as exc:
+                problems.append(str(exc))
+        if cfg.reads_dead_letter_topic():
+            try:
+                letters += read_topic(self.kafka, cfg.dead_letters_read, cfg.dead_letter_read_timeout_seconds)
+            except SourceError as exc:
+                problems.append(str(exc))
+        return Reading(letters, self.sources(), problems, self.clock())

@@ -1,13 +1,14 @@
 """The trace list's filters, read from a page's query string: what to list, and the links that carry them.
 
-Owns ``TraceFilter`` (a time window, retriever, variant, stratum, behaviour, query id, score status, a page
-number) and parsing it from untrusted query parameters: a bad value is an ``InputError`` that says what was
+Owns ``TraceFilter`` (a time window, retriever, variant, stratum, behaviour, query id, score status, a score to
+sort and filter by — a judge metric or a trace's own figure — with its order and bounds, a page number) and parsing it from untrusted query parameters: a bad value is an ``InputError`` that says what was
 expected, never an exception from deep inside. Times are 'now', a duration back from now ('30m', '24h', '7d') or ISO 8601 (naive
 = UTC). Must not run a query or render HTML; the SQL lives in ``traces``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -26,6 +27,10 @@ DEAD_LETTERED = ("stored", "dead-lettered")
 BEHAVIOURS = ("answer", "refuse", "clarify", "route")
 MAX_TEXT = 200
 PAGE_SIZE = 50
+#: the trace's own figures a list can be sorted and filtered by; any other ``metric`` is a judge metric (scores)
+TRACE_FIGURES = ("top1_score", "latency_ms", "cost_usd", "tokens")
+ORDERS = ("asc", "desc")
+_METRIC = re.compile(r"^[A-Za-z0-9_.:@-]{1,100}$")
 
 
 def parse_when(text: str, now: datetime, name: str) -> datetime:
@@ -62,6 +67,10 @@ class TraceFilter:
     query_id: str = ""
     score: str = ""
     dead_lettered: str = ""
+    metric: str = ""  # sort and filter by this score (a judge metric or one of TRACE_FIGURES)
+    order: str = ""  # asc | desc (by ``metric``); empty: newest first
+    min: str = ""  # keep traces whose ``metric`` is at least this
+    max: str = ""  # … and at most this
     page: int = 1
 
     @classmethod
@@ -74,11 +83,30 @@ class TraceFilter:
         for name, allowed in (("score", SCORE_STATUSES), ("dead_lettered", DEAD_LETTERED), ("behaviour", BEHAVIOURS)):
             if values[name] and values[name] not in allowed:
                 raise InputError(f"{name}: expected one of {', '.join(allowed)}, got {values[name]!r}")
+        if values["order"] and values["order"] not in ORDERS:
+            raise InputError(f"order: expected one of {', '.join(ORDERS)}, got {values['order']!r}")
+        if values["metric"] and not _METRIC.match(values["metric"]):
+            raise InputError(f"metric: expected a metric name (letters, digits, _ . : @ -), got {values['metric']!r}")
+        for name in ("min", "max"):
+            if values[name]:
+                try:
+                    bound = float(values[name])
+                except ValueError:
+                    bound = math.nan
+                if not math.isfinite(bound):
+                    raise InputError(f"{name}: expected a number, got {values[name]!r}")
+        if (values["order"] or values["min"] or values["max"]) and not values["metric"]:
+            raise InputError("order, min and max need a metric: the score to sort or filter by (e.g. "
+                             "metric=faithfulness&order=asc)")
         page = params.get("page", "1")
         if not page.isdigit() or not 1 <= int(page) <= 10_000:
             raise InputError(f"page: expected a number from 1 to 10000, got {page[:MAX_TEXT]!r}")
         out = cls(**{k: v for k, v in values.items() if v or k not in ("since", "until")}, page=int(page))
         return out
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """``min`` and ``max`` as numbers (None: no bound); ``from_query`` checked them."""
+        return (float(self.min) if self.min else None, float(self.max) if self.max else None)
 
     def window(self, now: datetime) -> tuple[datetime, datetime]:
         """The [start, end) the filter covers; ``InputError`` when a time is not one or the window is empty."""

@@ -28,9 +28,16 @@ from ragmon.console import (
     trace_page,
     traces,
 )
-from ragmon.console.filters import BEHAVIOURS, DEAD_LETTERED, SCORE_STATUSES, TraceFilter, parse_when
+from ragmon.console.filters import (
+    BEHAVIOURS,
+    DEAD_LETTERED,
+    SCORE_STATUSES,
+    TRACE_FIGURES,
+    TraceFilter,
+    parse_when,
+)
 from ragmon.console.view import PREFIX, ConsolePages
-from ragmon.errors import InputError, SourceError
+from ragmon.errors import InputError
 from ragmon.review.auth import Session
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 
@@ -87,22 +94,18 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
         return pages.signed_in(request, render)
 
+    letters_read = dead_letter_reading.CachedLetters(settings.console, settings.kafka)
+    comparisons = shadow_page.ComparisonCache()
+
     @router.get("/dead-letters")
-    def letters(request: Request) -> Response:
+    def letters(request: Request, fresh: str = "") -> Response:
         def render(session: Session) -> Response:
-            cfg, kafka = settings.console, settings.kafka
-            source = (f"file {cfg.dead_letter_file}" if cfg.dead_letter_file
-                      else f"topic {kafka.dead_letter_topic} at {kafka.bootstrap_servers}")
-            problem = ""
-            try:
-                read = (dead_letter_reading.read_file(cfg.dead_letter_file, cfg.dead_letters_read)
-                        if cfg.dead_letter_file else
-                        dead_letter_reading.read_topic(kafka, cfg.dead_letters_read, cfg.dead_letter_read_timeout_seconds))
-            except SourceError as exc:
-                read, problem = [], str(exc)
-            page = dead_letters.build_page(read, source)
-            return pages.page("dead_letters.html", session, d=page, problem=problem, per_partition=cfg.dead_letters_read,
-                              replay=dead_letters.replay_commands(kafka, cfg.dead_letter_file))
+            cfg = settings.console
+            reading = letters_read.read(fresh=bool(fresh))
+            page = dead_letters.build_page(reading.letters, "; ".join(reading.sources) or "nowhere")
+            return pages.page("dead_letters.html", session, d=page, problems=reading.problems,
+                              per_partition=cfg.dead_letters_read, age=max(0.0, time.monotonic() - reading.read_at),
+                              replay=dead_letters.replay_commands(settings.kafka, cfg.dead_letter_file))
 
         return pages.signed_in(request, render)
 
@@ -113,19 +116,23 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 group = drift_page.group_from_query(request.query_params)
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()))
+            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()),
+                              reference_windows=drift_page.reference_windows,
+                              reference_note=drift_page.reference_note)
 
         return pages.signed_in(request, render)
 
     @router.get("/shadow")
     def shadow(request: Request) -> Response:
         def render(session: Session) -> Response:
+            checked = shadow_page.check_time(now(), settings.shadow.interval_seconds)
             try:
                 ask = shadow_page.asked(request.query_params)
-                chosen = shadow_page.options(settings, ask, now())
+                chosen = shadow_page.options(settings, ask, checked, lambda at: comparisons.derived(store, at))
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            return pages.page("shadow.html", session, ask=ask, shown=shadow_page.run(store, chosen))
+            return pages.page("shadow.html", session, ask=ask, shown=comparisons.run(store, chosen), checked=checked,
+                              interval=settings.shadow.interval_seconds)
 
         return pages.signed_in(request, render)
 
@@ -169,4 +176,4 @@ def redirect_router() -> APIRouter:
 
 
 def _options() -> dict[str, tuple[str, ...]]:
-    return {"behaviour": BEHAVIOURS, "score": SCORE_STATUSES, "dead_lettered": DEAD_LETTERED}
+    return {"behaviour": BEHAVIOURS, "score": SCORE_STATUSES, "dead_lettered": DEAD_LETTERED, "figures": TRACE_FIGURES}

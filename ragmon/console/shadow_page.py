@@ -1,16 +1,21 @@
-"""The Shadow page's content: the configured comparisons (``shadow.comparisons``), or one asked for on the page,
-recomputed over their window — the verdict per stratum, interval plots of the quality deltas, agreement, and the
-biggest wins and losses as links to the trace pairs.
+"""The Shadow page's content: the configured comparisons (``shadow.comparisons``), or when none is configured the
+shadow pairs found in the stored traces, or one asked for on the page — the verdict per stratum, interval plots of
+the quality deltas, agreement, and the biggest wins and losses as links to the trace pairs.
 
-Owns choosing what to compare and laying results out for the template; the comparison itself is
-``ragmon.shadow.compare`` (the same as ``ragmon shadow compare`` and the shadow role's gauges). A comparison that
-fails (bad settings, no pairs) is shown with its reason and the others go on. Must not write or export gauges.
+Owns choosing what to compare, when (``ComparisonCache``: a comparison's window ends at the latest shadow check,
+every ``shadow.interval_seconds``, and its 2,000-resample result is computed once per check and reused by every view
+until the next) and laying results out for the template; the comparison itself is ``ragmon.shadow.compare`` (the
+same as ``ragmon shadow compare`` and the shadow role's gauges). A comparison that fails (bad settings, no pairs)
+is shown with its reason and the others go on. Must not write or export gauges.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragmon.config import Settings
@@ -26,6 +31,12 @@ from ragmon.shadow.result import ComparisonResult, Example
 RESAMPLES = 2000
 #: wins and losses listed
 TOP = 5
+#: how far back the pairs are looked for, and compared, when none is configured
+DERIVED_WINDOW = timedelta(hours=24)
+#: the most shadow pairs found in the store that the page compares
+DERIVED_PAIRS = 3
+#: comparisons kept (each of one check's window)
+CACHED = 16
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Shown:
     result: ComparisonResult | None
     problem: str
     plots: list[tuple[str, str]]  # (metric and its source, inline SVG)
+    note: str = ""  # where the comparison came from, when it was not configured or asked for
 
     def pair_link(self, example: Example) -> str:
         """The trace list of this example's query (both sides) over the comparison's window."""
@@ -53,17 +65,85 @@ def asked(params: Any) -> dict[str, str]:
     return out
 
 
-def options(settings: Settings, ask: dict[str, str], now: datetime) -> list[tuple[str, CompareOptions]]:
-    """What to compare: the one asked for, else every configured comparison. ``InputError`` for a bad ask."""
+def check_time(now: datetime, interval_seconds: float) -> datetime:
+    """The latest shadow check at ``now``: checks run every ``interval_seconds`` since the epoch."""
+    step = max(interval_seconds, 1.0)
+    return datetime.fromtimestamp(now.timestamp() // step * step, UTC)
+
+
+def options(settings: Settings, ask: dict[str, str], now: datetime,
+            derive: Callable[[datetime], list[tuple[str, CompareOptions, str]]] | None = None
+            ) -> list[tuple[str, CompareOptions, str]]:
+    """What to compare, as of ``now``: the one asked for, else every configured comparison, else (with ``derive``,
+    e.g. ``derived`` over a store) the shadow pairs the traces hold. ``(title, options, note)``; ``InputError``
+    for a bad ask."""
     if ask["baseline"] or ask["candidate"]:
         base = RetrieverRef.parse(ask["baseline"], ask["baseline_variant"] or "production", option="baseline")
         cand = RetrieverRef.parse(ask["candidate"], ask["candidate_variant"] or "shadow", option="candidate")
         opts = CompareOptions(base, cand, parse_when(ask["since"] or "24h", now, "since"), now, top=TOP,
                               n_resamples=RESAMPLES)
         opts.check()
-        return [(f"{base} vs {cand}", opts)]
-    return [(f"{c.baseline} ({c.baseline_variant}) vs {c.candidate} ({c.candidate_variant})",
-             replace(options_for(c, now), top=TOP, n_resamples=RESAMPLES)) for c in settings.shadow.comparisons]
+        return [(f"{base} vs {cand}", opts, "")]
+    if settings.shadow.comparisons:
+        return [(f"{c.baseline} ({c.baseline_variant}) vs {c.candidate} ({c.candidate_variant})",
+                 replace(options_for(c, now), top=TOP, n_resamples=RESAMPLES), "")
+                for c in settings.shadow.comparisons]
+    return derive(now) if derive is not None else []
+
+
+def derived(store: Any, now: datetime) -> list[tuple[str, CompareOptions, str]]:
+    """Each shadow retriever of the last ``DERIVED_WINDOW`` against the production retriever that served the most
+    traces then (at most ``DERIVED_PAIRS``, the busiest first): what the stored traces say is running in shadow."""
+    since = now - DERIVED_WINDOW
+    rows = store.query_rows(
+        "SELECT retriever_name AS name, retriever_version AS version, variant, count() AS n "
+        f"FROM {store.table('traces')} WHERE ts >= {{since:DateTime64(3)}} AND ts < {{until:DateTime64(3)}} "
+        "AND variant IN ('production', 'shadow') GROUP BY name, version, variant ORDER BY n DESC, name, version "
+        "LIMIT 200", {"since": since.replace(tzinfo=None), "until": now.replace(tzinfo=None)})
+    production = next((r for r in rows if r["variant"] == "production"), None)
+    if production is None:
+        return []
+    base = RetrieverRef(str(production["name"]), str(production["version"]), "production")
+    note = ("Not configured: found in the stored traces of the last 24 hours (the busiest production retriever "
+            "against each shadow one). Configure shadow.comparisons to choose, and to export the gauges.")
+    out = []
+    for r in [r for r in rows if r["variant"] == "shadow"][:DERIVED_PAIRS]:
+        cand = RetrieverRef(str(r["name"]), str(r["version"]), "shadow")
+        out.append((f"{base.name}@{base.version} (production) vs {cand.name}@{cand.version} (shadow)",
+                    CompareOptions(base, cand, since, now, top=TOP, n_resamples=RESAMPLES), note))
+    return out
+
+
+class ComparisonCache:
+    """Comparisons by title and window: each computed once (one at a time) and then reused; the ``CACHED``
+    latest kept. Thread-safe."""
+
+    def __init__(self, size: int = CACHED):
+        self._size = size
+        self._shown: OrderedDict[tuple[str, datetime, datetime], Shown] = OrderedDict()
+        self._lock = threading.Lock()
+        self._derived: tuple[datetime, list[tuple[str, CompareOptions, str]]] | None = None
+
+    def derived(self, store: Any, now: datetime) -> list[tuple[str, CompareOptions, str]]:
+        """``derived(store, now)``, looked up once per check time."""
+        with self._lock:
+            if self._derived is None or self._derived[0] != now:
+                self._derived = (now, derived(store, now))
+            return self._derived[1]
+
+    def run(self, store: Any, chosen: list[tuple[str, CompareOptions, str]]) -> list[Shown]:
+        out = []
+        for title, opts, note in chosen:
+            key = (title, opts.since, opts.until)
+            with self._lock:
+                shown = self._shown.get(key)
+                if shown is None:
+                    shown = replace(run(store, [(title, opts)])[0], note=note)
+                    self._shown[key] = shown
+                    while len(self._shown) > self._size:
+                        self._shown.popitem(last=False)
+            out.append(shown)
+        return out
 
 
 def run(store: Any, chosen: list[tuple[str, CompareOptions]]) -> list[Shown]:

@@ -1,5 +1,5 @@
 """Plots the console draws on the server as inline SVG: a confidence-interval plot (one row per stratum: the
-interval as a bar, the estimate as a dot, zero as a line), a sparkline of a statistic over checks, and stacked
+interval as a bar, the estimate as a dot, zero as a line), a statistic's history over checks against its threshold, and stacked
 bars of counts over time (dead letters by reason per hour).
 
 Owns the drawing only. Every label is escaped here (``html.escape``) because the SVG is inserted into the page as
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import datetime
 from html import escape
 
 ROW_H, LABEL_W, PLOT_W, PAD = 22, 220, 420, 12
 LABEL_CHARS = 32
+#: the least room (px) between two axis labels
+MIN_TICK_GAP = 8
 
 
 def _finite(*values: float | None) -> bool:
@@ -48,31 +51,59 @@ def ci_plot(rows: Sequence[tuple[str, float | None, float | None, float | None]]
         if _finite(mean):
             out.append(f'<circle cx="{x(mean):.1f}" cy="{y:.1f}" r="4" fill="#1d1d1f"/>')  # type: ignore[arg-type]
     base = height - 10
-    for v in (lo_all, 0.0, hi_all):
-        out.append(f'<text x="{x(v):.1f}" y="{base}" text-anchor="middle">{v:+.3g}{escape(unit)}</text>')
+    # zero always; an end of the axis only where its label cannot run into zero's (they are ~6 px a character)
+    out.append(f'<text class="tick" x="{x(0.0):.1f}" y="{base}" text-anchor="middle">0{escape(unit)}</text>')
+    for v, anchor in ((lo_all, "start"), (hi_all, "end")):
+        label = f"{v:+.2g}{escape(unit)}"
+        edge = x(v)
+        near = edge + 6.5 * len(label) if anchor == "start" else edge - 6.5 * len(label)
+        if abs(near - x(0.0)) >= 6.5 + MIN_TICK_GAP and (near - x(0.0)) * (edge - x(0.0)) > 0:
+            out.append(f'<text class="tick" x="{edge:.1f}" y="{base}" text-anchor="{anchor}">{label}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def sparkline(values: Sequence[float], flagged: Sequence[bool], width: int = 160, height: int = 28) -> str:
-    """``values`` left (oldest) to right as a line; flagged points (drifted) as red dots."""
+def history_plot(values: Sequence[float], flagged: Sequence[bool], threshold: float | None,
+                 first: datetime | None, last: datetime | None, width: int = 280, height: int = 64) -> str:
+    """``values`` over checks, oldest left: a line through a dot per check (red: flagged), the line that pages
+    (``threshold``, dashed) when there is one, the value axis from zero with its top labelled, the first and last
+    check's time below. One check is a dot in the middle, never on the box's edge."""
     pts = [(i, v) for i, v in enumerate(values) if _finite(v)]
-    if len(pts) < 1:
-        return ""
-    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
-    span = (hi - lo) or 1.0
-    n = max(len(values) - 1, 1)
+    if not pts:
+        return '<span class="meta">no value yet</span>'
+    top = max([v for _, v in pts] + ([threshold] if _finite(threshold) else []))  # type: ignore[list-item]
+    bottom = min([0.0] + [v for _, v in pts])
+    top = top + ((top - bottom) or 1.0) * 0.15
+    left, right, up, down = 34, width - 6, 6, height - 16
+    n = len(values) - 1
 
     def xy(i: int, v: float) -> tuple[float, float]:
-        return 3 + i / n * (width - 6), height - 3 - (v - lo) / span * (height - 6)
+        x = (left + right) / 2 if n == 0 else left + i / n * (right - left)
+        return x, down - (v - bottom) / (top - bottom) * (down - up)
 
-    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in (xy(i, v) for i, v in pts))
-    out = [f'<svg class="plot spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
-           f'<polyline points="{line}" fill="none" stroke="#243b53" stroke-width="1.5"/>']
+    out = [f'<svg class="plot history" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           'role="img">',
+           f'<line x1="{left}" y1="{down}" x2="{right}" y2="{down}" stroke="#bbb"/>',
+           f'<text x="{left - 3}" y="{down}" text-anchor="end">{bottom:.3g}</text>']
+    if _finite(threshold):  # the line that pages, labelled with its value; otherwise the axis's top
+        y = xy(0, threshold)[1]  # type: ignore[arg-type]
+        out.append(f'<line class="threshold" x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#c53030" '
+                   f'stroke-dasharray="4,3"><title>pages at {threshold:.4g}</title></line>'
+                   f'<text x="{left - 3}" y="{y + 4:.1f}" text-anchor="end" fill="#c53030">{threshold:.3g}</text>')
+    else:
+        out.append(f'<text x="{left - 3}" y="{up + 8}" text-anchor="end">{top:.3g}</text>')
+    if len(pts) > 1:
+        line = " ".join(f"{a:.1f},{b:.1f}" for a, b in (xy(i, v) for i, v in pts))
+        out.append(f'<polyline points="{line}" fill="none" stroke="#243b53" stroke-width="1.5"/>')
     for i, v in pts:
-        if flagged[i]:
-            a, b = xy(i, v)
-            out.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.5" fill="#c53030"/>')
+        a, b = xy(i, v)
+        colour = "#c53030" if flagged[i] else "#243b53"
+        out.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="{3 if flagged[i] else 2}" fill="{colour}">'
+                   f'<title>{v:.4g}</title></circle>')
+    if first is not None and last is not None:
+        out.append(f'<text x="{left}" y="{height - 3}">{first:%m-%d %H:%M}</text>')
+        if n > 0:
+            out.append(f'<text x="{right}" y="{height - 3}" text-anchor="end">{last:%m-%d %H:%M}</text>')
     out.append("</svg>")
     return "".join(out)
 

@@ -1,5 +1,9 @@
-"""The trace list: stored traces in a time window, filtered and paged, newest first, with the choices the filter
-form offers (the retrievers, variants and strata seen in the window).
+"""The trace list: stored traces in a time window, filtered and paged, newest first or by a score, with the choices
+the filter form offers (the retrievers, variants, strata and judge metrics seen in the window).
+
+A list sorted or filtered by a judge metric lists the traces with a finite score of that metric in the window (the
+latest score row per trace, whatever the judge fingerprint: the list's column names the metric, the trace page
+every fingerprint); by one of the trace's own figures (``top1_score``, latency, cost, tokens) it lists them all.
 
 Owns the list's SQL. Every value travels as a ``{name:Type}`` parameter through ``Where``; only table names and
 code-constant column lists are formatted in. Rows come back as plain records for the template; long questions are
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ragmon.console.filters import PAGE_SIZE, TraceFilter
+from ragmon.console.filters import PAGE_SIZE, TRACE_FIGURES, TraceFilter
 from ragmon.where import Where
 
 #: how much of a question the list shows (characters)
@@ -23,6 +27,10 @@ _LIST_COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, var
                  f"substringUTF8(question, 1, {QUESTION_CHARS}) AS question_start, lengthUTF8(question) AS question_chars, "
                  "latency_total_ms, cost_usd, tokens_prompt + tokens_completion AS tokens, top1_score, n_results, "
                  "error != '' AS failed")
+#: the trace's own figures as columns of the traces table (code constants: formatted into the SQL)
+_FIGURES = {"top1_score": "top1_score", "latency_ms": "latency_total_ms", "cost_usd": "cost_usd",
+            "tokens": "tokens_prompt + tokens_completion"}
+assert set(_FIGURES) == set(TRACE_FIGURES)
 
 
 class RowStore(Protocol):
@@ -49,6 +57,7 @@ class TraceRow:
     top1_score: float | None
     n_results: int
     failed: bool
+    score: float | None = None  # the value of the filter's metric, when it has one
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,8 @@ class TraceList:
 
 
 def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
-    """One page of the traces ``f`` selects, their total, and the filter's choices in the window."""
+    """One page of the traces ``f`` selects (sorted by its metric when it asks), their total, and the filter's
+    choices in the window."""
     start, end = f.window(now)
     where = _where(f, start, end)
     sql, params = where.clause()
@@ -73,22 +83,41 @@ def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
     scored = _score_condition(store, f.score)
     if scored:
         sql = f"{sql} AND {scored}"
-    total = int(store.query_rows(f"SELECT count() AS n FROM {traces} FINAL WHERE {sql}", params)[0]["n"])
+    source, score = f"{traces} FINAL", "nan"
+    if f.metric in _FIGURES:
+        score = _FIGURES[f.metric]
+    elif f.metric:
+        # the latest finite score of the metric per trace in the window: an inner join lists only scored traces
+        source = (f"{traces} AS t FINAL INNER JOIN (SELECT trace_id, argMax(value, scored_at) AS metric_value "
+                  f"FROM {store.table('scores')} WHERE metric = {{metric:String}} AND ts >= {{start:DateTime64(3)}} "
+                  "AND ts < {end:DateTime64(3)} AND isFinite(value) GROUP BY trace_id) AS s USING (trace_id)")
+        score, params = "metric_value", {**params, "metric": f.metric}
+    low, high = f.bounds()
+    if low is not None:
+        sql, params = f"{sql} AND {score} >= {{score_min:Float64}}", {**params, "score_min": low}
+    if high is not None:
+        sql, params = f"{sql} AND {score} <= {{score_max:Float64}}", {**params, "score_max": high}
+    order = f"score {'DESC' if f.order == 'desc' else 'ASC'}, ts DESC, trace_id" if f.order else "ts DESC, trace_id"
+    total = int(store.query_rows(f"SELECT count() AS n FROM {source} WHERE {sql}", params)[0]["n"])
     rows = store.query_rows(
-        f"SELECT {_LIST_COLUMNS} FROM {traces} FINAL WHERE {sql} ORDER BY ts DESC, trace_id "
+        f"SELECT {_LIST_COLUMNS}, toFloat64({score}) AS score FROM {source} WHERE {sql} ORDER BY {order} "
         "LIMIT {limit:UInt32} OFFSET {offset:UInt64}",
         {**params, "limit": PAGE_SIZE, "offset": (f.page - 1) * PAGE_SIZE})
     return TraceList([_row(r) for r in rows], total, start, end, choices(store, start, end))
 
 
 def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[str]]:
-    """The distinct retrievers, variants and strata of the window (at most 200 each), for the filter form."""
+    """The distinct retrievers, variants, strata and judge metrics of the window (at most 200 each), and the
+    trace's own figures, for the filter form."""
     sql, params = _where(TraceFilter(), start, end).clause()
     out: dict[str, list[str]] = {}
     for column, key in (("retriever_name", "retriever"), ("variant", "variant"), ("category", "stratum")):
         rows = store.query_rows(f"SELECT DISTINCT {column} AS v FROM {store.table('traces')} WHERE {sql} "
                                 "ORDER BY v LIMIT 200", params)
         out[key] = [str(r["v"]) for r in rows]
+    rows = store.query_rows(f"SELECT DISTINCT metric AS v FROM {store.table('scores')} WHERE {sql} ORDER BY v LIMIT 200",
+                            params)
+    out["metric"] = [*TRACE_FIGURES, *(str(r["v"]) for r in rows if str(r["v"]) not in TRACE_FIGURES)]
     return out
 
 
@@ -121,8 +150,9 @@ def _score_condition(store: RowStore, status: str) -> str:
 
 
 def _row(r: dict[str, Any]) -> TraceRow:
-    top1 = float(r["top1_score"])
+    top1, score = float(r["top1_score"]), float(r["score"])
     return TraceRow(str(r["trace_id"]), str(r["query_id"]), r["ts"], str(r["retriever_name"]), str(r["variant"]),
                     str(r["category"]), str(r["behaviour"]), str(r["question_start"]),
                     int(r["question_chars"]) > QUESTION_CHARS, float(r["latency_total_ms"]), float(r["cost_usd"]),
-                    int(r["tokens"]), None if math.isnan(top1) else top1, int(r["n_results"]), bool(r["failed"]))
+                    int(r["tokens"]), None if math.isnan(top1) else top1, int(r["n_results"]), bool(r["failed"]),
+                    score if math.isfinite(score) else None)

@@ -37,12 +37,21 @@ def _number(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def _of(value: Any, threshold: Any, digits: int = 3) -> str:
+    """A statistic beside the threshold it is judged against: '2.668 of 4.8' ('–' for no value)."""
+    shown = _number(value, digits)
+    if shown == "–" or threshold is None or not math.isfinite(float(threshold)):
+        return shown
+    return f"{shown} of {float(threshold):.3g}"
+
+
 def environment() -> Environment:
     # the console's own templates first; the review UI's macros (the answer with its citations) after them
     loader = ChoiceLoader([PackageLoader("ragmon.console", "templates"), PackageLoader("ragmon.review", "templates")])
     env = Environment(loader=loader, autoescape=select_autoescape(default=True), trim_blocks=True, lstrip_blocks=True)
     env.filters["seg"] = lambda s: quote(str(s), safe="")
     env.filters["num"] = _number
+    env.filters["of"] = _of
     env.filters["when"] = lambda t: "–" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
     env.filters["esc_bytes"] = lambda b: escaped_text(bytes(b)[:HEADER_PREVIEW_BYTES])
     env.globals["prefix"] = PREFIX

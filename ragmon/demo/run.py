@@ -39,6 +39,7 @@ from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.gate.golden_io import write_golden
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
+from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.source import InMemoryTraceSource
@@ -108,9 +109,12 @@ def demo_settings(base: Settings, sample_rate: float) -> Settings:
 
 
 def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, scenario: Scenario, *,
-             progress: Progress = lambda stage, done, total: None, golden_path: Path | None = None) -> DemoResult:
+             progress: Progress = lambda stage, done, total: None, golden_path: Path | None = None,
+             dead_letter_path: Path | None = None) -> DemoResult:
     """Generate, ingest, score and check the scenario's traffic. ``golden_path``: where to write the golden set
-    the coverage step compares with traffic (so ``ragmon golden coverage --golden`` can repeat it)."""
+    the coverage step compares with traffic (so ``ragmon golden coverage --golden`` can repeat it);
+    ``dead_letter_path``: where to write the dead letters (JSON Lines, as ``ingest --dead-letter-file`` does), so
+    the console's Dead letters page can show them."""
     now = datetime.now(UTC)
     timings: dict[str, float] = {}
 
@@ -122,7 +126,7 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     progress("generate", len(messages), len(messages))
 
     t0 = time.perf_counter()
-    dead = _ingest(settings, store, telemetry, messages, progress)
+    dead = _ingest(settings, store, telemetry, messages, progress, dead_letter_path)
     ingest_seconds = time.perf_counter() - t0
     stored = int(store.command(f"SELECT count() FROM {store.table('traces')} FINAL"))
 
@@ -179,7 +183,7 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
 
 
 def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, messages: list[bytes],
-            progress: Progress) -> dict[str, int]:
+            progress: Progress, dead_letter_path: Path | None) -> dict[str, int]:
     source = InMemoryTraceSource()
     stream = list(messages)
     for i, bad in enumerate(BAD_MESSAGES):  # malformed messages between valid neighbours
@@ -204,6 +208,12 @@ def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, me
         stop.set()
         worker.join(30)
     progress("ingest", sum(source.committed.values()), total)
+    if dead_letter_path is not None:
+        file = FileDeadLetterSink(dead_letter_path)
+        try:
+            file.send(letters.letters)
+        finally:
+            file.close()
     reasons: dict[str, int] = {}
     for letter in letters.letters:
         reasons[letter.reason] = reasons.get(letter.reason, 0) + 1

@@ -233,6 +233,7 @@ def details_json(r: DriftResult) -> str:
         "status": r.status, "reason": r.reason, "effect_name": r.effect_name, "min_samples": r.min_samples,
         "judge_fingerprint": r.group.judge_fingerprint, "reference": summary(r.reference),
         "current": summary(r.current), "reference_window": r.windows.reference.describe(),
+        "reference_slices": [[_iso(a), _iso(b)] for a, b in r.windows.reference.slices()],
         "current_window": r.windows.current.describe(), "pooled_windows": r.pooled,
         "cusum": _num(r.cusum), "cusum_threshold": _num(r.cusum_threshold), "persistent": r.persistent,
         "direction": r.direction, "test": _clean(r.details),
@@ -265,3 +266,7 @@ def _blind_key(g: Group, feature: str) -> BlindKey:
 
 def _utc(t: datetime) -> datetime:
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t
+
+
+def _iso(t: datetime) -> str:
+    return _utc(t).strftime("%Y-%m-%dT%H:%M:%SZ")

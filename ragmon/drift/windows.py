@@ -46,6 +46,17 @@ class Window:
             text += f", corpus snapshot {self.corpus_snapshot}"
         return text
 
+    def slices(self) -> list[tuple[datetime, datetime]]:
+        """The time ranges the window actually covers: its daily slices (newest first) when it has them, else
+        itself."""
+        if not (self.slice_seconds and self.slice_anchor):
+            return [(self.start, self.end)]
+        out, k = [], 1
+        while (begin := self.slice_anchor - k * DAY) >= self.start:
+            out.append((begin, begin + timedelta(seconds=self.slice_seconds)))
+            k += 1
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Windows:

@@ -133,6 +133,27 @@ def _assert_judge_agreement_drop(out: str) -> None:
         assert float(cells["returns"][-3].split()[0]) > latest["returns"], cells["returns"]  # the week before
 
 
+def _assert_the_console_shows_the_demo(out: str, password: str) -> None:
+    """Issue 32: the console's address is printed; signed in as the demo user, its Dead letters page shows the
+    three messages the demo dead-lettered (from the demo's file: no broker is waited for) and its Shadow page the
+    demo's shadow pair, without typing it."""
+    console = re.search(r"console\s+(http://127\.0\.0\.1:\d+)/review/console/\s+\(.*sign in", out)
+    assert console, out
+    from tests.integration.review.support import csrf_of
+
+    with httpx.Client(base_url=console[1], timeout=60) as client:
+        login = client.get("/review/login")
+        signed = client.post("/review/login", data={"username": "demo", "password": password,
+                                                    "csrf_token": csrf_of(login.text), "next": "/review/console/"})
+        assert signed.status_code in (200, 303), signed.text
+        letters = client.get("/review/console/dead-letters").text
+        assert "3 letters read" in letters and "dead-letters.jsonl" in letters, letters
+        assert all(f"<td>{r}</td>" in letters for r in ("invalid_json", "non_finite_score", "schema"))
+        assert 'class="message problem"' not in letters
+        shadow = client.get("/review/console/shadow").text
+        assert "hybrid@v1 (production) vs hybrid@v2 (shadow)" in shadow and "verdict-" in shadow, shadow
+
+
 def test_demo_keep_serving_serves_review_ui_and_metrics(tmp_path: Path) -> None:
     proc = _demo(tmp_path, "--queries", "1200", "--keep-serving", "--port", "0")
     lines: list[str] = []
@@ -156,6 +177,7 @@ def test_demo_keep_serving_serves_review_ui_and_metrics(tmp_path: Path) -> None:
         assert re.search(r'ragmon_review_items_due\{stratum="\w+"\} [1-9]', metrics), metrics
         page = httpx.get(f"{metrics_url}/review/", timeout=10, follow_redirects=False)
         assert page.status_code in (302, 303, 401), "the review UI must not be open without signing in"
+        _assert_the_console_shows_the_demo(out, password[1])
     finally:
         proc.send_signal(signal.SIGINT)
         try:

@@ -128,3 +128,15 @@ def test_config_rejects_bad_values_from_the_environment(monkeypatch: pytest.Monk
         load_settings()
     text = "\n".join(info.value.problems)
     assert "drift.alpha" in text and "drift.windows.current_seconds" in text
+
+
+def test_a_seasonal_reference_lists_its_same_hour_windows():
+    """What the console's reference label shows: seven one-hour windows at the current one's time of day."""
+    now = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+    w = resolve(DriftWindowSettings(current_seconds=3600, reference_days=7, same_hours=True), now)
+    slices = w.reference.slices()
+    assert len(slices) == 7
+    assert slices[0] == (datetime(2026, 12, 4, 9, 0, tzinfo=UTC), datetime(2026, 12, 4, 10, 0, tzinfo=UTC))
+    assert slices[-1][0] == w.reference.start
+    whole = resolve(DriftWindowSettings(current_seconds=6 * 3600, reference_days=1, same_hours=False), now)
+    assert whole.reference.slices() == [(whole.reference.start, whole.reference.end)]

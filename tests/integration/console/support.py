@@ -3,6 +3,7 @@ one app), hostile values for every field, and traces that carry them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
@@ -26,11 +27,15 @@ def console_settings(**sections: Any) -> Settings:
     return Settings(review=review_settings(), **sections)
 
 
-def console_app(store: ClickHouseStore, settings: Settings | None = None) -> FastAPI:
+def console_app(store: ClickHouseStore, settings: Settings | None = None,
+                clock: Callable[[], float] | None = None) -> FastAPI:
+    """The console and review UI on one app; ``clock`` (epoch seconds) is the console's time when given."""
     settings = settings or console_settings()
     telemetry = Telemetry()
     role = ReviewRole(settings.review, store, telemetry)
-    routers = [role.router, console_router(settings, store, role.context), redirect_router()]
+    console = (console_router(settings, store, role.context, clock=clock) if clock
+               else console_router(settings, store, role.context))
+    routers = [role.router, console, redirect_router()]
     return create_app(telemetry, Health(), routers=routers)
 
 

@@ -162,4 +162,78 @@ def test_dead_letters_from_the_kafka_topic(store, kafka_bootstrap, new_topic):
     gone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
                             console=ConsoleSettings(dead_letter_read_timeout_seconds=1))
     r = signed_in(console_app(store, gone)).get("/review/console/dead-letters")
-    assert r.status_code == 200 and "could not be read" in r.text
+    assert r.status_code == 200 and "Not read: no Kafka broker answered at 127.0.0.1:1 within 1 s" in r.text
+
+
+def test_dead_letters_from_the_file_and_the_topic_read_once_per_cache_time_and_an_outage_said_once(
+        store, tmp_path, kafka_bootstrap, new_topic):
+    """Issue 32: the demo's letters are in a file while the page read only the topic, showed the client's error
+    with its name twice and then "No dead letters", and waited 5 s on every view."""
+    path = tmp_path / "dead.jsonl"
+    sink = FileDeadLetterSink(path)
+    sink.send(_letters()[:3])
+    sink.close()
+    topic = new_topic(1)
+    kafka_sink = KafkaDeadLetterSink(KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=topic))
+    kafka_sink.send(_letters()[3:])
+    kafka_sink.close()
+    both = console_settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, dead_letter_topic=topic),
+                            console=ConsoleSettings(dead_letter_file=path, read_dead_letter_topic=True))
+    client = signed_in(console_app(store, both))
+    html = client.get("/review/console/dead-letters").text
+    assert "4 letters read" in html and f"file {path}; topic {topic}" in html and "too_large" in html
+    assert 'class="message problem"' not in html
+
+    # read once per cache time: a letter written since is shown on a fresh read, not on the next view
+    sink = FileDeadLetterSink(path)
+    sink.send(_letters()[:1])
+    sink.close()
+    assert "4 letters read" in client.get("/review/console/dead-letters").text
+    assert "5 letters read" in client.get("/review/console/dead-letters?fresh=1").text
+
+    # the file's letters whatever the topic's broker does; the outage said once, by its name once
+    down = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
+                            console=ConsoleSettings(dead_letter_file=path, read_dead_letter_topic=True,
+                                                    dead_letter_read_timeout_seconds=1))
+    html = signed_in(console_app(store, down)).get("/review/console/dead-letters").text
+    assert "4 letters read" in html and html.count('class="message problem"') == 1
+    assert html.count("KafkaTimeoutError") == 1 and "No dead letters" not in html
+    # a file alone (the default with a file): the topic is not read at all
+    alone = console_settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", dead_letter_topic=topic),
+                             console=ConsoleSettings(dead_letter_file=path))
+    html = signed_in(console_app(store, alone)).get("/review/console/dead-letters").text
+    assert "4 letters read" in html and "problem" not in html and f"topic {topic}" not in html
+
+
+def test_trace_list_sorted_and_filtered_by_any_score(store):
+    """Issue 32: the unfaithful traces of a window first (a judge metric ascending), bounds on it, and the trace's
+    own figures too; a trace without the metric is not listed by it."""
+    rows = [make_trace(trace_id=f"t-{i:03d}", timestamp=_ago(i)) for i in range(1, 121)]
+    insert_traces(store, rows)
+    faithfulness = {r["trace_id"]: round((i * 37 % 100) / 100, 2) for i, r in enumerate(rows[:100])}
+    for r in rows[:100]:
+        insert_score(store, r, "faithfulness", faithfulness[r["trace_id"]])
+    insert_score(store, rows[100], "faithfulness", float("nan"), status="failed")
+    client = signed_in(console_app(store))
+
+    def listed(query: str) -> tuple[list[str], list[str], str]:
+        html = client.get(f"/review/console/traces?{query}").text
+        return (re.findall(r"/review/console/traces/([^?\"]+)\?at=", html),
+                re.findall(r'<td class="num metric">([^<]*)</td>', html), html)
+
+    ids, values, html = listed("metric=faithfulness&order=asc")
+    lowest = sorted(faithfulness, key=lambda t: (faithfulness[t], t))
+    assert "100 traces" in html and 'id="metric-column"' in html  # scored ones only; the failed score is not a value
+    assert [faithfulness[t] for t in ids] == sorted(faithfulness.values())[:50]
+    assert ids[0] in lowest[:1] + [t for t in lowest if faithfulness[t] == faithfulness[lowest[0]]]
+    assert values[0] == f"{faithfulness[ids[0]]:.3f}"
+    ids, _, html = listed("metric=faithfulness&max=0.2&order=asc")
+    assert set(ids) == {t for t, v in faithfulness.items() if v <= 0.2} and len(ids) < 50
+    ids, _, _ = listed("metric=faithfulness&min=0.9&order=desc")
+    assert [faithfulness[t] for t in ids] == sorted((v for v in faithfulness.values() if v >= 0.9), reverse=True)
+    assert "faithfulness" in html.split('name="metric"')[1].split("</select>")[0]  # offered in the form
+    ids, _, html = listed("metric=latency_ms&order=desc")
+    assert "120 traces" in html and len(ids) == 50  # a trace's own figure: every trace
+    for bad in ("order=asc", "metric=faithfulness&min=abc", "metric=faithfulness&order=up", "metric=%3Cb%3E"):
+        r = client.get(f"/review/console/traces?{bad}")
+        assert r.status_code == 400 and "<b>" not in r.text, bad

@@ -5,6 +5,8 @@ wins and losses linking to both traces of the query, a comparison asked for on t
 from __future__ import annotations
 
 import re
+import time
+from datetime import UTC, datetime, timedelta
 from html import unescape
 
 from ragmon.config import ShadowComparisonSettings, ShadowSettings
@@ -50,7 +52,6 @@ def test_configured_comparison_verdicts_intervals_and_trace_pairs(store):
 def test_comparison_asked_on_the_page_and_bad_asks(store):
     _traffic(store)
     client = signed_in(console_app(store))
-    assert "No shadow comparison is configured" in client.get("/review/console/shadow").text
     html = client.get("/review/console/shadow?baseline=hybrid&candidate=dense&since=3d").text
     assert "hybrid (production) vs dense (shadow)" in html and "verdict-" in html
     nothing = client.get("/review/console/shadow?baseline=hybrid&candidate=nobody&since=3d").text
@@ -61,3 +62,32 @@ def test_comparison_asked_on_the_page_and_bad_asks(store):
         r = client.get(f"/review/console/shadow?{bad}")
         assert r.status_code == 400, bad
         assert "<b>" not in r.text
+
+
+def _counts(html: str) -> tuple[int, int]:
+    m = re.search(r"([\d,]+) baseline and ([\d,]+) candidate traces", html)
+    return int(m[1].replace(",", "")), int(m[2].replace(",", ""))
+
+
+def test_the_stored_shadow_pair_is_compared_without_asking_once_per_check(store):
+    """Issue 32: with nothing configured the page said "No shadow comparison is configured" although the store
+    held the demo's shadow pair, and a comparison asked for was recomputed (2,000 resamples) on every view."""
+    empty = signed_in(console_app(store)).get("/review/console/shadow").text
+    assert "No shadow comparison is configured" in empty  # and no shadow traffic stored either
+    _traffic(store)
+    now = [time.time() + 10]  # checks every 5 s: the next one is after every generated trace
+    client = signed_in(console_app(store, console_settings(shadow=ShadowSettings(interval_seconds=5)),
+                                   clock=lambda: now[0]))
+    html = client.get("/review/console/shadow").text
+    assert "hybrid@v1 (production) vs dense@v2 (shadow)" in html and 'class="meta derived"' in html
+    assert re.search(r'class="verdict-(promote|hold|reject)"', html) and 'class="plot ci"' in html
+    first = _counts(html)
+    assert first[0] == N
+
+    # traffic stored since: the same check's views show the comparison computed once for it
+    insert_traces(store, generate_traces(50, seed=SEED + 1, candidate=CANDIDATE,
+                                         start=datetime.now(UTC) - timedelta(seconds=120)))
+    assert _counts(client.get("/review/console/shadow").text) == first
+    assert _counts(client.get("/review/console/shadow?baseline=hybrid@v1&candidate=dense@v2&since=23h").text)[0] == N + 50
+    now[0] += 5  # the next check computes it again, once
+    assert _counts(client.get("/review/console/shadow").text)[0] == N + 50

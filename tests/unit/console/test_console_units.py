@@ -3,6 +3,7 @@ SVG labels escaped, and the settings behind the alert links."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs
 
@@ -56,6 +57,25 @@ def test_svg_labels_are_escaped_and_non_finite_values_left_out():
     assert "<script>" not in svg and "&lt;script&gt;" in svg and svg.count("<circle") == 1
 
 
+def _tick_extents(svg: str) -> list[tuple[float, float, str]]:
+    out = []
+    for x, anchor, text in re.findall(r'<text class="tick" x="([\d.]+)" y="[\d.]+" text-anchor="(\w+)">([^<]*)<', svg):
+        width = 6.5 * len(text)
+        start = {"start": float(x), "middle": float(x) - width / 2, "end": float(x) - width}[anchor]
+        out.append((start, start + width, text))
+    return sorted(out)
+
+
+def test_ci_plot_axis_labels_never_overlap():
+    """Issue 32: an interval ending just past zero printed "-0.0076+0" (the end's label on top of zero's)."""
+    for rows in ([("billing", -0.004, -0.0076, 0.0001)], [("a", 0.2, 0.1, 0.3)], [("a", -0.3, -0.5, 0.4)],
+                 [("a", 0.00001, -0.00002, 0.9)]):
+        ticks = _tick_extents(ci_plot(rows))
+        assert any(text == "0" for *_, text in ticks) and len(ticks) >= 2, ticks
+        assert all(a[1] <= b[0] for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+        assert not any(text in ("+0", "-0") for *_, text in ticks)
+
+
 def test_stacked_bars_stack_each_hour_and_escape_names():
     svg = stacked_bars([("10:00", {"json": 3, "<b>x</b>": 1}), ("11:00", {"json": 1})], ["json", "<b>x</b>"])
     assert svg.count("<rect") == 3 + 2  # three bars' parts and two legend keys
@@ -71,3 +91,17 @@ def test_console_links_settings():
     for bad in ("ftp://x", "https://x/ y", 'https://x/"'):
         with pytest.raises(ValidationError):
             ConsoleSettings(public_url=bad)
+
+
+def test_a_trailing_references_label_says_how_it_is_cut():
+    """The demo's reference (the day before a 6-hour current window) is one span of four windows; a seasonal
+    one lists its same-hour windows."""
+    from ragmon.console.drift_page import reference_note, reference_windows
+
+    cur = datetime(2026, 12, 5, 3, 0)
+    row = {"current_start": cur, "current_end": cur + timedelta(hours=6), "reference_start": cur - timedelta(days=1),
+           "reference_end": cur, "details": {}}
+    assert reference_windows(row) == [("2026-12-04T03:00:00.000Z", "2026-12-05T03:00:00.000Z")]
+    assert reference_note(row) == "4 windows of 6 h, each as long as the current one"
+    row["details"] = {"reference_slices": [["2026-12-04T03:00:00Z", "2026-12-04T09:00:00Z"]] * 7}
+    assert len(reference_windows(row)) == 7 and reference_note(row) == ""
