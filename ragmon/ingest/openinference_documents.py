@@ -21,6 +21,8 @@ _DOC_VERSION_KEYS = ("doc_version", "version")
 #: the chunk's owning tenant, for the permission-leak count (docs/leaks.md)
 _TENANT_KEYS = ("tenant", "tenant_id")
 _LABEL_MAX = 256
+#: how a chunk id made from the chunk's content begins (the span carried no id for it)
+DERIVED_ID = "sha256:"
 _decode = msgspec.json.Decoder().decode
 
 
@@ -50,7 +52,7 @@ def documents(span: Span, prefix: str) -> list[dict[str, Any]]:
         elif i < len(output_ids) and output_ids[i][1] == content and output_ids[i][0]:
             chunk_id = output_ids[i][0]
         elif isinstance(content, str):
-            chunk_id = "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:32]
+            chunk_id = DERIVED_ID + hashlib.sha256(content.encode()).hexdigest()[:32]
         else:
             raise ValueError(f"{where} has neither document.id nor document.content: no chunk id to give it")
         meta = d.get("document.metadata")
