@@ -23,14 +23,13 @@ def canonical(span: Span) -> Span:
     if "openinference.span.kind" in attrs:
         return span
     derived = genai.view(attrs)
-    convention = "genai" if derived else ""
     extra = openllmetry.view(attrs)
-    derived.update(extra)
-    if extra or any(k.startswith("traceloop.") for k in attrs):  # OpenLLMetry's model calls are GenAI spans
-        convention = "openllmetry"
-    if not derived:
+    if not derived and not extra:
         return span
-    derived[CONVENTION] = convention
+    # OpenLLMetry's model calls are GenAI spans with traceloop.* beside (LangChain's), or without (its OpenAI one)
+    traceloop = bool(extra) or any(k.startswith("traceloop.") for k in attrs)
+    derived.update(extra)
+    derived[CONVENTION] = "openllmetry" if traceloop else "genai"
     derived.update(attrs)
     return Span(span.trace_id, span.span_id, span.parent_span_id, span.name, span.start_ns, span.end_ns, derived,
                 span.status_error)
