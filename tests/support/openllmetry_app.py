@@ -95,6 +95,15 @@ class Apps:
                 context = [s.node.node_id for s in response.source_nodes] if rerank else []
                 sent.append(Sent(question, str(response), ids, scores, texts, context, n * PROMPT_TOKENS,
                                  n * COMPLETION_TOKENS, MODEL))
+            chat = index.as_chat_engine(chat_mode="condense_plus_context", similarity_top_k=2)
+            for message in ("Can I get a refund?", "And how are passwords reset?"):  # the second condenses first
+                before = calls()
+                response = chat.chat(message)
+                n = calls() - before
+                nodes = response.source_nodes
+                sent.append(Sent(message, str(response), [x.node.node_id for x in nodes], [x.score for x in nodes],
+                                 [x.node.get_content() for x in nodes], [], n * PROMPT_TOKENS, n * COMPLETION_TOKENS,
+                                 MODEL))
             # not queries: an index built (a splitter trace, an embedding trace), an embedding alone, a completion
             VectorStoreIndex.from_documents([Document(text="A note that is indexed and never asked about.")])
             Settings.embed_model.get_text_embedding("embedding only")
