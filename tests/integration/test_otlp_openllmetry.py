@@ -1,7 +1,7 @@
 """Interop with the instrumentations that are not OpenInference (issue 34): the REAL OpenLLMetry
 instrumentations of LlamaIndex and LangChain (and its OpenAI one), and the REAL OpenTelemetry GenAI conventions
 (``opentelemetry-instrumentation-openai-v2`` and ``opentelemetry-util-genai``'s retrieval and workflow spans), on
-small RAG applications talking to a local OpenAI-compatible server (``tests/support/openllmetry_app.py``, in its
+small RAG applications talking to a local OpenAI-compatible server (``tests/support/conventions_app.py``, in its
 own process: these instrumentations patch the same frameworks as the OpenInference ones). Their spans go straight
 to ragmon's ``/v1/traces`` and through the real Collector; every stored row is compared field by field with what
 the application saw, and what an instrumentation does not carry is named in ``ragmon.otlp.unavailable``.
@@ -27,19 +27,30 @@ from tests.integration.ingest_support import ROOT, wait_for
 
 INGEST = {"otlp_settle_seconds": 0.5, "flush_interval_seconds": 0.3, "otlp_repair_window_seconds": 1}
 #: per application: the conventions its rows were read by, and the fields its instrumentation does not carry
+#: (LlamaIndex's model calls are GenAI spans of OpenLLMetry's OpenAI instrumentation; LangChain's chat-model spans
+#: carry traceloop.* attributes too)
 EXPECTED = {
-    "llamaindex": ("genai,openllmetry", ""),  # its model calls: the openai instrumentation's GenAI spans
-    "langchain": ("openllmetry", "chunk_id,score"),
-    "genai": ("genai", "text"),
+    ("openllmetry", "VectorIndexRetriever.task"): ("genai,openllmetry", ""),
+    ("openllmetry", "vector_db_retrieve VectorStoreRetriever"): ("openllmetry", "chunk_id,score"),
+    ("genai", "retrieval kb"): ("genai", "text"),
+    ("haystack", "InMemoryBM25Retriever.run"): ("openinference", ""),
 }
+FAMILIES = ("openllmetry", "genai", "haystack")
 
 
 def _run_apps(endpoint: str, token: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    out = subprocess.run([sys.executable, "-m", "tests.support.openllmetry_app", endpoint, token], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0, out.stderr[-4000:]
-    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    return [x for x in lines if "source" in x], next(x["skipped"] for x in lines if "skipped" in x)
+    """Every family, each in its own process; what they sent and the skips expected of them all."""
+    sent: list[dict[str, Any]] = []
+    skipped = {"embedding_only": 0, "llm_only": 0, "no_retriever": 0}
+    for family in FAMILIES:
+        out = subprocess.run([sys.executable, "-m", "tests.support.conventions_app", endpoint, token, family],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+        assert out.returncode == 0, out.stderr[-4000:]
+        lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        sent += [x for x in lines if "source" in x]
+        for reason, n in next(x["skipped"] for x in lines if "skipped" in x).items():
+            skipped[reason] += n
+    return sent, skipped
 
 
 def _rows(store: ClickHouseStore) -> list[dict[str, Any]]:
@@ -49,11 +60,12 @@ def _rows(store: ClickHouseStore) -> list[dict[str, Any]]:
 def _compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]]) -> None:
     assert len(rows) == len(sent), f"{len(rows)} rows for {len(sent)} queries"
     by_question = {r["question"]: r for r in rows}
+    seen: set[tuple[str, str]] = set()
     assert len(by_question) == len(rows)
     for s in sent:
         row = by_question[s["question"]]
         where = f"{s['source']}: {s['question']!r}"
-        conventions, unavailable = EXPECTED[s["source"]]
+        conventions, unavailable = EXPECTED[(s["source"], row["retriever_name"])]
         ids = s["chunk_ids"]
         if "chunk_id" in unavailable:  # not carried: ragmon's id from the content, never a position
             ids = ["sha256:" + hashlib.sha256(t.encode()).hexdigest()[:32] for t in s["texts"]]
@@ -73,6 +85,8 @@ def _compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]]) -> None:
         assert {"total", "retrieve", "generate"} <= set(row["latency_ms"]) and row["latency_total_ms"] > 0, where
         if s["source"] != "genai":  # the conventions' retrieval documents carry no metadata
             assert all(row["retrieved_doc_ids"]), where
+        seen.add((s["source"], row["retriever_name"]))
+    assert seen == set(EXPECTED), "a row of every instrumentation"
 
 
 def _skips(metric: Any, skipped: dict[str, int]) -> dict[str, float]:
@@ -107,7 +121,7 @@ def test_openllmetry_and_genai_straight_to_v1_traces(store, tmp_path):
     process = _serve(store, tmp_path)
     try:
         sent, skipped = _run_apps(f"http://127.0.0.1:{process.listener_port('otlp')}/v1/traces", "tok")
-        assert {s["source"] for s in sent} == set(EXPECTED)
+        assert {s["source"] for s in sent} == set(FAMILIES)
         _check(process, store, sent, skipped)
         assert not (tmp_path / "dead.jsonl").exists() or not (tmp_path / "dead.jsonl").read_text().strip()
     finally:

@@ -3,10 +3,13 @@
 and ``opentelemetry-util-genai``'s handler), all REAL, talking to a local OpenAI-compatible server
 (``tests/support/openai_server.py``), exporting over OTLP/HTTP.
 
-They patch the same frameworks as the OpenInference instrumentations (``tests/support/instrumented.py``), globally,
-so they run in their own process: ``python -m tests.support.openllmetry_app ENDPOINT`` runs every scenario, exports
-its spans to ENDPOINT (a Collector's or ragmon's ``/v1/traces``) and prints what the applications saw, one JSON
-object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces that are not queries.
+Instrumentations patch their frameworks (and the OpenAI client) globally, and OpenLLMetry's OpenAI one cannot be
+undone (``uninstrument`` leaves its wrapper in place), so each family runs in its own process, apart from the
+OpenInference tests (``tests/support/instrumented.py``) and from each other:
+``python -m tests.support.conventions_app ENDPOINT TOKEN FAMILY`` (``openllmetry``, ``genai`` or ``haystack``) runs
+that family's scenarios, exports its spans to ENDPOINT (a Collector's or ragmon's ``/v1/traces``) and prints what
+the applications saw, one JSON object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces
+that are not queries.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ MODEL = "gpt-4o-mini"
 ANSWER = "Refunds take five days."
 PROMPT_TOKENS, COMPLETION_TOKENS = 77, 9
 RERANK = '{"documents": [{"document_number": 3, "relevance": 9}, {"document_number": 1, "relevance": 4}]}'
-#: the traces of ``main`` that are not queries: LlamaIndex's index (a splitter trace, an embedding trace), an
-#: embedding alone, a bare completion; LangChain's chain without a retriever; a bare openai-v2 chat call
-SKIPPED = {"embedding_only": 2, "llm_only": 2, "no_retriever": 2}
+#: per family, the traces that are not queries: LlamaIndex's index (a splitter trace, an embedding trace), an
+#: embedding alone, a bare completion, LangChain's chain without a retriever; a bare openai-v2 chat call
+SKIPPED = {"openllmetry": {"embedding_only": 2, "llm_only": 1, "no_retriever": 2}, "genai": {"llm_only": 1},
+           "haystack": {}}
 
 
 def _answer(request: dict) -> Any:
@@ -36,35 +40,37 @@ def _answer(request: dict) -> Any:
 
 
 class Apps:
-    """Instrumented once (``provider``'s spans pass through ``tap``: nothing is exported while no processor is
-    attached, so the expected retrievals are computed untraced)."""
+    """One process's applications (``provider``'s spans pass through ``tap``: nothing is exported while no processor
+    is attached, so the expected retrievals are computed untraced)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, endpoint: str, headers: dict[str, str]) -> None:
         import os
 
+        os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
         os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
         os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
-        from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
-        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
 
         from tests.support.instrumented import SpanTap
 
-        self.base_url = base_url
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "rag-app-openllmetry"}))
+        self.base_url, self.endpoint, self.headers = base_url, endpoint, headers
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "rag-app-conventions"}))
         self.tap = SpanTap()
         self.provider.add_span_processor(self.tap)
+
+    def openllmetry(self, calls: Any) -> list[Sent]:
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+        from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
         LlamaIndexInstrumentor().instrument(tracer_provider=self.provider)
         LangchainInstrumentor().instrument(tracer_provider=self.provider)
         OpenAIInstrumentor().instrument(tracer_provider=self.provider)
+        return self.llamaindex(calls) + self.langchain()
 
-    # -- OpenLLMetry: LlamaIndex -----------------------------------------------------------------------------------
-
-    def llamaindex(self, calls: Any) -> list[Sent]:
+    def _index(self) -> Any:
         from llama_index.core import Document, Settings, VectorStoreIndex
-        from llama_index.core.postprocessor import StructuredLLMRerank
         from llama_index.llms.openai import OpenAI
 
         from tests.support.llamaindex_app import _build
@@ -72,10 +78,17 @@ class Apps:
         embedding, _ = _build()
         Settings.llm = OpenAI(model=MODEL, api_base=self.base_url, api_key="test", max_retries=0)
         Settings.embed_model = embedding()
-        index = VectorStoreIndex.from_documents(
+        return VectorStoreIndex.from_documents(
             [Document(text=text, doc_id=name, metadata={"doc_id": name, "doc_version": "3"})
              for name, text in CORPUS.items()])
-        self.index = index
+
+    # -- OpenLLMetry: LlamaIndex -----------------------------------------------------------------------------------
+
+    def llamaindex(self, calls: Any) -> list[Sent]:
+        from llama_index.core import Document, Settings, VectorStoreIndex
+        from llama_index.core.postprocessor import StructuredLLMRerank
+
+        index = self._index()
 
         def expected(question: str, k: int) -> tuple[list[str], list[float | None], list[str]]:
             nodes = index.as_retriever(similarity_top_k=k).retrieve(question)  # untraced: no processor attached
@@ -142,17 +155,15 @@ class Apps:
 
     def genai(self) -> list[Sent]:
         import openai
-        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as OpenAIv2Instrumentor
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
         from opentelemetry.util.genai.handler import TelemetryHandler
         from opentelemetry.util.genai.types import InputMessage, OutputMessage, Text
 
-        OpenAIInstrumentor().uninstrument()  # one OpenAI instrumentation at a time: now the official one
-        OpenAIv2Instrumentor().instrument(tracer_provider=self.provider)
+        OpenAIInstrumentor().instrument(tracer_provider=self.provider)
         handler = TelemetryHandler(tracer_provider=self.provider)
         client = openai.OpenAI(base_url=self.base_url, api_key="test", max_retries=0)
         question = "How are invoices sent?"
-        nodes = self.index.as_retriever(similarity_top_k=2).retrieve(question)
+        nodes = self._index().as_retriever(similarity_top_k=2).retrieve(question)  # LlamaIndex not instrumented
         ids, scores, texts = [n.node.node_id for n in nodes], [n.score for n in nodes], [n.node.get_content()
                                                                                           for n in nodes]
         with self.exporting():
@@ -170,6 +181,39 @@ class Apps:
         # the conventions carry ids and scores, not the documents' texts
         return [Sent(question, answer, ids, scores, [], [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
 
+    # -- OpenInference for Haystack ------------------------------------------------------------------------------
+
+    def haystack(self) -> list[Sent]:
+        from haystack import Document, Pipeline
+        from haystack.components.builders import ChatPromptBuilder
+        from haystack.components.generators.chat import OpenAIChatGenerator
+        from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+        from haystack.dataclasses import ChatMessage
+        from haystack.document_stores.in_memory import InMemoryDocumentStore
+        from haystack.utils import Secret
+        from openinference.instrumentation.haystack import HaystackInstrumentor
+
+        HaystackInstrumentor().instrument(tracer_provider=self.provider)
+        store = InMemoryDocumentStore()
+        store.write_documents([Document(id=f"hs-{name}", content=text, meta={"doc_id": name})
+                               for name, text in CORPUS.items()])
+        retriever = InMemoryBM25Retriever(document_store=store, top_k=2)
+        pipeline = Pipeline()
+        pipeline.add_component("retriever", retriever)
+        pipeline.add_component("prompt", ChatPromptBuilder(
+            template=[ChatMessage.from_user("Context: {% for d in documents %}{{ d.content }} {% endfor %}\n"
+                                            "Question: {{ question }}")], required_variables=["documents", "question"]))
+        pipeline.add_component("llm", OpenAIChatGenerator(api_key=Secret.from_token("test"), model=MODEL,
+                                                          api_base_url=self.base_url, max_retries=0))
+        pipeline.connect("retriever.documents", "prompt.documents")
+        pipeline.connect("prompt.prompt", "llm.messages")
+        question = "Are invoices sent by email once the order has shipped?"
+        docs = retriever.run(query=question)["documents"]  # untraced
+        with self.exporting():
+            out = pipeline.run({"retriever": {"query": question}, "prompt": {"question": question}})
+        return [Sent(question, out["llm"]["replies"][0].text or "", [d.id for d in docs], [d.score for d in docs],
+                     [d.content or "" for d in docs], [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
+
     def exporting(self) -> Any:
         from contextlib import contextmanager
 
@@ -178,7 +222,7 @@ class Apps:
 
         @contextmanager
         def block() -> Any:
-            processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=self.endpoint, headers=self.headers),
+            processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=self.endpoint, headers=self.headers or None),
                                            schedule_delay_millis=200)
             self.tap.attach(processor)
             try:
@@ -190,25 +234,19 @@ class Apps:
 
         return block()
 
-    endpoint = ""
-    headers: dict[str, str] = {}
-
 
 def main() -> None:
-    """``ENDPOINT [TOKEN]``: run every scenario, export to ENDPOINT, print what was sent."""
+    """``ENDPOINT TOKEN FAMILY``: run the family's scenarios, export to ENDPOINT, print what was sent."""
     from tests.support.openai_server import FakeOpenAI
 
+    endpoint, token, family = sys.argv[1:4]
     with FakeOpenAI(responder=_answer) as server:
-        apps = Apps(server.base_url)
-        apps.endpoint = sys.argv[1]
-        if len(sys.argv) > 2:
-            apps.headers = {"Authorization": f"Bearer {sys.argv[2]}"}
+        apps = Apps(server.base_url, endpoint, {"Authorization": f"Bearer {token}"} if token else {})
         calls = lambda: len(server.requests)  # noqa: E731
-        sent = {"llamaindex": apps.llamaindex(calls), "langchain": apps.langchain(), "genai": apps.genai()}
-    for source, queries in sent.items():
-        for s in queries:
-            print(json.dumps({"source": source, **asdict(s)}), flush=True)
-    print(json.dumps({"skipped": SKIPPED}), flush=True)
+        sent = {"openllmetry": lambda: apps.openllmetry(calls), "genai": apps.genai, "haystack": apps.haystack}[family]()
+    for s in sent:
+        print(json.dumps({"source": family, **asdict(s)}), flush=True)
+    print(json.dumps({"skipped": SKIPPED[family]}), flush=True)
 
 
 if __name__ == "__main__":
