@@ -82,7 +82,9 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     ordered = [root] + sorted((s for s in spans if s is not root), key=lambda s: s.start_ns)
     by_id = {s.span_id: s for s in spans}
     retrievers = [s for s in ordered if kind(s) == "RETRIEVER"]
-    retriever = next((s for s in retrievers if has_documents(s, "retrieval.documents.")), None) or \
+    # DSPy's Retrieve.forward records texts only; the retriever model's span below it (ColBERTv2) ids and scores too
+    retriever = next((s for s in retrievers if has_documents(s, "retrieval.documents.", identified=True)), None) or \
+        next((s for s in retrievers if has_documents(s, "retrieval.documents.")), None) or \
         (retrievers[0] if retrievers else None)
     reranker = next((s for s in ordered if kind(s) == "RERANKER"
                      and has_documents(s, "reranker.output_documents.")), None)

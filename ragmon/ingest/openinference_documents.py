@@ -26,9 +26,11 @@ DERIVED_ID = "sha256:"
 _decode = msgspec.json.Decoder().decode
 
 
-def has_documents(span: Span, prefix: str) -> bool:
+def has_documents(span: Span, prefix: str, *, identified: bool = False) -> bool:
+    """The span has documents (``identified``: whose first carries an id or a score)."""
     attrs = span.attributes
-    return any(f"{prefix}0.document.{field}" in attrs for field in ("id", "content", "score", "metadata"))
+    fields = ("id", "score") if identified else ("id", "content", "score", "metadata")
+    return any(f"{prefix}0.document.{field}" in attrs for field in fields)
 
 
 def documents(span: Span, prefix: str) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ and ``opentelemetry-util-genai``'s handler), all REAL, talking to a local OpenAI
 Instrumentations patch their frameworks (and the OpenAI client) globally, and OpenLLMetry's OpenAI one cannot be
 undone (``uninstrument`` leaves its wrapper in place), so each family runs in its own process, apart from the
 OpenInference tests (``tests/support/instrumented.py``) and from each other:
-``python -m tests.support.conventions_app ENDPOINT TOKEN FAMILY`` (``openllmetry``, ``genai`` or ``haystack``) runs
+``python -m tests.support.conventions_app ENDPOINT TOKEN FAMILY`` (``openllmetry``, ``genai``, ``haystack``,
+``dspy``) runs
 that family's scenarios, exports its spans to ENDPOINT (a Collector's or ragmon's ``/v1/traces``) and prints what
 the applications saw, one JSON object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces
 that are not queries.
@@ -28,7 +29,7 @@ RERANK = '{"documents": [{"document_number": 3, "relevance": 9}, {"document_numb
 #: per family, the traces that are not queries: LlamaIndex's index (a splitter trace, an embedding trace), an
 #: embedding alone, a bare completion, LangChain's chain without a retriever; a bare openai-v2 chat call
 SKIPPED = {"openllmetry": {"embedding_only": 2, "llm_only": 1, "no_retriever": 2}, "genai": {"llm_only": 1},
-           "haystack": {}}
+           "haystack": {}, "dspy": {}}
 
 
 def _answer(request: dict) -> Any:
@@ -36,6 +37,8 @@ def _answer(request: dict) -> Any:
 
     prompt = json.dumps(request)  # the rerank schema may be in the messages or the response format
     text = RERANK if "document_number" in prompt else ANSWER
+    if "[[ ## answer ## ]]" in prompt:  # DSPy's chat adapter: its field markers around the answer
+        text = f"[[ ## answer ## ]]\n{ANSWER}\n\n[[ ## completed ## ]]"
     return ok(text, model=MODEL, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
 
 
@@ -214,6 +217,44 @@ class Apps:
         return [Sent(question, out["llm"]["replies"][0].text or "", [d.id for d in docs], [d.score for d in docs],
                      [d.content or "" for d in docs], [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
 
+    # -- OpenInference for DSPy: a retrieve-then-predict module, a ColBERTv2 retriever model -------------------------
+
+    def dspy(self) -> list[Sent]:
+        import os
+        import tempfile
+
+        import atexit
+        import shutil
+
+        cache = tempfile.mkdtemp(prefix="dspy-cache-")  # never the home directory
+        atexit.register(shutil.rmtree, cache, True)
+        os.environ.setdefault("DSPY_CACHEDIR", cache)
+        import dspy
+        from openinference.instrumentation.dspy import DSPyInstrumentor
+
+        DSPyInstrumentor().instrument(tracer_provider=self.provider)
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        lm = dspy.LM(f"openai/{MODEL}", api_base=self.base_url, api_key="test", num_retries=0, cache=False)
+        with ColBERTServer() as colbert:
+            dspy.configure(lm=lm, rm=dspy.ColBERTv2(url=colbert.url))
+
+            class RAG(dspy.Module):
+                def __init__(self) -> None:
+                    super().__init__()
+                    self.retrieve = dspy.Retrieve(k=2)
+                    self.generate = dspy.Predict("context, question -> answer")
+
+                def forward(self, question: str) -> Any:
+                    return self.generate(context=self.retrieve(question).passages, question=question)
+
+            question = "How long until a refund arrives?"
+            with self.exporting():
+                answer = RAG()(question=question).answer
+            topk = colbert.topk(question, 2)
+        # DSPy's instrumentation records no token counts
+        return [Sent(question, answer, [str(d["pid"]) for d in topk], [d["score"] for d in topk],
+                     [d["text"] for d in topk], [], 0, 0, MODEL)]
+
     def exporting(self) -> Any:
         from contextlib import contextmanager
 
@@ -235,6 +276,50 @@ class Apps:
         return block()
 
 
+class ColBERTServer:
+    """A local ColBERTv2-compatible search endpoint (``GET ?query=…&k=…`` → ``{"topk": [{"pid", "text", "score"}]}``,
+    the protocol ``dspy.ColBERTv2`` speaks), ranking the corpus by shared words."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlparse
+
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                query = parse_qs(urlparse(self.path).query)
+                body = json.dumps({"topk": server.topk(query["query"][0], int(query["k"][0]))}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/api/search"
+
+    @staticmethod
+    def topk(query: str, k: int) -> list[dict[str, Any]]:
+        words = set(query.lower().strip("?").split())
+        ranked = sorted(((len(words & set(text.lower().strip(".").split())) + 1 / (pid + 2), pid, text)
+                         for pid, text in enumerate(CORPUS.values())), reverse=True)
+        return [{"pid": pid, "text": text, "score": round(score, 4)} for score, pid, text in ranked[:k]]
+
+    def __enter__(self) -> ColBERTServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 def main() -> None:
     """``ENDPOINT TOKEN FAMILY``: run the family's scenarios, export to ENDPOINT, print what was sent."""
     from tests.support.openai_server import FakeOpenAI
@@ -243,7 +328,8 @@ def main() -> None:
     with FakeOpenAI(responder=_answer) as server:
         apps = Apps(server.base_url, endpoint, {"Authorization": f"Bearer {token}"} if token else {})
         calls = lambda: len(server.requests)  # noqa: E731
-        sent = {"openllmetry": lambda: apps.openllmetry(calls), "genai": apps.genai, "haystack": apps.haystack}[family]()
+        sent = {"openllmetry": lambda: apps.openllmetry(calls), "genai": apps.genai, "haystack": apps.haystack,
+                "dspy": apps.dspy}[family]()
     for s in sent:
         print(json.dumps({"source": family, **asdict(s)}), flush=True)
     print(json.dumps({"skipped": SKIPPED[family]}), flush=True)
