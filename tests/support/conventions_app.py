@@ -220,11 +220,10 @@ class Apps:
     # -- OpenInference for DSPy: a retrieve-then-predict module, a ColBERTv2 retriever model -------------------------
 
     def dspy(self) -> list[Sent]:
-        import os
-        import tempfile
-
         import atexit
+        import os
         import shutil
+        import tempfile
 
         cache = tempfile.mkdtemp(prefix="dspy-cache-")  # never the home directory
         atexit.register(shutil.rmtree, cache, True)

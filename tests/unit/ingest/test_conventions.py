@@ -205,3 +205,25 @@ def test_retrieval_documents_that_are_not_json_give_a_retriever_without_document
 ])
 def test_traces_without_retrieval_are_skipped_with_their_reason(spans, reason):
     assert openinference.build([make() for make in spans], incomplete=False).skipped == reason
+
+
+def test_the_retriever_read_is_the_one_whose_documents_carry_ids_or_scores():
+    """DSPy: ``Retrieve.forward`` (texts only) wraps the ``ColBERTv2.__call__`` that has ids and scores."""
+    root = span("1", "", "RAG.forward", 0, 900, **{
+        "openinference.span.kind": "CHAIN", "input.value": '{"question": "How long?"}',
+        "input.mime_type": "application/json", "output.value": '{"answer": "Five days."}',
+        "output.mime_type": "application/json"})
+    outer = span("2", "1", "Retrieve.forward", 10, 100, **{
+        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.content": "Refunds take five days."})
+    inner = span("3", "2", "ColBERTv2.__call__", 20, 90, **{
+        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": 11,
+        "retrieval.documents.0.document.content": "Refunds take five days.",
+        "retrieval.documents.0.document.score": 21.5})
+    llm = span("4", "1", "LM.__call__", 200, 800, **{
+        "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+        "llm.output_messages.0.message.content": "[[ ## answer ## ]]\nFive days.\n\n[[ ## completed ## ]]"})
+    doc = build([root, outer, inner, llm])
+    assert (doc["question"], doc["answer"]) == ("How long?", "Five days.")
+    assert [(d["chunk_id"], d["score"]) for d in doc["retrieved"]] == [("11", 21.5)]
+    assert doc["retriever"]["name"] == "ColBERTv2.__call__"
+    assert doc["attributes"]["ragmon.otlp.unavailable"] == "tokens"
