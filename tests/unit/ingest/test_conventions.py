@@ -1,7 +1,7 @@
 """Each span read by its own convention (ragmon/ingest/conventions.py, openllmetry.py, genai.py): attribute values as
 the real instrumentations record them (OpenLLMetry 0.62 for LlamaIndex and LangChain, openai-v2 2.4b0 and
 opentelemetry-util-genai 1.1b0, captured from tests/support/conventions_app.py), mapped by ``openinference.build``.
-The same applications are driven end to end in tests/integration/test_otlp_openllmetry.py."""
+The same applications are driven end to end in tests/integration/test_otlp_conventions.py."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""Interop with the instrumentations that are not OpenInference (issue 34): the REAL OpenLLMetry
-instrumentations of LlamaIndex and LangChain (and its OpenAI one), and the REAL OpenTelemetry GenAI conventions
-(``opentelemetry-instrumentation-openai-v2`` and ``opentelemetry-util-genai``'s retrieval and workflow spans), on
-small RAG applications talking to a local OpenAI-compatible server (``tests/support/conventions_app.py``, in its
-own process: these instrumentations patch the same frameworks as the OpenInference ones). Their spans go straight
-to ragmon's ``/v1/traces`` and through the real Collector; every stored row is compared field by field with what
-the application saw, and what an instrumentation does not carry is named in ``ragmon.otlp.unavailable``.
+"""Interop with the instrumentations teams use besides OpenInference for LlamaIndex and LangChain (issue 34): the
+REAL OpenLLMetry instrumentations of LlamaIndex and LangChain (and its OpenAI one), the REAL OpenTelemetry GenAI
+conventions (``opentelemetry-instrumentation-openai-v2`` and ``opentelemetry-util-genai``'s retrieval and workflow
+spans), and the REAL OpenInference instrumentations of Haystack and DSPy, on small RAG applications talking to a
+local OpenAI-compatible server (``tests/support/conventions_app.py``, one process per family: they patch the same
+frameworks as the OpenInference tests, and each other's OpenAI client). Their spans go straight to ragmon's
+``/v1/traces`` and through the real Collector; every stored row is compared field by field with what the
+application saw, and what an instrumentation does not carry is named in ``ragmon.otlp.unavailable``.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _check(process: Any, store: ClickHouseStore, sent: list[dict[str, Any]], ski
     assert metric("ragmon_ingest_otlp_unscored_documents_total") == 2, "LangChain's two documents, and only those"
 
 
-def test_openllmetry_and_genai_straight_to_v1_traces(store, tmp_path):
+def test_every_instrumentation_straight_to_v1_traces(store, tmp_path):
     process = _serve(store, tmp_path)
     try:
         sent, skipped = _run_apps(f"http://127.0.0.1:{process.listener_port('otlp')}/v1/traces", "tok")
@@ -131,7 +132,7 @@ def test_openllmetry_and_genai_straight_to_v1_traces(store, tmp_path):
 
 
 @pytest.mark.collector
-def test_openllmetry_and_genai_through_the_collector(store, tmp_path):
+def test_every_instrumentation_through_the_collector(store, tmp_path):
     from tests.support.collector import Collector, collector_binary, doc_config
 
     process = _serve(store, tmp_path)
