@@ -227,3 +227,44 @@ def test_the_retriever_read_is_the_one_whose_documents_carry_ids_or_scores():
     assert [(d["chunk_id"], d["score"]) for d in doc["retrieved"]] == [("11", 21.5)]
     assert doc["retriever"]["name"] == "ColBERTv2.__call__"
     assert doc["attributes"]["ragmon.otlp.unavailable"] == "tokens"
+
+
+def raw(s: Span) -> Span:
+    """The span as it arrives (the assembler reads each by its convention): only the instrumentation's attributes."""
+    own = {k: v for k, v in s.attributes.items() if k.startswith(("traceloop.", "gen_ai."))}
+    return Span(s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_ns, s.end_ns, own, s.status_error)
+
+
+def test_a_slow_openllmetry_query_waits_for_its_root_and_is_stored_whole_at_once():
+    from ragmon.ingest.offsets import OffsetLedger
+    from ragmon.ingest.otlp_assembly import OtlpAssembler
+    from ragmon.ingest.source import RawMessage
+
+    root, retriever, llm = (raw(s) for s in llamaindex_trace())
+    assembler, ledger = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2), OffsetLedger()
+    assert assembler.add(RawMessage("t", 0, 0, b""), [retriever], ledger, now=0.0) == []
+    assert assembler.expire(now=120.0) == [], "two minutes without the root: still waiting"
+    (item,) = assembler.add(RawMessage("t", 0, 1, b""), [llm, root], ledger, now=120.0)
+    assert item.outcome == "complete", "a retriever, an LLM call and the answer: stored at once"
+    doc = json.loads(item.document or b"{}")
+    assert [d["chunk_id"] for d in doc["retrieved"]] == ["n-refunds", "n-invoices"]
+    assert doc["tokens"] == {"prompt": 77, "completion": 9}
+
+
+def test_a_late_model_call_span_repairs_the_stored_openllmetry_query():
+    from ragmon.ingest.offsets import OffsetLedger
+    from ragmon.ingest.otlp_assembly import OtlpAssembler
+    from ragmon.ingest.source import RawMessage
+
+    root, retriever, llm = (raw(s) for s in llamaindex_trace())
+    assembler = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2, repair_seconds=60)
+    ledger = OffsetLedger()
+    assert assembler.add(RawMessage("t", 0, 0, b""), [retriever, root], ledger, now=0.0) == []
+    (first,) = assembler.expire(now=2.0)  # settled without its LLM call
+    stored = json.loads(first.document or b"{}")
+    assert stored["attributes"]["ragmon.otlp.missing"] == "llm" and stored["tokens"] == {"prompt": 0, "completion": 0}
+    (second,) = assembler.add(RawMessage("t", 0, 1, b""), [llm], ledger, now=30.0)
+    repaired = json.loads(second.document or b"{}")
+    assert second.outcome == "repaired" and repaired["attributes"]["ragmon.otlp.version"] == "2"
+    assert "ragmon.otlp.incomplete" not in repaired["attributes"]
+    assert repaired["tokens"] == {"prompt": 77, "completion": 9} and repaired["model"]["name"] == "gpt-4o-mini-2024"
