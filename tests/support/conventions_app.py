@@ -228,6 +228,7 @@ class Apps:
         cache = tempfile.mkdtemp(prefix="dspy-cache-")  # never the home directory
         atexit.register(shutil.rmtree, cache, True)
         os.environ.setdefault("DSPY_CACHEDIR", cache)
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the packaged model map: no download
         import dspy
         from openinference.instrumentation.dspy import DSPyInstrumentor
 
