@@ -268,3 +268,32 @@ def test_a_late_model_call_span_repairs_the_stored_openllmetry_query():
     assert second.outcome == "repaired" and repaired["attributes"]["ragmon.otlp.version"] == "2"
     assert "ragmon.otlp.incomplete" not in repaired["attributes"]
     assert repaired["tokens"] == {"prompt": 77, "completion": 9} and repaired["model"]["name"] == "gpt-4o-mini-2024"
+
+
+_KEYS = ["gen_ai.operation.name", "gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.retrieval.documents",
+         "gen_ai.retrieval.query.text", "gen_ai.usage.input_tokens", "gen_ai.response.model", "gen_ai.conversation.id",
+         "traceloop.span.kind", "traceloop.entity.input", "traceloop.entity.output"]
+
+
+def _json_texts() -> Any:
+    from hypothesis import strategies as st
+
+    leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+    values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["role", "parts", "content", "type", "id", "score", "text", "node", "id_", "nodes",
+                         "documents", "page_content", "metadata"]), inner, max_size=4), max_leaves=12)
+    return values.map(json.dumps) | st.sampled_from(["chat", "retrieval", "vector_db_retrieve", "workflow", "task",
+                                                     "NodeWithScore", "[", "{"]) | leaves
+
+
+def test_reading_a_span_never_raises_whatever_its_attributes_hold():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.sampled_from(_KEYS), _json_texts(), max_size=6))
+    def check(attrs: dict[str, Any]) -> None:
+        read = canonical(Span(TRACE, "1" * 16, "", "s", 0, 1, attrs, ""))
+        assert {k: read.attributes[k] for k in attrs} == attrs, "the span's own attributes are kept as they were"
+
+    check()
