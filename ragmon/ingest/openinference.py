@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ragmon.ingest.openinference_documents import documents, has_documents
+from ragmon.ingest.conventions import convention
+from ragmon.ingest.openinference_documents import DERIVED_ID, documents, has_documents
 from ragmon.ingest.openinference_texts import llm_text, question, root_answer
 from ragmon.ingest.otlp import Span
 from ragmon.store.trace_rows import VERSION_ATTRIBUTE
@@ -54,9 +55,11 @@ def skip_reason(spans: list[Span]) -> str:
     if "RETRIEVER" in kinds or any("ragmon.query_id" in s.attributes for s in spans):
         return ""
     kinds.discard("")
-    if kinds == {"EMBEDDING"}:
+    root = kind(root_of(spans))
+    # the root says what the trace is: OpenLLMetry's embedding workflow has task spans below it, not EMBEDDING ones
+    if kinds == {"EMBEDDING"} or root == "EMBEDDING":
         return "embedding_only"
-    return "llm_only" if kind(root_of(spans)) == "LLM" else "no_retriever"
+    return "llm_only" if root == "LLM" else "no_retriever"
 
 
 def looks_finished(spans: list[Span]) -> bool:
@@ -79,7 +82,9 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     ordered = [root] + sorted((s for s in spans if s is not root), key=lambda s: s.start_ns)
     by_id = {s.span_id: s for s in spans}
     retrievers = [s for s in ordered if kind(s) == "RETRIEVER"]
-    retriever = next((s for s in retrievers if has_documents(s, "retrieval.documents.")), None) or \
+    # DSPy's Retrieve.forward records texts only; the retriever model's span below it (ColBERTv2) ids and scores too
+    retriever = next((s for s in retrievers if has_documents(s, "retrieval.documents.", identified=True)), None) or \
+        next((s for s in retrievers if has_documents(s, "retrieval.documents.")), None) or \
         (retrievers[0] if retrievers else None)
     reranker = next((s for s in ordered if kind(s) == "RERANKER"
                      and has_documents(s, "reranker.output_documents.")), None)
@@ -116,6 +121,7 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
         attributes["ragmon.otlp.missing"] = ",".join(missing)
     if version > 1:
         attributes[VERSION_ATTRIBUTE] = str(version)
+    attributes["ragmon.otlp.conventions"] = ",".join(sorted({c for s in spans if (c := convention(s))}))
 
     latency = {"total": _ms(root)}
     for stage, span in (("retrieve", retriever), ("rerank", reranker), ("generate", _outermost_llm(answer_span, by_id))):
@@ -128,6 +134,7 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     if key is not None:
         name, variant, category = key
     prompt, completion = _tokens(spans, by_id)
+    model = _model(answer_span, by_id, spans)
     doc: dict[str, Any] = {
         "trace_id": root.trace_id,
         # never session.id: the turns of one conversation are different queries (shadow twins pair by query_id)
@@ -146,15 +153,34 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
         "context": {"chunk_ids": context},
         "answer": root_answer(root) or (llm_text(answer_span) if answer_span is not None else ""),
         "behaviour": str(_first(ordered, "ragmon.behaviour") or "answer"),
-        "model": {"name": _model(answer_span, by_id, spans),
+        "model": {"name": model,
                   "version": str(_first(ordered, "ragmon.model_version") or "")},
         "latency_ms": latency,
         "tokens": {"prompt": prompt, "completion": completion},
         "error": next((s.status_error for s in ordered if s.status_error), ""),
         "attributes": attributes,
     }
+    unavailable = _unavailable(doc, spans, has_llm=answer_span is not None)
+    if unavailable:
+        attributes["ragmon.otlp.unavailable"] = ",".join(unavailable)
     unscored = sum(1 for d in retrieved if d["score"] is None)
     return Mapped(json.dumps(doc, allow_nan=True).encode(), key=(name, variant, category), unscored=unscored)
+
+
+def _unavailable(doc: dict[str, Any], spans: list[Span], *, has_llm: bool) -> list[str]:
+    """The fields ragmon needs that the trace's spans did not carry (its instrumentation records none), stored
+    empty or derived: ``ragmon.otlp.unavailable`` (docs/otlp.md, "What each instrumentation carries")."""
+    retrieved = doc["retrieved"]
+    absent = {
+        "question": not doc["question"],
+        "answer": not doc["answer"],
+        "chunk_id": any(d["chunk_id"].startswith(DERIVED_ID) for d in retrieved),
+        "score": any(d["score"] is None for d in retrieved),
+        "text": any("text" not in d for d in retrieved),
+        "model": has_llm and not doc["model"]["name"],
+        "tokens": has_llm and not any(k in s.attributes for s in spans for k in _COUNTS),
+    }
+    return [name for name, missing in absent.items() if missing]
 
 
 def _first(spans: list[Span], key: str) -> Any:

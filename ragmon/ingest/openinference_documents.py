@@ -21,12 +21,16 @@ _DOC_VERSION_KEYS = ("doc_version", "version")
 #: the chunk's owning tenant, for the permission-leak count (docs/leaks.md)
 _TENANT_KEYS = ("tenant", "tenant_id")
 _LABEL_MAX = 256
+#: how a chunk id made from the chunk's content begins (the span carried no id for it)
+DERIVED_ID = "sha256:"
 _decode = msgspec.json.Decoder().decode
 
 
-def has_documents(span: Span, prefix: str) -> bool:
+def has_documents(span: Span, prefix: str, *, identified: bool = False) -> bool:
+    """The span has documents (``identified``: whose first carries an id or a score)."""
     attrs = span.attributes
-    return any(f"{prefix}0.document.{field}" in attrs for field in ("id", "content", "score", "metadata"))
+    fields = ("id", "score") if identified else ("id", "content", "score", "metadata")
+    return any(f"{prefix}0.document.{field}" in attrs for field in fields)
 
 
 def documents(span: Span, prefix: str) -> list[dict[str, Any]]:
@@ -50,7 +54,7 @@ def documents(span: Span, prefix: str) -> list[dict[str, Any]]:
         elif i < len(output_ids) and output_ids[i][1] == content and output_ids[i][0]:
             chunk_id = output_ids[i][0]
         elif isinstance(content, str):
-            chunk_id = "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:32]
+            chunk_id = DERIVED_ID + hashlib.sha256(content.encode()).hexdigest()[:32]
         else:
             raise ValueError(f"{where} has neither document.id nor document.content: no chunk id to give it")
         meta = d.get("document.metadata")

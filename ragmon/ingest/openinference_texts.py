@@ -14,8 +14,10 @@ from typing import Any
 
 from ragmon.ingest.otlp import Span
 
-_QUESTION_KEYS = ("query_str", "question", "query", "message", "input", "user_input")
-_ANSWER_KEYS = ("response", "answer", "output", "result", "content", "text")
+# OpenLLMetry records the call's arguments and result: LlamaIndex's ``str_or_query_bundle``, LangChain's ``inputs``
+# and ``outputs`` (docs/otlp.md)
+_QUESTION_KEYS = ("query_str", "question", "query", "message", "input", "user_input", "str_or_query_bundle", "inputs")
+_ANSWER_KEYS = ("response", "answer", "output", "result", "content", "text", "outputs")
 #: what an instrumentation records while a streamed answer is still being generated
 _PLACEHOLDER = re.compile(r"<(?:async_)?generator object|<(?:Streaming|Async)\w*Response")
 

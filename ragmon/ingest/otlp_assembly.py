@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 from ragmon.contracts.decode import Rejection
 from ragmon.ingest import openinference
+from ragmon.ingest.conventions import canonical
 from ragmon.ingest.offsets import Entry, OffsetLedger
 from ragmon.ingest.otlp import Span
 from ragmon.ingest.source import Partition, RawMessage
@@ -137,8 +138,8 @@ class OtlpAssembler:
 
     def add(self, msg: RawMessage, spans: list[Span], ledger: OffsetLedger, now: float) -> list[Assembled]:
         groups: dict[str, list[Span]] = {}
-        for s in spans:
-            groups.setdefault(s.trace_id, []).append(s)
+        for s in spans:  # each span read by its own convention, once, as the mapping reads it (OpenInference)
+            groups.setdefault(s.trace_id, []).append(canonical(s))
         entry = ledger.track((msg.topic, msg.partition), msg.offset, len(groups))
         position = SourcePosition(msg.topic, msg.partition, msg.offset)
         share = len(msg.value) // max(1, len(groups))
