@@ -47,14 +47,16 @@ def build_scorer(settings: Any, store: ScoreStore, telemetry: Telemetry, *, judg
 
 def backfill(scorer: LiveScorer, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,
              progress: Progress | None = None, stop: threading.Event | None = None,
-             flush_interval_seconds: float = 1.0) -> BatchResult:
-    """Score stored traces with ``since <= ts < until``. Re-running it rewrites the same rows (idempotent).
+             flush_interval_seconds: float = 1.0, only_failed: bool = False) -> BatchResult:
+    """Score stored traces with ``since <= ts < until`` (``only_failed``: only those whose scores by this scorer's
+    judge are stored as failed, e.g. after a judge outage). Re-running it rewrites the same rows (idempotent).
 
     Through the live loop's sliding window (``consume`` over ``StoreScoreSource``): pages are read as the judges
     have room (twice ``max_in_flight`` judged or waiting, plus one page), rows are written as judgements finish
     (up to ``page_size`` at once, or every ``flush_interval_seconds``), so one slow call never holds the judges
     idle until its page is done. ``stop``: stop reading, finish the calls in flight, write, return."""
-    source = StoreScoreSource(store, since, until, page_size=page_size)
+    source = StoreScoreSource(store, since, until, page_size=page_size,
+                              failed_of=scorer.judge.fingerprint if only_failed else None)
     return consume(scorer, source, stop=stop or threading.Event(), until=lambda: source.exhausted,
                    progress=progress, max_batch=page_size, flush_interval_seconds=flush_interval_seconds,
                    drain_seconds=float("inf"))

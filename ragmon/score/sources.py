@@ -37,15 +37,18 @@ log = logging.getLogger(__name__)
 
 
 class StoreScoreSource:
-    """Stored traces with ``since <= ts < until``, oldest first, in pages of ``page_size``. Not thread-safe."""
+    """Stored traces with ``since <= ts < until``, oldest first, in pages of ``page_size``; with ``failed_of`` (a judge
+    fingerprint) only those whose scores of that judge are stored as failed. Not thread-safe."""
 
     #: the one "partition" of the records ``poll`` returns
     PARTITION = ("store", 0)
 
-    def __init__(self, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500):
+    def __init__(self, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,
+                 failed_of: str | None = None):
         if until <= since:
             raise ValueError(f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})")
         self.store, self.since, self.until, self.page_size = store, since, until, page_size
+        self.failed_of = failed_of
         self._after: tuple[datetime, str] = (since, "")
         self._read = 0
         self._paused = False
@@ -53,13 +56,14 @@ class StoreScoreSource:
         self.exhausted = False
 
     def count(self) -> int:
-        return queries.count_traces(self.store, self.since, self.until)
+        return queries.count_traces(self.store, self.since, self.until, failed_of=self.failed_of)
 
     def batches(self) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """(trace documents, batch key) pages; the key names the page so re-running a backfill dedups."""
         last_ts, last_id = self.since, ""
         while True:
-            rows = queries.traces_after(self.store, self.since, self.until, (last_ts, last_id), self.page_size)
+            rows = queries.traces_after(self.store, self.since, self.until, (last_ts, last_id), self.page_size,
+                                        failed_of=self.failed_of)
             if not rows:
                 return
             last_ts, last_id = rows[-1]["ts"], rows[-1]["trace_id"]
@@ -75,7 +79,8 @@ class StoreScoreSource:
         if self._paused or self.exhausted:
             time.sleep(min(timeout_seconds if timeout_seconds is not None else 0.05, 0.05))
             return []
-        rows = queries.traces_after(self.store, self.since, self.until, self._after, self.page_size)
+        rows = queries.traces_after(self.store, self.since, self.until, self._after, self.page_size,
+                                    failed_of=self.failed_of)
         if not rows:
             self.exhausted = True
             return []
