@@ -234,8 +234,9 @@ class Telemetry:
         )
         self.store_broken_parts = Counter(
             "ragmon_store_broken_parts_total", "Parts the embedded engine wrote incompletely, by table and outcome: "
-            "restored (the parts it replaced were attached again), rewritten (an insert's part, written again before "
-            "the insert was acknowledged), lost (rows with no other copy), unrepaired (could not be detached yet).",
+            "restored (the parts it replaced were attached again), retried (an insert's part, found before the insert "
+            "was acknowledged: the insert is written again), lost (rows with no other copy), unrepaired (could not be "
+            "detached yet: reads of the table fail meanwhile).",
             ["table", "outcome"], registry=r,
         )
         self.store_rows_lost = Counter(

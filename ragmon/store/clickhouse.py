@@ -199,7 +199,7 @@ class ClickHouseStore:
         if self.guard is None or self.read_only:
             insert()
         else:
-            self.guard.write(table, insert)
+            self.guard.write(self.database, table, insert)
 
     def query_rows(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows as dicts keyed by column name."""

@@ -8,9 +8,8 @@ reports success: reads of the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks
 the next start detaches the part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still
 on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them eight minutes).
 
-``PartIntegrity`` watches that counter. When it rises, the parts committed since the last look, and the merges under
-way (whose result may commit later), are suspects, and so are those of the look after (a merge that failed between
-two readings commits after the second); a part named by a failed read is one too. Each suspect is checked with
+``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the
+merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is checked with
 ``CHECK TABLE … PART`` once active. A part that fails is detached (kept in ``detached/`` as ``broken_<name>``, which
 ``ATTACH PARTITION`` never attaches), and the parts it replaced are attached again from hard-linked copies. A part
 that replaced nothing is an insert's: the rows are missing, and the insert still under way writes them again
@@ -43,16 +42,24 @@ BROKEN_ON_START = "broken-on-start"
 #: the prefix ragmon gives a part it detached as incomplete (one of ClickHouse's own detach reasons)
 BROKEN = "broken"
 _PART_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the engine's own databases, never watched
+_USER_DATABASES = "database NOT IN ('system', 'information_schema', 'INFORMATION_SCHEMA')"
+#: (database, table, part name)
+Key = tuple[str, str, str]
 #: partition_min_max_level[_mutation]
 _BLOCKS = re.compile(r"^(?P<partition>.+)_(?P<min>\d+)_(?P<max>\d+)_(?P<level>\d+)(?:_\d+)?$")
 #: a part's directory in a read error: …/store/abc/<uuid>/<part>/…
 _PART_DIR = re.compile(r"(/[^\s'\"]*/store/[0-9a-f]{3}/[0-9a-f-]{36}/)([A-Za-z0-9_-]+)/")
 #: how many looks a suspect whose CHECK itself failed stays a suspect
 _CHECK_ATTEMPTS = 3
+#: a quiet look reads the parts every this many looks (so that the parts new at a rise are few)
+REFRESH_LOOKS = 30
 
 
 @dataclass(frozen=True, slots=True)
 class Part:
+    database: str
     table: str
     name: str
     active: bool
@@ -69,6 +76,7 @@ class Part:
 class BrokenPart:
     """A part that failed ``CHECK TABLE`` while active, and what was done about it."""
 
+    database: str
     table: str
     name: str
     rows: int
@@ -90,7 +98,8 @@ class BrokenPart:
         return bool(self.detached_as) and not self.error
 
     def describe(self) -> str:
-        what = f"table {self.table}: part {self.name} ({self.rows:,} rows) was written incompletely ({self.problem})"
+        what = (f"table {self.database}.{self.table}: part {self.name} ({self.rows:,} rows) was written incompletely "
+                f"({self.problem})")
         if not self.detached_as:
             return f"{what}; it could not be detached yet ({self.error}): reads of {self.table} fail until it is"
         done = f"{what}; detached as detached/{self.detached_as}"
@@ -106,6 +115,7 @@ class BrokenPart:
 class DetachedBroken:
     """A broken part found in ``detached/`` at start-up (``detached_report``)."""
 
+    database: str
     table: str
     #: its directory name in detached/ (with the reason's prefix)
     name: str
@@ -129,31 +139,35 @@ class DetachedBroken:
                     "re-reads what it had not committed; docs/operations.md, 'The disk')")
         else:
             fate = "nothing it had replaced is left: its rows are missing"
-        return f"table {self.table}: detached/{self.name} ({self.reason}; {rows}): {fate}"
+        return f"table {self.database}.{self.table}: detached/{self.name} ({self.reason}; {rows}): {fate}"
 
 
 @dataclass
 class PartIntegrity:
-    """See the module docstring. ``store`` is the ``ClickHouseStore`` of the engine (its ``query``/``command``)."""
+    """See the module docstring. ``store`` is a ``ClickHouseStore`` of the engine (its ``query``/``command``); every
+    database of the engine but the system ones is watched."""
 
     store: Any
-    database: str
     #: the failed-writes count at the last look
     _counter: int = 0
-    #: active parts at the last look, as (table, name)
-    _seen: set[tuple[str, str]] = field(default_factory=set)
+    #: active parts at the last look, as (database, table, name)
+    _seen: set[Key] = field(default_factory=set)
     #: parts (or merge results) to check once active, with the CHECK attempts left
-    _suspects: dict[tuple[str, str], int] = field(default_factory=dict)
-    #: the counter rose at the last look: this look collects suspects too
-    _armed: bool = False
-    #: detached copies of replaced parts whose ATTACH failed: (table, name in detached/, rows), retried each look
-    pending: list[tuple[str, str, int]] = field(default_factory=list)
+    _suspects: dict[Key, int] = field(default_factory=dict)
+    #: quiet looks since the parts were last read
+    _looks: int = 0
+    #: detached copies of replaced parts whose ATTACH failed: (database, table, name in detached/, rows), retried
+    #: at each look
+    pending: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     def baseline(self) -> None:
         """The first look: what exists now is not suspect (a part broken before the engine opened was detached by
         it, ``detached_report``)."""
-        self._seen = {(p.table, p.name) for p in self._parts().values() if p.active}
-        self._counter = self.write_failures()
+        before = self.write_failures()
+        self._seen = {key for key, p in self._parts().items() if p.active}
+        self._counter = before
+        if self.write_failures() > before:  # a write failed while the parts were read: check them all
+            self._suspects = dict.fromkeys(self._seen, _CHECK_ATTEMPTS)
 
     def write_failures(self) -> int:
         """How many file writes the engine has ignored since it started."""
@@ -171,26 +185,34 @@ class PartIntegrity:
         if match is None:
             return False
         prefix, name = match.group(1), match.group(2)
-        for part in self._parts().values():
+        for key, part in self._parts().items():
             if part.name == name and part.path.startswith(prefix):
-                self._suspects.setdefault((part.table, part.name), _CHECK_ATTEMPTS)
+                self._suspects.setdefault(key, _CHECK_ATTEMPTS)
                 return True
         return False
 
-    def look(self) -> list[BrokenPart]:
-        """Collect suspects (when the counter rose, and once more after), check those that are active, and repair
-        those that fail. Returns what was found broken; retries attaching what an earlier look could not."""
-        # merges, then parts, then the counter: a part whose write failed before this reading is then either among
-        # the parts (committed) or the merges (under way), or commits after it and is caught by the next look
+    def look(self, *, full: bool = False) -> list[BrokenPart]:
+        """Collect suspects when the counter rose, check those that are active, and repair those that fail. Returns
+        what was found broken; retries attaching what an earlier look could not. A quiet look (the counter as it
+        was, no suspect, nothing to attach) reads the counter only, and the parts every ``REFRESH_LOOKS`` looks or
+        when ``full``."""
+        before = self.write_failures()
+        self._looks += 1
+        if not (full or before > self._counter or self._suspects or self.pending or self._looks >= REFRESH_LOOKS):
+            return []
+        self._looks = 0
+        # counter, merges, parts, counter. A part whose failed write the first reading counts has either committed
+        # (it is among the parts, and was not at the last look: that one's second reading would have counted the
+        # failure) or is a merge still under way; one whose failure only the second reading counts is caught now or,
+        # since the counter kept is the first reading, by the next look.
         merges = self._merges()
         parts = self._parts()
-        counter = self.write_failures()
+        after = self.write_failures()
         active = {key for key, p in parts.items() if p.active}
-        rose = counter > self._counter
-        if rose or self._armed:
+        if after > self._counter:
             for key in (active - self._seen) | merges:
                 self._suspects.setdefault(key, _CHECK_ATTEMPTS)
-        self._armed, self._counter, self._seen = rose, max(counter, self._counter), active
+        self._counter, self._seen = max(before, self._counter), active
         self._attach_pending()
         found = []
         for key in sorted(self._suspects):
@@ -204,7 +226,7 @@ class PartIntegrity:
                 self._suspects[key] -= 1
                 if self._suspects[key] <= 0:
                     del self._suspects[key]
-                    log.error("cannot check part %s of %s (%s); giving up on it", key[1], key[0], exc)
+                    log.error("cannot check part %s of %s.%s (%s); giving up on it", key[2], key[0], key[1], exc)
                 continue
             if problem is None:
                 del self._suspects[key]
@@ -221,36 +243,35 @@ class PartIntegrity:
 
     # -- reading the engine's state --------------------------------------------------------------------------
 
-    def _parts(self) -> dict[tuple[str, str], Part]:
+    def _parts(self) -> dict[Key, Part]:
         rows = self.store.query(
-            "SELECT table, name, active, _state, partition_id, min_block_number, max_block_number, level, rows, path "
-            "FROM system.parts WHERE database = {db:String}", {"db": self.database}).result_rows
-        return {(r[0], r[1]): Part(str(r[0]), str(r[1]), bool(r[2]), str(r[3]), str(r[4]), int(r[5]), int(r[6]),
-                                   int(r[7]), int(r[8]), str(r[9])) for r in rows}
+            "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
+            f"rows, path FROM system.parts WHERE {_USER_DATABASES}").result_rows
+        return {(str(r[0]), str(r[1]), str(r[2])): Part(str(r[0]), str(r[1]), str(r[2]), bool(r[3]), str(r[4]),
+                                                        str(r[5]), int(r[6]), int(r[7]), int(r[8]), int(r[9]), str(r[10]))
+                for r in rows}
 
-    def _merges(self) -> set[tuple[str, str]]:
-        rows = self.store.query("SELECT table, result_part_name FROM system.merges WHERE database = {db:String}",
-                                {"db": self.database}).result_rows
-        return {(str(t), str(n)) for t, n in rows}
+    def _merges(self) -> set[Key]:
+        rows = self.store.query(f"SELECT database, table, result_part_name FROM system.merges WHERE {_USER_DATABASES}"
+                                ).result_rows
+        return {(str(d), str(t), str(n)) for d, t, n in rows}
 
-    def _check(self, table: str, name: str) -> str | None:
+    def _check(self, database: str, table: str, name: str) -> str | None:
         """CHECK's complaint about one active part, or None when it passes."""
-        if not _PART_NAME.match(name):
-            raise StoreError(f"unexpected part name {name!r}")
-        rows = self.store.query(f"CHECK TABLE {self.store.table(table)} PART '{name}' "
+        rows = self.store.query(f"CHECK TABLE {qualified(database, table)} PART '{_part_name(name)}' "
                                 "SETTINGS check_query_single_value_result = 0").result_rows
         problems = [str(r[2]) for r in rows if str(r[1]) not in ("1", "True", "true")]
         return "; ".join(p.strip() or "check failed" for p in problems)[:500] if problems else None
 
     # -- repairing -------------------------------------------------------------------------------------------
 
-    def _repair(self, part: Part, problem: str, parts: dict[tuple[str, str], Part]) -> BrokenPart:
+    def _repair(self, part: Part, problem: str, parts: dict[Key, Part]) -> BrokenPart:
         replaced = _replaced(part, parts.values())
-        table = self.store.table(part.table)
+        table = qualified(part.database, part.table)
         try:
-            self.store.command(f"ALTER TABLE {table} DETACH PART '{part.name}'")
+            self.store.command(f"ALTER TABLE {table} DETACH PART '{_part_name(part.name)}'")
         except StoreError as exc:  # e.g. being merged right now: the next look tries again
-            return BrokenPart(part.table, part.name, part.rows, problem, part.min_block == part.max_block,
+            return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
                               error=f"detaching failed: {exc}")
         detached = Path(part.path.rstrip("/")).parent / "detached"
         kept_as = _rename_free(detached, part.name, f"{BROKEN}_{part.name}")
@@ -261,33 +282,33 @@ class PartIntegrity:
             except OSError as exc:
                 errors.append(f"copying {source.name} failed: {exc.strerror or exc}")
                 continue
-            if self._attach(part.table, source.name):
+            if self._attach(part.database, part.table, source.name):
                 restored.append(source.name)
                 restored_rows += source.rows
             else:
-                self.pending.append((part.table, source.name, source.rows))
+                self.pending.append((part.database, part.table, source.name, source.rows))
                 waiting_rows += source.rows
                 errors.append(f"attaching {source.name} failed (retried at each look)")
         missing = max(0, part.rows - restored_rows - waiting_rows)
-        return BrokenPart(part.table, part.name, part.rows, problem, part.min_block == part.max_block, kept_as,
-                          tuple(restored), restored_rows, missing, "; ".join(errors))
+        return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
+                          kept_as, tuple(restored), restored_rows, missing, "; ".join(errors))
 
-    def _attach(self, table: str, name: str) -> bool:
+    def _attach(self, database: str, table: str, name: str) -> bool:
         try:
-            self.store.command(f"ALTER TABLE {self.store.table(table)} ATTACH PART '{name}'")
+            self.store.command(f"ALTER TABLE {qualified(database, table)} ATTACH PART '{_part_name(name)}'")
         except StoreError as exc:
-            log.warning("attaching %s to %s failed: %s", name, table, exc)
+            log.warning("attaching %s to %s.%s failed: %s", name, database, table, exc)
             return False
         return True
 
     def _attach_pending(self) -> None:
         waiting, self.pending = self.pending, []
-        for table, name, rows in waiting:
-            if self._attach(table, name):
-                log.warning("table %s: part %s (%d rows), replaced by an incomplete part, attached again", table,
-                            name, rows)
+        for database, table, name, rows in waiting:
+            if self._attach(database, table, name):
+                log.warning("table %s.%s: part %s (%d rows), replaced by an incomplete part, attached again",
+                            database, table, name, rows)
             else:
-                self.pending.append((table, name, rows))
+                self.pending.append((database, table, name, rows))
 
     # -- start-up ------------------------------------------------------------------------------------------------
 
@@ -295,20 +316,21 @@ class PartIntegrity:
         """The broken parts in this database's ``detached/`` directories; ``before``: their paths as they were
         before the engine opened (``broken_on_disk``), to tell the ones it detached while opening."""
         rows = self.store.query(
-            "SELECT table, name, reason, path, partition_id, min_block_number, max_block_number FROM "
-            "system.detached_parts WHERE database = {db:String} AND reason IN ({a:String}, {b:String}) ORDER BY "
-            "table, name", {"db": self.database, "a": BROKEN_ON_START, "b": BROKEN}).result_rows
+            "SELECT database, table, name, reason, path, partition_id, min_block_number, max_block_number FROM "
+            f"system.detached_parts WHERE {_USER_DATABASES} AND reason IN ({{a:String}}, {{b:String}}) ORDER BY "
+            "database, table, name", {"a": BROKEN_ON_START, "b": BROKEN}).result_rows
         if not rows:
             return []
         active = [p for p in self._parts().values() if p.active]
         report = []
-        for table, name, reason, path, partition, low, high in rows:
-            table, name, path = str(table), str(name), str(path)
+        for database, table, name, reason, path, partition, low, high in rows:
+            database, table, name, path = str(database), str(table), str(name), str(path)
             low, high = _block_range(name, low, high)
-            inside = [p for p in active if p.table == table and p.partition_id == str(partition)
+            inside = [p for p in active if (p.database, p.table) == (database, table) and p.partition_id == str(partition)
                       and low <= p.min_block and p.max_block <= high] if low is not None else []
-            report.append(DetachedBroken(table, name, str(reason), _count(path), path.rstrip("/") not in before,
-                                         low is not None and low == high, sum(p.rows for p in inside)))
+            report.append(DetachedBroken(database, table, name, str(reason), _count(path),
+                                         path.rstrip("/") not in before, low is not None and low == high,
+                                         sum(p.rows for p in inside)))
         return report
 
 
@@ -324,7 +346,7 @@ def broken_on_disk(data_dir: Path) -> set[str]:
 def _replaced(part: Part, parts: Any) -> list[Part]:
     """The parts ``part`` replaced that are still on disk: inactive, of its partition, inside its block range, of a
     lower level, with rows; the largest of them (one covering others is taken instead of them)."""
-    inside = [p for p in parts if p.table == part.table and not p.active and p.state == "Outdated"
+    inside = [p for p in parts if (p.database, p.table) == (part.database, part.table) and not p.active and p.state == "Outdated"
               and p.partition_id == part.partition_id and part.min_block <= p.min_block and p.max_block <= part.max_block
               and p.level < part.level and p.rows > 0 and os.path.isdir(p.path)]
     return sorted((p for p in inside if not any(q is not p and q.min_block <= p.min_block and p.max_block <= q.max_block
@@ -352,6 +374,20 @@ def _rename_free(directory: Path, name: str, wanted: str) -> str:
             except OSError:
                 return name
             return target
+    return name
+
+
+def qualified(database: str, table: str) -> str:
+    """``database.table``, both checked to be plain identifiers (they go into SQL text)."""
+    for name in (database, table):
+        if not _IDENTIFIER.match(name):
+            raise StoreError(f"unexpected identifier {name!r}")
+    return f"{database}.{table}"
+
+
+def _part_name(name: str) -> str:
+    if not _PART_NAME.match(name):
+        raise StoreError(f"unexpected part name {name!r}")
     return name
 
 

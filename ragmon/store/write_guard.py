@@ -5,11 +5,13 @@ The embedded engine ignores failed file writes (``ragmon.store.integrity``), so 
 inserts and commits merges whose parts are incomplete. One guard per engine (per data directory), shared by every
 ``ClickHouseStore`` of the process on it, as the engine is:
 
-- ``write(table, insert)``: under the guard's lock, refuse while the disk is below its headroom
+- ``write(database, table, insert)``: under the guard's lock, refuse while the disk is below its headroom
   (``RetryableStoreError`` NOT_ENOUGH_SPACE: ingest and score back off), run the insert, and when the engine ignored
-  a failed write meanwhile, look for incomplete parts; if ``table`` lost an insert's part, run the insert again
-  (its deduplication token stores it again when the lost part was this insert's, and does nothing when it was not),
-  up to three times, then ``RetryableStoreError``. An insert is acknowledged only once its part is known whole.
+  a failed write meanwhile, look for incomplete parts; if the table has an insert's part among them, detach it and
+  run the insert again (its deduplication token stores it again when the part was this insert's — detaching drops
+  the token — and does nothing when it was not), up to three times, then ``RetryableStoreError``. A part that cannot
+  be detached yet (detaching needs a little space too) fails the insert as retryable, and inserts into that table
+  are refused until it is detached. An insert is acknowledged only once its part is known whole.
 - ``tick()``, every second on a thread of its own: below the headroom ``SYSTEM STOP MERGES`` (which also cancels the
   merges under way, before they reach the last free byte), back above it ``START MERGES``; then a look for incomplete
   parts (a merge that was under way when the disk filled), repaired from the parts they replaced.
@@ -36,7 +38,7 @@ from typing import Any, TypeVar
 
 from ragmon.errors import RetryableStoreError, StoreError
 from ragmon.store.disk import MIB, DiskState, FreeSpaceGuard
-from ragmon.store.integrity import BrokenPart, DetachedBroken, PartIntegrity
+from ragmon.store.integrity import BrokenPart, DetachedBroken, PartIntegrity, qualified
 
 log = logging.getLogger("ragmon.store.guard")
 T = TypeVar("T")
@@ -75,7 +77,7 @@ class WriteGuard:
 
     def __init__(self, store: Any, disk: FreeSpaceGuard):
         self.store, self.disk = store, disk
-        self.integrity = PartIntegrity(store, store.database)
+        self.integrity = PartIntegrity(store)
         #: held around every insert and its check, and around each look: a look never takes an insert's failure
         #: away from the check that must see it
         self.lock = threading.RLock()
@@ -83,8 +85,10 @@ class WriteGuard:
         self._merges_stopped = False
         self._telemetry: Any = None
         self._read_errors: collections.deque[str] = collections.deque(maxlen=100)
-        #: broken parts still active (could not be detached yet): reads of their tables fail
-        self.unrepaired: dict[tuple[str, str], BrokenPart] = {}
+        #: broken parts still active (could not be detached yet), by (database, table, name): reads of them fail
+        self.unrepaired: dict[tuple[str, str, str], BrokenPart] = {}
+        #: incomplete parts of inserts not acknowledged (their writer writes them again): not counted as lost
+        self._unacknowledged: set[tuple[str, str, str]] = set()
         #: what the start-up report found, for the metrics
         self.detached: list[DetachedBroken] = []
         self._failures_reported = 0
@@ -103,23 +107,42 @@ class WriteGuard:
             raise RetryableStoreError(self.state.describe())
         return self.state
 
-    def write(self, table: str, insert: Callable[[], T]) -> T:
-        """Run ``insert`` (one insert into ``table`` with a deduplication token, or none) when the disk has room, and
-        return only once its part is whole; see the module docstring."""
+    def write(self, database: str, table: str, insert: Callable[[], T]) -> T:
+        """Run ``insert`` (one insert into ``database.table`` with a deduplication token, or none) when the disk has
+        room, and return only once its part is whole; see the module docstring."""
+        target = (database, table)
         with self.lock:
             self.admit()
+            self._refuse_while_unrepaired(target)
             for attempt in range(1, INSERT_ATTEMPTS + 1):
                 result = insert()
                 if not self.integrity.rose():
                     return result
-                found = self._look(rewriting=table)
-                if not any(b.table == table and b.single_block and b.rows_missing for b in found):
+                mine = [b for b in self._look(inserting=target)
+                        if (b.database, b.table) == target and b.single_block and not b.restored_from]
+                if not mine:
                     return result
-                log.warning("an insert into %s was written incompletely (the disk was full); writing it again "
-                            "(attempt %d of %d)", table, attempt + 1, INSERT_ATTEMPTS)
+                if any(not b.detached_as for b in mine):  # still active: the same token would be taken for it
+                    raise RetryableStoreError(
+                        f"insert into {database}.{table}: its part was written incompletely (the disk was full) and "
+                        f"cannot be detached yet ({'; '.join(b.error for b in mine if b.error)}); the insert is not "
+                        "acknowledged: try it again later")
+                log.warning("an insert into %s.%s was written incompletely (the disk was full); writing it again "
+                            "(attempt %d of %d)", database, table, attempt + 1, INSERT_ATTEMPTS)
                 self.admit()
-            raise RetryableStoreError(f"insert into {table}: the embedded engine wrote it incompletely "
+            raise RetryableStoreError(f"insert into {database}.{table}: the embedded engine wrote it incompletely "
                                       f"{INSERT_ATTEMPTS} times (is the disk full? {self.state.describe()})")
+
+    def _refuse_while_unrepaired(self, target: tuple[str, str]) -> None:
+        """An insert's incomplete part still active in ``target``: try detaching it again; while it stays, refuse
+        (``RetryableStoreError``): an insert with its token would be taken for a duplicate of it."""
+        if not any((d, t) == target and b.single_block for (d, t, _), b in self.unrepaired.items()):
+            return
+        self._look(full=True)
+        left = [f"{d}.{t}/{n}" for (d, t, n), b in self.unrepaired.items() if (d, t) == target and b.single_block]
+        if left:
+            raise RetryableStoreError(f"insert into {target[0]}.{target[1]} refused: an incomplete part is still "
+                                      f"active ({', '.join(left)}); detaching it is retried every second")
 
     def startup_problem(self) -> str | None:
         """Why schema changes must not run now (the disk is below its headroom: the engine would ignore failed
@@ -175,27 +198,31 @@ class WriteGuard:
             t.store_disk_free.set(self.state.free_bytes)
             t.store_writes_paused.set(1 if low else 0)
 
-    def _look(self, rewriting: str | None = None) -> list[BrokenPart]:
-        """One look (under ``lock``); ``rewriting``: the table whose insert in flight writes its rows again."""
+    def _look(self, inserting: tuple[str, str] | None = None, *, full: bool = False) -> list[BrokenPart]:
+        """One look (under ``lock``). ``inserting``: the (database, table) of an insert not acknowledged yet, whose
+        incomplete part is then the insert's to write again, not a loss."""
         while self._read_errors:
             self.integrity.suspect_error(self._read_errors.popleft())
-        found = self.integrity.look()
+        found = self.integrity.look(full=full)
         failures = self.integrity.write_failures()
         if self._telemetry is not None and failures > self._failures_reported:
             self._telemetry.store_ignored_write_errors.inc(failures - self._failures_reported)
         self._failures_reported = max(failures, self._failures_reported)
         for broken in found:
-            key = (broken.table, broken.name)
+            key = (broken.database, broken.table, broken.name)
+            if inserting == (broken.database, broken.table) and broken.single_block and not broken.restored_from:
+                self._unacknowledged.add(key)
             if not broken.detached_as:
+                if key not in self.unrepaired:
+                    log.error("%s", broken.describe())
+                    self._count(broken.table, "unrepaired")
                 self.unrepaired[key] = broken
-                log.error("%s", broken.describe())
-                self._count(broken.table, "unrepaired")
                 continue
             self.unrepaired.pop(key, None)
-            rewritten = broken.table == rewriting and broken.single_block and not broken.restored_from
-            if rewritten:
-                log.warning("%s; the insert writes them again", broken.describe())
-                self._count(broken.table, "rewritten")
+            if key in self._unacknowledged:
+                self._unacknowledged.discard(key)
+                log.warning("%s; the insert was not acknowledged and is written again", broken.describe())
+                self._count(broken.table, "retried")
             elif broken.rows_missing:
                 log.error("%s: ACKNOWLEDGED ROWS LOST; re-send them (docs/operations.md, 'The disk')",
                           broken.describe())
@@ -228,34 +255,35 @@ class WriteGuard:
             if part.new:
                 log.error("the embedded engine found a broken part at start-up: %s", part.describe())
                 if part.single_block and not part.rows_in_its_place:
-                    lost_inserts.add(part.table)
+                    lost_inserts.add((part.database, part.table))
         old = [p for p in self.detached if not p.new]
         if old:
             log.warning("%d broken part(s) from earlier starts are kept in detached/ (%s); review and drop them "
-                        "(runbook RagmonStoreDataLost)", len(old), ", ".join(f"{p.table}/{p.name}" for p in old))
-        for table in sorted(lost_inserts):
-            self._reset_deduplication(table)
+                        "(runbook RagmonStoreDataLost)", len(old),
+                        ", ".join(f"{p.database}.{p.table}/{p.name}" for p in old))
+        for database, table in sorted(lost_inserts):
+            self._reset_deduplication(database, table)
         return self.detached
 
-    def _reset_deduplication(self, table: str) -> None:
-        """Clear ``table``'s insert deduplication log: a batch whose part was lost is still named in it, and would be
-        dropped as a duplicate when it is sent again."""
+    def _reset_deduplication(self, database: str, table: str) -> None:
+        """Clear the table's insert deduplication log: a batch whose part was lost is still named in it, and would
+        be dropped as a duplicate when it is sent again."""
         try:
             engine = self.store.query("SELECT engine_full FROM system.tables WHERE database = {db:String} AND "
-                                      "name = {t:String}", {"db": self.store.database, "t": table}).result_rows
+                                      "name = {t:String}", {"db": database, "t": table}).result_rows
             match = _DEDUP_WINDOW.search(str(engine[0][0])) if engine else None
             if match is None or int(match.group(1)) == 0:
                 return
-            name = self.store.table(table)
+            name = qualified(database, table)
             self.store.command(f"ALTER TABLE {name} MODIFY SETTING non_replicated_deduplication_window = 0")
             self.store.command(f"ALTER TABLE {name} MODIFY SETTING non_replicated_deduplication_window = "
                                f"{int(match.group(1))}")
         except StoreError as exc:
-            log.error("table %s: clearing its deduplication log failed (%s): a re-sent batch whose part was lost may "
-                      "be taken for a duplicate", table, exc)
+            log.error("table %s.%s: clearing its deduplication log failed (%s): a re-sent batch whose part was lost "
+                      "may be taken for a duplicate", database, table, exc)
             return
-        log.warning("table %s: its insert deduplication log was cleared, so that batches sent again after the lost "
-                    "part are stored (a batch stored twice is read once with FINAL)", table)
+        log.warning("table %s.%s: its insert deduplication log was cleared, so that batches sent again after the "
+                    "lost part are stored (a batch stored twice is read once with FINAL)", database, table)
 
     # -- reporting ---------------------------------------------------------------------------------------------
 
@@ -280,7 +308,7 @@ class WriteGuard:
     def readiness(self) -> tuple[bool, str]:
         """(False, why and what to do) while the disk is below its headroom or an incomplete part is still active."""
         if self.unrepaired:
-            names = ", ".join(f"{t}/{n}" for t, n in sorted(self.unrepaired))
+            names = ", ".join(f"{d}.{t}/{n}" for d, t, n in sorted(self.unrepaired))
             return False, (f"incomplete part(s) still active, reads of their tables fail: {names}; detaching is "
                            "retried every second (runbook RagmonStoreDataLost)")
         if self.state.low:
