@@ -103,8 +103,10 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         proc = start(config, workdir, "daemon.log", base)
 
+        sent = [0]
+
         def produce() -> None:
-            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=50)
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=50, acks="all")
             rng, i = random.Random(1), 0
             while not stop.is_set():
                 for _ in range(10):
@@ -113,8 +115,10 @@ def main() -> None:
                 time.sleep(0.1)
             producer.flush()
             producer.close()
+            sent[0] = i
 
-        threading.Thread(target=produce, daemon=True).start()
+        producing = threading.Thread(target=produce, daemon=True)
+        producing.start()
         t0, last, failed, reads = time.time(), None, 0, 0
 
         def phase(name: str, seconds: int) -> None:
@@ -137,15 +141,28 @@ def main() -> None:
         phase("after, disk free", 40)
         print(f"{failed} of {reads} reads failed", flush=True)
         stop.set()
+        producing.join(30)
         time.sleep(3)
         proc.terminate()
         proc.wait(60)
         proc = start(config, workdir, "daemon-restarted.log", base)
         print(f"after a restart: {read(disk.path / 'chdb')}", flush=True)
-        print("traces stored, and traces with scores: " + str(read(disk.path / "chdb", (
-            "SELECT (SELECT uniqExact(trace_id) FROM ragmon.traces FINAL), "
-            "(SELECT uniqExact(trace_id) FROM ragmon.scores FINAL)"))), flush=True)
-        print(f"parts detached at the restart: {read(disk.path / 'chdb', DETACHED)}", flush=True)
+        counts = ("SELECT (SELECT uniqExact(trace_id) FROM ragmon.traces FINAL), "
+                  "(SELECT uniqExact(trace_id) FROM ragmon.scores FINAL)")
+        stored = scored = -1
+        for _ in range(120):  # what was not committed before the restart is read again: let it land
+            code, text = read(disk.path / "chdb", counts)
+            if code == 200:
+                stored, scored = (int(x) for x in json.loads(text)["rows"][0])
+                if stored >= sent[0] and scored >= stored:
+                    break
+            time.sleep(1)
+        print(f"traces stored, and traces with scores: {stored}, {scored}", flush=True)
+        code, detached = read(disk.path / "chdb", DETACHED)
+        print(f"parts detached at the restart: {detached}", flush=True)
+        print(f"disk_full_reads: {args.cycles} cycles; reads failed {failed}/{reads}; traces sent {sent[0]:,}, "
+              f"stored {stored:,} (lost {sent[0] - stored:,}), with scores {scored:,} (scores lost "
+              f"{stored - scored:,}); broken parts detached: {detached.count('broken')}", flush=True)
     finally:
         stop.set()
         if proc is not None and proc.poll() is None:
