@@ -1,4 +1,5 @@
-"""Reproduces a finding of the operations test (issue 30): after the embedded store's disk was full, reads of a
+"""A full disk under the embedded store while ingest and score write (issue 30); first written to reproduce a finding
+of the operations test: after the embedded store's disk was full, reads of a
 table can fail (ClickHouse ``CANNOT_READ_ALL_DATA``: "Cannot read all marks from file …/skp_idx_idx_ts.cmrk4,
 marks expected 1 … marks read 0", or "Empty marks file") for the rest of the process's life, although the disk is
 free again, writes succeed and /readyz answers 200; at the next start the engine detaches the broken parts
@@ -11,8 +12,9 @@ its own, its store on a 400 MiB tmpfs; 100 native traces/s. Each cycle: 10 s of 
 ballast file for 10 s (reads go on), freed. A read is ``SELECT count(), avg(value), uniqExact(trace_id) FROM
 scores FINAL`` over the last two hours, through the daemon's read API, once a second. Prints when reads started
 failing and whether they recovered; then restarts the daemon (SIGTERM), reads again, and compares the traces
-stored with the traces that have scores (every trace is sampled: they should be equal) and lists the parts the
-engine detached. Needs root (mount) and Java. Asserts nothing.
+stored with the traces sent and with the traces that have scores (every trace is sampled: all three should be
+equal), lists the broken parts in detached/ and prints one summary line (``disk_full_reads: …; lost N …``). Needs
+root (mount) and Java. Asserts nothing.
 
 Seen 2026-12-05 (chDB as pinned by the project, 2 cores): reads failing in 4 of 7 runs of 8 cycles (from the 3rd,
 4th or 5th cycle on, every read after, until the restart), 1 of 4 with 3 cycles of 20 s, and in 2 of 7 runs of
@@ -21,6 +23,9 @@ the operations scenario (tests/system, bench/operations.py). In the one failing 
 broken-on-start: scores 202612_2_168_83 (the part the failing reads named), traces 202612_35_44_1,
 sampling_decisions 202612_414_419_2, question_types 202612_1_410_185. In the scenario run where it happened before
 a kill -9, 910 of 2,260 traces sent were missing from the store afterwards (853 native ones, offsets committed).
+
+With the embedded store's write guard (ragmon.store.write_guard; docs/operations.md, "The disk"): see the README's
+"Status" for the runs and their summary lines.
 """
 
 from __future__ import annotations
@@ -159,10 +164,13 @@ def main() -> None:
             time.sleep(1)
         print(f"traces stored, and traces with scores: {stored}, {scored}", flush=True)
         code, detached = read(disk.path / "chdb", DETACHED)
-        print(f"parts detached at the restart: {detached}", flush=True)
+        print(f"parts detached (by the write guard as broken_, or at a start as broken-on-start_): {detached}",
+              flush=True)
+        broken = [r for r in json.loads(detached)["rows"] if "broken" in r[2]] if code == 200 else []
+        on_start = sum(r[2] == "broken-on-start" for r in broken)
         print(f"disk_full_reads: {args.cycles} cycles; reads failed {failed}/{reads}; traces sent {sent[0]:,}, "
               f"stored {stored:,} (lost {sent[0] - stored:,}), with scores {scored:,} (scores lost "
-              f"{stored - scored:,}); broken parts detached: {detached.count('broken')}", flush=True)
+              f"{stored - scored:,}); broken parts detached: {len(broken)} ({on_start} at a start)", flush=True)
     finally:
         stop.set()
         if proc is not None and proc.poll() is None:

@@ -245,7 +245,7 @@ class Telemetry:
         )
         self.store_detached_broken_parts = Gauge(
             "ragmon_store_detached_broken_parts", "Broken parts kept in the embedded store's detached/ directories "
-            "(found at start-up or detached since), by table: review and drop them (runbook RagmonStoreDataLost).",
+            "(found at start-up or detached since), by table: review and drop them (docs/operations.md, 'The disk').",
             ["table"], registry=r,
         )
 

@@ -259,7 +259,7 @@ class WriteGuard:
         old = [p for p in self.detached if not p.new]
         if old:
             log.warning("%d broken part(s) from earlier starts are kept in detached/ (%s); review and drop them "
-                        "(runbook RagmonStoreDataLost)", len(old),
+                        "(docs/operations.md, 'The disk')", len(old),
                         ", ".join(f"{p.database}.{p.table}/{p.name}" for p in old))
         for database, table in sorted(lost_inserts):
             self._reset_deduplication(database, table)
@@ -310,7 +310,7 @@ class WriteGuard:
         if self.unrepaired:
             names = ", ".join(f"{d}.{t}/{n}" for d, t, n in sorted(self.unrepaired))
             return False, (f"incomplete part(s) still active, reads of their tables fail: {names}; detaching is "
-                           "retried every second (runbook RagmonStoreDataLost)")
+                           "retried every second (docs/operations.md, 'The disk')")
         if self.state.low:
             return False, self.state.describe()
         free = f"; disk: {self.state.free_bytes / MIB:,.0f} MiB free" if not self.state.error else ""
