@@ -27,6 +27,7 @@ import glob
 import logging
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,9 @@ class PartIntegrity:
     #: detached copies of replaced parts whose ATTACH failed: (database, table, name in detached/, rows), retried
     #: at each look
     pending: list[tuple[str, str, str, int]] = field(default_factory=list)
+    #: copies in detached/ of the parts an incomplete part replaced, made before it is detached: (name, rows) by
+    #: the incomplete part
+    _kept: dict[Key, tuple[tuple[str, int], ...]] = field(default_factory=dict)
 
     def baseline(self) -> None:
         """The first look: what exists now is not suspect (a part broken before the engine opened was detached by
@@ -266,32 +270,56 @@ class PartIntegrity:
     # -- repairing -------------------------------------------------------------------------------------------
 
     def _repair(self, part: Part, problem: str, parts: dict[Key, Part]) -> BrokenPart:
-        replaced = _replaced(part, parts.values())
+        """Keep copies of what ``part`` replaced, detach it, attach the copies. The copies are made first, and
+        remembered: while the part cannot be detached (a full disk), the engine still removes the replaced parts
+        after ``old_parts_lifetime``, and the copies are then all that is left of their rows."""
+        key = (part.database, part.table, part.name)
+        detached = Path(part.path.rstrip("/")).parent / "detached"
+        kept, errors = self._keep(key, _replaced(part, parts.values()), detached)
         table = qualified(part.database, part.table)
         try:
             self.store.command(f"ALTER TABLE {table} DETACH PART '{_part_name(part.name)}'")
-        except StoreError as exc:  # e.g. being merged right now: the next look tries again
+        except StoreError as exc:  # e.g. no room to detach, or being merged right now: the next look tries again
+            copies = f"; copies of the {len(kept)} part(s) it replaced are kept in detached/" if kept else ""
             return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
-                              error=f"detaching failed: {exc}")
-        detached = Path(part.path.rstrip("/")).parent / "detached"
+                              error=f"detaching failed: {exc}{copies}")
+        del self._kept[key]
         kept_as = _rename_free(detached, part.name, f"{BROKEN}_{part.name}")
-        restored, restored_rows, waiting_rows, errors = [], 0, 0, []
-        for source in replaced:
-            try:
-                _link_copy(Path(source.path), detached / source.name)
-            except OSError as exc:
-                errors.append(f"copying {source.name} failed: {exc.strerror or exc}")
-                continue
-            if self._attach(part.database, part.table, source.name):
-                restored.append(source.name)
-                restored_rows += source.rows
+        restored, restored_rows, waiting_rows = [], 0, 0
+        for name, rows in kept:
+            if self._attach(part.database, part.table, name):
+                restored.append(name)
+                restored_rows += rows
             else:
-                self.pending.append((part.database, part.table, source.name, source.rows))
-                waiting_rows += source.rows
-                errors.append(f"attaching {source.name} failed (retried at each look)")
+                self.pending.append((part.database, part.table, name, rows))
+                waiting_rows += rows
+                errors.append(f"attaching {name} failed (retried at each look)")
         missing = max(0, part.rows - restored_rows - waiting_rows)
         return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
                           kept_as, tuple(restored), restored_rows, missing, "; ".join(errors))
+
+    def _keep(self, key: Key, replaced: list[Part], detached: Path) -> tuple[list[tuple[str, int]], list[str]]:
+        """Hard-linked copies in ``detached/`` of the ``replaced`` parts not copied yet (hard links take no data
+        blocks, so this works on a full disk where the file system allows a directory); returns every copy kept for
+        ``key`` as (name, rows), and what failed."""
+        kept, errors = dict(self._kept.get(key, ())), []
+        for source in replaced:
+            if source.name in kept:
+                continue
+            target = detached / source.name
+            try:
+                _link_copy(Path(source.path), target)
+            except FileExistsError:  # made by an earlier look or process: kept if it is this part's files
+                if not _linked(Path(source.path), target):
+                    errors.append(f"copying {source.name} failed: detached/{source.name} exists and holds other files")
+                    continue
+            except OSError as exc:  # removed meanwhile, or no room for the directory
+                shutil.rmtree(target, ignore_errors=True)
+                errors.append(f"copying {source.name} failed: {exc.strerror or exc}")
+                continue
+            kept[source.name] = source.rows
+        self._kept[key] = tuple(kept.items())
+        return list(kept.items()), errors
 
     def _attach(self, database: str, table: str, name: str) -> bool:
         try:
@@ -333,6 +361,32 @@ class PartIntegrity:
                                          sum(p.rows for p in inside)))
         return report
 
+    def attach_kept(self, broken: DetachedBroken) -> list[str]:
+        """Attach the copies a write guard kept in ``detached/`` (plain part names, ``_keep``) of the parts that
+        ``broken``, a merge's part the engine detached at this start with nothing active in its place, had replaced:
+        the process ended before it could detach the part, and the engine removed the replaced parts meanwhile.
+        Returns the names attached. A part detached by hand inside the same block range would be attached too; none
+        is, unless someone detached a part and the table merged across its range afterwards."""
+        rows = self.store.query(
+            "SELECT name, reason, partition_id, min_block_number, max_block_number FROM system.detached_parts WHERE "
+            "database = {d:String} AND table = {t:String}", {"d": broken.database, "t": broken.table}).result_rows
+        mine = next((r for r in rows if str(r[0]) == broken.name), None)
+        if mine is None:
+            return []
+        low, high = _block_range(broken.name, mine[3], mine[4])
+        if low is None or high is None:
+            return []
+        attached = []
+        for name, reason, partition, first, last in rows:
+            name = str(name)
+            inside = _block_range(name, first, last)
+            if (reason or name == broken.name or str(partition) != str(mine[2]) or inside[0] is None
+                    or inside[1] is None or not low <= inside[0] <= inside[1] <= high or inside == (low, high)):
+                continue
+            if self._attach(broken.database, broken.table, name):
+                attached.append(name)
+        return attached
+
 
 def broken_on_disk(data_dir: Path) -> set[str]:
     """Paths of the broken parts in every ``detached/`` directory under an embedded engine's data directory, read
@@ -361,6 +415,15 @@ def _link_copy(source: Path, target: Path) -> None:
             _link_copy(Path(entry.path), target / entry.name)
         else:
             os.link(entry.path, target / entry.name)
+
+
+def _linked(source: Path, target: Path) -> bool:
+    """Whether ``target`` holds hard links of every file of ``source`` (a copy ``_link_copy`` made)."""
+    try:
+        return all(entry.is_dir(follow_symlinks=False) and _linked(Path(entry.path), target / entry.name)
+                   or os.stat(target / entry.name).st_ino == entry.inode() for entry in os.scandir(source))
+    except OSError:
+        return False
 
 
 def _rename_free(directory: Path, name: str, wanted: str) -> str:

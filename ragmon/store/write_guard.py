@@ -247,6 +247,15 @@ class WriteGuard:
         the deduplication log of a table that lost an insert's part then, so its re-sent rows are stored again."""
         try:
             self.detached = self.integrity.detached_report(before)
+            again = [(p, self.integrity.attach_kept(p)) for p in self.detached
+                     if p.new and not p.single_block and not p.rows_in_its_place]
+            for part, names in again:
+                if names:
+                    log.warning("table %s.%s: the copies of the %d part(s) that %s had replaced, kept in detached/ by "
+                                "the write guard before the process ended, are attached again (%s)", part.database,
+                                part.table, len(names), part.name, ", ".join(names))
+            if any(names for _, names in again):
+                self.detached = self.integrity.detached_report(before)
         except StoreError as exc:
             log.error("cannot list the store's detached parts: %s", exc)
             return []

@@ -6,6 +6,9 @@ short files and reports success (docs/operations.md, "The disk"). Each test runs
 with a ballast file for a fifth of a second as soon as the part's directory appears, then reads every row and column,
 and opens the store again (a restart) and reads again. Without the write guard: the reads fail (CANNOT_READ_ALL_DATA,
 "Empty marks file", "Checksum doesn't match") and the restart detaches the part as ``broken-on-start``, its rows gone.
+Two more keep the disk full longer than the table keeps the parts a merge replaced (``old_parts_lifetime``, 3 s here),
+with the process running on or ending meanwhile: without the guard's copies of the replaced parts, all 24,000 rows
+are gone.
 
 Needs root to mount the tmpfs: skipped otherwise, failed under CI=true (CI runs as root).
 """
@@ -70,3 +73,24 @@ def test_an_insert_that_runs_into_a_full_disk_is_acknowledged_only_once_whole(tm
     again = run("count", tmpfs)
     assert again["read_error"] is None and again["rows"] == again["unique"] == 20_000, again
     assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again
+
+
+def test_a_merge_broken_while_the_disk_stays_full_longer_than_replaced_parts_are_kept_loses_nothing(tmpfs):
+    # the incomplete part cannot be detached while the disk is full, and the engine removes the parts it replaced
+    # after old_parts_lifetime (3 s here, 12 s full): the guard's hard-linked copies of them are what is left
+    out = run("merge-held", tmpfs)
+    assert out["ignored_writes"] > 0, out
+    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 24_000, out
+    again = run("count", tmpfs)
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
+
+
+def test_a_process_that_ends_before_it_could_detach_the_broken_merge_loses_nothing(tmpfs):
+    # the same, and the process ends with the disk still full (the part still active, the replaced parts removed
+    # by the engine): at the next start the engine detaches the part as broken-on-start, and the copies come back
+    out = run("merge-killed", tmpfs)
+    assert out["ignored_writes"] > 0 and out["read_error"] is not None, out  # the part was still there, broken
+    (tmpfs / "ballast").unlink()  # the disk has room again
+    again = run("count", tmpfs)
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
+    assert [d[2] for d in again["broken_detached"]] == ["broken-on-start"], again

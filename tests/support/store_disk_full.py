@@ -5,6 +5,11 @@ per process): ``python tests/support/store_disk_full.py SCENARIO MOUNT`` prints 
 
 - ``merge``: three batches of scores rows (~8 MB each, every one acknowledged), then ``OPTIMIZE … FINAL``; as soon as
   the merge's directory appears, every free block is taken by a ballast file for a fifth of a second, then freed.
+- ``merge-held``: the same, with the table keeping replaced parts 3 s (``old_parts_lifetime``) and the disk full
+  for 12 s: longer than they are kept, while the incomplete part cannot be detached (that needs free space).
+- ``merge-killed``: as ``merge-held``, but the disk stays full and the process ends (``os._exit``) once the engine
+  removed the replaced parts, the incomplete part still active; the caller deletes ``MOUNT/ballast`` and runs
+  ``count``.
 - ``insert``: one large insert of scores rows, the disk filled the same way as soon as its part's directory appears;
   an insert that fails as retryable is tried again once the disk is free, as ingest and score do.
 - ``count``: open the store (a restart) and read.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -32,6 +38,10 @@ from ragmon.errors import RetryableStoreError
 from ragmon.store import ClickHouseStore
 
 READ = "SELECT count(), sum(length(details)), uniqExact(trace_id) FROM {t} FINAL"
+#: merge-held: replaced parts are kept this long (seconds) ...
+HELD_LIFETIME = 3
+#: ... while the disk stays full this long
+HELD_SECONDS = 12
 IGNORED = "SELECT sum(value) FROM system.events WHERE event = 'WriteBufferFromFileDescriptorWriteFailed'"
 
 
@@ -62,8 +72,10 @@ def rows(first: int, n: int) -> dict[str, list[Any]]:
             "details": [os.urandom(1024).hex() for _ in range(n)], "judge_fingerprint": ["fp"] * n}
 
 
-def when_written(table_dir: Path, prefix: str, mount: Path, started: threading.Event) -> threading.Thread:
-    """A thread that fills ``mount`` for 0.2 s as soon as a ``prefix*`` directory (a part being written) appears."""
+def when_written(table_dir: Path, prefix: str, mount: Path, started: threading.Event,
+                 seconds: float = 0.2) -> threading.Thread:
+    """A thread that fills ``mount`` for ``seconds`` as soon as a ``prefix*`` directory (a part being written)
+    appears."""
 
     def watch() -> None:
         started.wait()
@@ -71,12 +83,21 @@ def when_written(table_dir: Path, prefix: str, mount: Path, started: threading.E
         while time.monotonic() < deadline and not any(p.name.startswith(prefix) for p in table_dir.iterdir()):
             time.sleep(0.001)
         ballast = fill(mount)
-        time.sleep(0.2)
+        time.sleep(seconds)
         ballast.unlink()
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+_BLOCK_PART = re.compile(r"^\d+_\d+_\d+_\d+$")
+
+
+def _await(table_dir: Path, prefix: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.name.startswith(prefix) for p in table_dir.iterdir()):
+        time.sleep(0.001)
 
 
 def table_dir(store: ClickHouseStore) -> Path:
@@ -115,10 +136,31 @@ def main() -> None:
         report(store, 0)
         return
     acked, started = 0, threading.Event()
-    if scenario == "merge":
+    if scenario == "merge-killed":
+        store.command(f"ALTER TABLE {store.table('scores')} MODIFY SETTING old_parts_lifetime = {HELD_LIFETIME}")
         for b in range(3):
             acked += store.insert_columns("scores", rows(b * 8000, 8000), dedup_token=f"merge-{b}")
-        watcher = when_written(table_dir(store), "tmp_merge_", mount, started)
+        where = table_dir(store)
+        watcher = threading.Thread(target=lambda: (started.wait(), _await(where, "tmp_merge_"), fill(mount)),
+                                   daemon=True)
+        watcher.start()
+        started.set()
+        store.command(f"OPTIMIZE TABLE {store.table('scores')} FINAL")
+        watcher.join()
+        deadline = time.monotonic() + 60  # the replaced parts removed by the engine, and copies of them kept
+        while time.monotonic() < deadline and not (
+                not any(_BLOCK_PART.match(p.name) for p in where.iterdir() if p.name != "202612_2_4_2")
+                and len([p for p in (where / "detached").iterdir() if _BLOCK_PART.match(p.name)]) == 3):
+            time.sleep(0.2)
+        report(store, acked)
+        os._exit(0)  # the process ends with the disk full and the incomplete part still active
+    if scenario in ("merge", "merge-held"):
+        held = scenario == "merge-held"
+        if held:  # the disk stays full for longer than the replaced parts are kept
+            store.command(f"ALTER TABLE {store.table('scores')} MODIFY SETTING old_parts_lifetime = {HELD_LIFETIME}")
+        for b in range(3):
+            acked += store.insert_columns("scores", rows(b * 8000, 8000), dedup_token=f"merge-{b}")
+        watcher = when_written(table_dir(store), "tmp_merge_", mount, started, HELD_SECONDS if held else 0.2)
         started.set()
         store.command(f"OPTIMIZE TABLE {store.table('scores')} FINAL")
         watcher.join()
