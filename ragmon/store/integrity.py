@@ -1,17 +1,20 @@
 """Parts the embedded engine wrote incompletely: finding them, and putting back the data they replaced.
 
-Why this exists: the embedded engine ignores the errors of its file writes. chDB's copy of ClickHouse (chDB 4.4,
-engine 26.9) changed ``WriteBufferFromFileDescriptor::nextImpl`` to leave its loop where ClickHouse throws
-``CANNOT_WRITE_TO_FILE_DESCRIPTOR``; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``.
-On a full disk (ENOSPC) an insert or a merge therefore goes on, renames a part of empty or short files into place and
+Why this exists: the embedded engine ignores the errors of its file writes. Where ClickHouse throws
+``CANNOT_WRITE_TO_FILE_DESCRIPTOR``, chDB (4.4, engine 26.9; observed, tests/integration/test_store_disk_full.py)
+goes on; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``. On a full disk (ENOSPC) an insert or a merge therefore goes on, renames a part of empty or short files into place and
 reports success: reads of the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks file") until the process ends, and
 the next start detaches the part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still
-on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them eight minutes).
+on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them eight minutes) or
+copies of them were kept.
 
 ``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the
 merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is checked with
-``CHECK TABLE … PART`` once active. A part that fails is detached (kept in ``detached/`` as ``broken_<name>``, which
-``ATTACH PARTITION`` never attaches), and the parts it replaced are attached again from hard-linked copies. A part
+``CHECK TABLE … PART`` once active. For a part that fails, hard-linked copies of the parts it replaced are kept in
+``detached/`` at once (remembered until used: detaching may have to wait for room, while the engine removes replaced
+parts after ``old_parts_lifetime``); then it is detached (kept as ``broken_<name>``, which ``ATTACH PARTITION`` never
+attaches), and the copies are attached. ``attach_kept`` attaches, at start-up, the copies a process kept before it
+ended. A part
 that replaced nothing is an insert's: the rows are missing, and the insert still under way writes them again
 (``ragmon.store.write_guard``); found later, they are counted as lost. ``detached_report`` says, at start-up, which
 broken parts the engine detached while it opened and whether what they had replaced came back.

@@ -3,9 +3,10 @@
 -- a full disk commits an incomplete part (docs/operations.md, "The disk"): while the parts it replaced are still
 -- there, ragmon's write guard, which looks every second, detaches it and attaches them again
 -- (ragmon.store.integrity), and at a restart ClickHouse itself activates them in place of the part it finds broken.
--- Detaching needs a little free space, so the repair waits for the disk to have room again: eight minutes is how
--- long a disk may stay full after such a merge with nothing lost. Costs the disk space of the replaced parts for
--- eight minutes after each merge. Only how long outdated parts are kept changes; on a server it is the default.
+-- Detaching needs a little free space, so the repair waits for the disk to have room again; the guard keeps
+-- hard-linked copies of the replaced parts meanwhile, and where the file system cannot take even those, eight
+-- minutes is how long the disk may stay full. Costs the disk space of the replaced parts for eight minutes after
+-- each merge. Only how long outdated parts are kept changes; on a server it is the default.
 -- Idempotent.
 ALTER TABLE ${db}.traces ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
 ALTER TABLE ${db}.scores ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
