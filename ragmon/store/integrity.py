@@ -5,7 +5,7 @@ Why this exists: the embedded engine ignores the errors of its file writes. Wher
 goes on; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``. On a full disk (ENOSPC) an insert or a merge therefore goes on, renames a part of empty or short files into place and
 reports success: reads of the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks file") until the process ends, and
 the next start detaches the part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still
-on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them eight minutes) or
+on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them two minutes) or
 copies of them were kept.
 
 ``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the

@@ -1,24 +1,23 @@
--- Keep the parts a merge replaced on disk for eight minutes, ClickHouse's own default (the embedded engine's is 0,
--- which deletes them at the next cleanup). The embedded engine ignores failed file writes, so a merge that runs into
--- a full disk commits an incomplete part (docs/operations.md, "The disk"): while the parts it replaced are still
--- there, ragmon's write guard, which looks every second, detaches it and attaches them again
--- (ragmon.store.integrity), and at a restart ClickHouse itself activates them in place of the part it finds broken.
--- Detaching needs a little free space, so the repair waits for the disk to have room again; the guard keeps
--- hard-linked copies of the replaced parts meanwhile, and where the file system cannot take even those, eight
--- minutes is how long the disk may stay full. Costs the disk space of the replaced parts for eight minutes after
--- each merge. Only how long outdated parts are kept changes; on a server it is the default.
--- Idempotent.
-ALTER TABLE ${db}.traces ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.scores ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.sampling_decisions ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.review_queue ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.review_labels ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.review_selections ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.review_signed_out ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.drift_checks ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.corpus_versions ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.triage_queue ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.triage_labels ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.question_types ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.outcomes ${on_cluster} MODIFY SETTING old_parts_lifetime = 480;
-ALTER TABLE ${db}.schema_migrations ${on_cluster} MODIFY SETTING old_parts_lifetime = 480
+-- Keep the parts a merge replaced on disk for two minutes (the embedded engine's default is 0, which deletes them at
+-- the next cleanup; ClickHouse's own is eight minutes). The embedded engine ignores failed file writes, so a merge
+-- that runs into a full disk commits an incomplete part (docs/operations.md, "The disk"): ragmon's write guard, which
+-- looks every second, keeps hard-linked copies of the parts it replaced, detaches it once there is room and attaches
+-- them again (ragmon.store.integrity); at a restart ClickHouse itself activates replaced parts still on disk in place
+-- of a part it finds broken. Two minutes cover the guard's look, a process that ends before it, and a file system
+-- that cannot take the copies while full. Not eight: a table merging a growing part every few seconds keeps a copy
+-- of it per merge, and eight minutes of those filled 90 % of bench/disk_full_reads.py's 400 MiB store (362 MiB used
+-- by ~100 MiB of data). Only how long outdated parts are kept changes. Idempotent.
+ALTER TABLE ${db}.traces ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.scores ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.sampling_decisions ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.review_queue ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.review_labels ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.review_selections ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.review_signed_out ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.drift_checks ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.corpus_versions ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.triage_queue ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.triage_labels ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.question_types ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.outcomes ${on_cluster} MODIFY SETTING old_parts_lifetime = 120;
+ALTER TABLE ${db}.schema_migrations ${on_cluster} MODIFY SETTING old_parts_lifetime = 120
