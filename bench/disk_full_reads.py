@@ -71,6 +71,26 @@ def start(config: Path, workdir: Path, log: str, base: str) -> subprocess.Popen[
         time.sleep(0.3)
 
 
+def uncommitted(bootstrap: str) -> dict[str, int]:
+    """Messages of topic ``t`` each consumer group has not committed yet (they are read again, so not lost)."""
+    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        partitions = [TopicPartition("t", p) for p in consumer.partitions_for_topic("t") or ()]
+        ends = consumer.end_offsets(partitions)
+        waiting = {}
+        for group, *_ in admin.list_consumer_groups():
+            committed = admin.list_consumer_group_offsets(group)
+            if any(tp.topic == "t" for tp in committed):
+                waiting[group] = sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in partitions)
+        return waiting
+    finally:
+        consumer.close()
+        admin.close()
+
+
 def read(store_dir: Path, sql: str = QUERY) -> tuple[int, str]:
     announced = json.loads((store_dir / "ragmon-read-api.json").read_text())
     r = httpx.post(f"{announced['url']}/api/v1/store/read", json={"op": "query", "sql": sql}, timeout=60,
@@ -168,9 +188,13 @@ def main() -> None:
               flush=True)
         broken = [r for r in json.loads(detached)["rows"] if "broken" in r[2]] if code == 200 else []
         on_start = sum(r[2] == "broken-on-start" for r in broken)
+        waiting = uncommitted(broker.bootstrap)
+        print(f"messages not committed yet, by consumer group (read again, not lost): {waiting}", flush=True)
         print(f"disk_full_reads: {args.cycles} cycles; reads failed {failed}/{reads}; traces sent {sent[0]:,}, "
-              f"stored {stored:,} (lost {sent[0] - stored:,}), with scores {scored:,} (scores lost "
-              f"{stored - scored:,}); broken parts detached: {len(broken)} ({on_start} at a start)", flush=True)
+              f"stored {stored:,} (lost {max(0, sent[0] - stored - waiting.get('g', 0)):,}, not committed yet "
+              f"{waiting.get('g', 0):,}), with scores {scored:,} (scores lost "
+              f"{max(0, stored - scored - sum(n for g, n in waiting.items() if g != 'g')):,}); broken parts "
+              f"detached: {len(broken)} ({on_start} at a start)", flush=True)
     finally:
         stop.set()
         if proc is not None and proc.poll() is None:
