@@ -72,7 +72,8 @@ def start(config: Path, workdir: Path, log: str, base: str) -> subprocess.Popen[
 
 
 def uncommitted(bootstrap: str) -> dict[str, int]:
-    """Messages of topic ``t`` each consumer group has not committed yet (they are read again, so not lost)."""
+    """Messages of topic ``t`` the ingest group (``g``) and the score group have not committed yet (they are read
+    again, so not lost)."""
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -80,12 +81,9 @@ def uncommitted(bootstrap: str) -> dict[str, int]:
     try:
         partitions = [TopicPartition("t", p) for p in consumer.partitions_for_topic("t") or ()]
         ends = consumer.end_offsets(partitions)
-        waiting = {}
-        for group, *_ in admin.list_consumer_groups():
-            committed = admin.list_consumer_group_offsets(group)
-            if any(tp.topic == "t" for tp in committed):
-                waiting[group] = sum(ends[tp] - (committed[tp].offset if tp in committed else 0) for tp in partitions)
-        return waiting
+        groups = admin.list_group_offsets({"g": None, "ragmon-score": None})
+        return {group: sum(ends[tp] - max(0, offsets[tp].offset if tp in offsets else 0) for tp in partitions)
+                for group, offsets in groups.items()}
     finally:
         consumer.close()
         admin.close()
@@ -193,7 +191,7 @@ def main() -> None:
         print(f"disk_full_reads: {args.cycles} cycles; reads failed {failed}/{reads}; traces sent {sent[0]:,}, "
               f"stored {stored:,} (lost {max(0, sent[0] - stored - waiting.get('g', 0)):,}, not committed yet "
               f"{waiting.get('g', 0):,}), with scores {scored:,} (scores lost "
-              f"{max(0, stored - scored - sum(n for g, n in waiting.items() if g != 'g')):,}); broken parts "
+              f"{max(0, stored - scored - waiting.get('ragmon-score', 0)):,}); broken parts "
               f"detached: {len(broken)} ({on_start} at a start)", flush=True)
     finally:
         stop.set()
