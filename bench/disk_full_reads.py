@@ -1,4 +1,5 @@
-"""Reproduces a finding of the operations test (issue 30): after the embedded store's disk was full, reads of a
+"""A full disk under the embedded store while ingest and score write (issue 30); first written to reproduce a finding
+of the operations test: after the embedded store's disk was full, reads of a
 table can fail (ClickHouse ``CANNOT_READ_ALL_DATA``: "Cannot read all marks from file …/skp_idx_idx_ts.cmrk4,
 marks expected 1 … marks read 0", or "Empty marks file") for the rest of the process's life, although the disk is
 free again, writes succeed and /readyz answers 200; at the next start the engine detaches the broken parts
@@ -11,8 +12,9 @@ its own, its store on a 400 MiB tmpfs; 100 native traces/s. Each cycle: 10 s of 
 ballast file for 10 s (reads go on), freed. A read is ``SELECT count(), avg(value), uniqExact(trace_id) FROM
 scores FINAL`` over the last two hours, through the daemon's read API, once a second. Prints when reads started
 failing and whether they recovered; then restarts the daemon (SIGTERM), reads again, and compares the traces
-stored with the traces that have scores (every trace is sampled: they should be equal) and lists the parts the
-engine detached. Needs root (mount) and Java. Asserts nothing.
+stored with the traces sent and with the traces that have scores (every trace is sampled: all three should be
+equal), lists the broken parts in detached/ and prints one summary line (``disk_full_reads: …; lost N …``). Needs
+root (mount) and Java. Asserts nothing.
 
 Seen 2026-12-05 (chDB as pinned by the project, 2 cores): reads failing in 4 of 7 runs of 8 cycles (from the 3rd,
 4th or 5th cycle on, every read after, until the restart), 1 of 4 with 3 cycles of 20 s, and in 2 of 7 runs of
@@ -21,6 +23,9 @@ the operations scenario (tests/system, bench/operations.py). In the one failing 
 broken-on-start: scores 202612_2_168_83 (the part the failing reads named), traces 202612_35_44_1,
 sampling_decisions 202612_414_419_2, question_types 202612_1_410_185. In the scenario run where it happened before
 a kill -9, 910 of 2,260 traces sent were missing from the store afterwards (853 native ones, offsets committed).
+
+With the embedded store's write guard (ragmon.store.write_guard; docs/operations.md, "The disk"): see the README's
+"Status" for the runs and their summary lines.
 """
 
 from __future__ import annotations
@@ -66,6 +71,24 @@ def start(config: Path, workdir: Path, log: str, base: str) -> subprocess.Popen[
         time.sleep(0.3)
 
 
+def uncommitted(bootstrap: str) -> dict[str, int]:
+    """Messages of topic ``t`` the ingest group (``g``) and the score group have not committed yet (they are read
+    again, so not lost)."""
+    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        partitions = [TopicPartition("t", p) for p in consumer.partitions_for_topic("t") or ()]
+        ends = consumer.end_offsets(partitions)
+        groups = admin.list_group_offsets({"g": None, "ragmon-score": None})
+        return {group: sum(ends[tp] - max(0, offsets[tp].offset if tp in offsets else 0) for tp in partitions)
+                for group, offsets in groups.items()}
+    finally:
+        consumer.close()
+        admin.close()
+
+
 def read(store_dir: Path, sql: str = QUERY) -> tuple[int, str]:
     announced = json.loads((store_dir / "ragmon-read-api.json").read_text())
     r = httpx.post(f"{announced['url']}/api/v1/store/read", json={"op": "query", "sql": sql}, timeout=60,
@@ -103,8 +126,10 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         proc = start(config, workdir, "daemon.log", base)
 
+        sent = [0]
+
         def produce() -> None:
-            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=50)
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=50, acks="all")
             rng, i = random.Random(1), 0
             while not stop.is_set():
                 for _ in range(10):
@@ -113,8 +138,10 @@ def main() -> None:
                 time.sleep(0.1)
             producer.flush()
             producer.close()
+            sent[0] = i
 
-        threading.Thread(target=produce, daemon=True).start()
+        producing = threading.Thread(target=produce, daemon=True)
+        producing.start()
         t0, last, failed, reads = time.time(), None, 0, 0
 
         def phase(name: str, seconds: int) -> None:
@@ -137,15 +164,35 @@ def main() -> None:
         phase("after, disk free", 40)
         print(f"{failed} of {reads} reads failed", flush=True)
         stop.set()
+        producing.join(30)
         time.sleep(3)
         proc.terminate()
         proc.wait(60)
         proc = start(config, workdir, "daemon-restarted.log", base)
         print(f"after a restart: {read(disk.path / 'chdb')}", flush=True)
-        print("traces stored, and traces with scores: " + str(read(disk.path / "chdb", (
-            "SELECT (SELECT uniqExact(trace_id) FROM ragmon.traces FINAL), "
-            "(SELECT uniqExact(trace_id) FROM ragmon.scores FINAL)"))), flush=True)
-        print(f"parts detached at the restart: {read(disk.path / 'chdb', DETACHED)}", flush=True)
+        counts = ("SELECT (SELECT uniqExact(trace_id) FROM ragmon.traces FINAL), "
+                  "(SELECT uniqExact(trace_id) FROM ragmon.scores FINAL)")
+        stored = scored = -1
+        for _ in range(120):  # what was not committed before the restart is read again: let it land
+            code, text = read(disk.path / "chdb", counts)
+            if code == 200:
+                stored, scored = (int(x) for x in json.loads(text)["rows"][0])
+                if stored >= sent[0] and scored >= stored:
+                    break
+            time.sleep(1)
+        print(f"traces stored, and traces with scores: {stored}, {scored}", flush=True)
+        code, detached = read(disk.path / "chdb", DETACHED)
+        print(f"parts detached (by the write guard as broken_, or at a start as broken-on-start_): {detached}",
+              flush=True)
+        broken = [r for r in json.loads(detached)["rows"] if "broken" in r[2]] if code == 200 else []
+        on_start = sum(r[2] == "broken-on-start" for r in broken)
+        waiting = uncommitted(broker.bootstrap)
+        print(f"messages not committed yet, by consumer group (read again, not lost): {waiting}", flush=True)
+        print(f"disk_full_reads: {args.cycles} cycles; reads failed {failed}/{reads}; traces sent {sent[0]:,}, "
+              f"stored {stored:,} (lost {max(0, sent[0] - stored - waiting.get('g', 0)):,}, not committed yet "
+              f"{waiting.get('g', 0):,}), with scores {scored:,} (scores lost "
+              f"{max(0, stored - scored - waiting.get('ragmon-score', 0)):,}); broken parts "
+              f"detached: {len(broken)} ({on_start} at a start)", flush=True)
     finally:
         stop.set()
         if proc is not None and proc.poll() is None:

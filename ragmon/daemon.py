@@ -103,6 +103,8 @@ class ConsumerState:
     assigned: bool = False
     #: ... and the lag was zero on each of them
     caught_up: bool = False
+    #: why the loop's last write failed while it waits to write again (None: writes succeed)
+    write_error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,35 @@ class Telemetry:
             registry=r,
         )
 
+        # -- the embedded store's disk and parts (ragmon.store.write_guard; docs/operations.md, "The disk") -----
+        self.store_disk_free = Gauge(
+            "ragmon_store_disk_free_bytes", "Free bytes on the embedded store's file system.", registry=r
+        )
+        self.store_writes_paused = Gauge(
+            "ragmon_store_writes_paused", "1 while the embedded store's disk is below its headroom "
+            "(store.min_free_disk_mb): writes are refused as retryable and merges stopped.", registry=r,
+        )
+        self.store_ignored_write_errors = Counter(
+            "ragmon_store_ignored_write_errors_total", "File writes that failed and that the embedded engine ignored "
+            "(its WriteBufferFromFileDescriptorWriteFailed event): each may have left an incomplete part.", registry=r,
+        )
+        self.store_broken_parts = Counter(
+            "ragmon_store_broken_parts_total", "Parts the embedded engine wrote incompletely, by table and outcome: "
+            "restored (the parts it replaced were attached again), retried (an insert's part, found before the insert "
+            "was acknowledged: the insert is written again), lost (rows with no other copy), unrepaired (could not be "
+            "detached yet: reads of the table fail meanwhile).",
+            ["table", "outcome"], registry=r,
+        )
+        self.store_rows_lost = Counter(
+            "ragmon_store_rows_lost_total", "Rows of incomplete parts that had no other copy, by table: acknowledged "
+            "data gone from the store (re-send it; docs/operations.md, 'The disk').", ["table"], registry=r,
+        )
+        self.store_detached_broken_parts = Gauge(
+            "ragmon_store_detached_broken_parts", "Broken parts kept in the embedded store's detached/ directories "
+            "(found at start-up or detached since), by table: review and drop them (docs/operations.md, 'The disk').",
+            ["table"], registry=r,
+        )
+
         # -- review ---------------------------------------------------------------------------------------
         self.review_signin_failures = Counter(
             "ragmon_review_signin_failures_total",

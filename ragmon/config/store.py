@@ -44,6 +44,14 @@ class StoreSettings(Section):
         "merges, and the engine's hard limit. The ragmon process needs about this plus 200–300 MB for Python "
         "(docs/operations.md, sizing). Unused with a server DSN.",
     )
+    min_free_disk_mb: int = Field(
+        128, ge=0, le=1_048_576,
+        description="Embedded store only: free space, in MiB, kept on the data directory's file system (at most a "
+        "tenth of its size). Below it ragmon pauses writes (inserts fail as retryable: ingest and score back off, "
+        "/readyz says why) and stops the engine's merges, because the embedded engine ignores failed file writes "
+        "and would keep incomplete parts; both resume once a quarter more is free. 0 switches the guard off "
+        "(docs/operations.md, 'The disk').",
+    )
 
 
 class KafkaSettings(Section):

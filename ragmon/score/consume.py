@@ -6,9 +6,12 @@ is done, in any order. Finished traces are buffered and written together, up to 
 ``flush_interval_seconds`` (inserts stay large and about one a second, as ClickHouse wants); after each write
 the loop commits, per partition, up to the oldest trace whose rows are not stored yet, never past it.
 
-Backpressure: when ``2 × max_in_flight`` sampled traces are waiting for or in a judge call, the loop pauses
-fetching (and keeps polling, so the group keeps it as a member); memory is bounded by that window plus one poll
-of ``max_batch`` records, whatever the backlog on the topic. On stop it reads nothing more, waits up to
+Backpressure: when ``2 × max_in_flight`` sampled traces are waiting for or in a judge call, or a write failed and
+waits to be tried again, the loop pauses fetching (and keeps polling, so the group keeps it as a member); memory is
+bounded by that window plus one poll of ``max_batch`` records, whatever the backlog on the topic. A write that still
+fails as retryable after the scorer's own tries (the store down, its disk full: ClickHouse NOT_ENOUGH_SPACE) is kept
+as it was and written again, with the same deduplication key, after a backoff (1 s doubling to 30 s); nothing of it
+is committed meanwhile. Only a permanent store error ends the loop. On stop it reads nothing more, waits up to
 ``drain_seconds`` for judgements in flight, writes what finished, commits what is safe and returns: calls still
 running are abandoned uncommitted, and scored again by whoever reads those offsets next (rows are keyed by trace
 and fingerprint, so a FINAL read sees each once). After each step the loop publishes its ``ConsumerState``
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +33,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ragmon.daemon import ConsumerState
-from ragmon.errors import RetryableSourceError, SourceError
+from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError
 from ragmon.ingest.lag import LagReporter
 from ragmon.score.ledger import OffsetLedger, Ticket
 from ragmon.score.pipeline import BatchResult, LiveScorer, Scoring
@@ -40,6 +44,8 @@ Progress = Callable[[int, BatchResult], None]
 
 #: poll timeout while judgements are in flight: finished ones should not wait a whole poll to be written
 BUSY_POLL_SECONDS = 0.05
+#: the backoff between tries of a write that failed as retryable: from the first to the longest
+WRITE_RETRY_SECONDS = (1.0, 30.0)
 
 
 class ScoreLoop:
@@ -60,20 +66,26 @@ class ScoreLoop:
         self._ready_since: float | None = None
         self._dirty = False  # read something whose offset is not committed yet (or its commit failed)
         self._paused = False
+        #: a batch whose write failed as retryable: written again as it was (same dedup key) at ``_retry_at``
+        self._unwritten: list[tuple[Scoring, Ticket]] | None = None
+        self._retry_at = 0.0
+        self._retry_delay = 0.0
+        #: why the last write failed, while its batch waits to be written again (None: writes succeed)
+        self.write_error: str | None = None
         #: the lag per partition (the backlog gauge, ``ConsumerState``); a source without ``lag`` has no reading
         self.lag = LagReporter(source)
 
     @property
     def busy(self) -> bool:
         """Judgements in flight or rows waiting to be written."""
-        return self.judging > 0 or bool(self._ready)
+        return self.judging > 0 or bool(self._ready) or self._unwritten is not None
 
     def settled(self) -> bool:
         """Nothing judging or waiting to be written, and every offset read is committed."""
         return not self.busy and self.ledger.pending == 0 and not self.ledger.committable()
 
     def state(self) -> ConsumerState:
-        return ConsumerState(self.read, self.settled(), self.lag.assigned(), self.lag.caught_up())
+        return ConsumerState(self.read, self.settled(), self.lag.assigned(), self.lag.caught_up(), self.write_error)
 
     def take(self, polled: list[Any]) -> None:
         """Decide each record read and send the sampled ones to the judges."""
@@ -105,32 +117,63 @@ class ScoreLoop:
             pass
 
     def backpressure(self) -> None:
-        """Pause fetching while the judges are a full window behind; resume when they catch up."""
-        full = self.judging >= self.window
+        """Pause fetching while the judges are a full window behind, or a write waits to be tried again; resume
+        when they catch up and writes succeed."""
+        full = self.judging >= self.window or self._unwritten is not None
         if full != self._paused and hasattr(self.source, "pause"):
             (self.source.pause if full else self.source.resume)()
             self._paused = full
 
     def due(self, now: float, idle: bool) -> bool:
-        """Time to write and commit: a full buffer, the flush interval, or nothing else coming."""
+        """Time to write and commit: a failed write's backoff ran out, a full buffer, the flush interval, or
+        nothing else coming."""
+        if self._unwritten is not None:
+            return now >= self._retry_at
         if self._ready:
             return (len(self._ready) >= self.max_batch or now - (self._ready_since or now) >= self.flush_interval
                     or (idle and self.judging == 0))
         return self._dirty and idle
 
-    def flush(self) -> None:
-        """Write the finished traces, then commit up to the oldest trace not stored."""
+    def flush(self, *, now: bool = False) -> None:
+        """Write the batch that failed before (once its backoff ran out, or ``now``), then the finished traces,
+        then commit up to the oldest trace not stored. A write failing as retryable keeps its batch for later."""
+        if self._unwritten is not None:
+            if not now and self.clock() < self._retry_at:
+                return
+            if not self._write(self._unwritten):
+                return
+            self._unwritten = None
         if self._ready:
             done, self._ready, self._ready_since = self._ready, [], None
-            keyed = getattr(self.source, "batch_key", None)  # a source may name a write by its content
-            key = keyed(s.item.trace_id for s, _ in done) if keyed is not None else _batch_key(t for _, t in done)
-            result = self.scorer.write([s for s, _ in done], key)
-            for _, ticket in done:
-                self.ledger.stored(ticket)
-            self.total.merge(result)
+            if not self._write(done):
+                self._unwritten = done
+                return
         self._commit()
         if self.progress:
             self.progress(self.read, self.total)
+
+    def _write(self, done: list[tuple[Scoring, Ticket]]) -> bool:
+        """Store one batch's rows; False (and the backoff set) when the store fails as retryable."""
+        keyed = getattr(self.source, "batch_key", None)  # a source may name a write by its content
+        key = keyed(s.item.trace_id for s, _ in done) if keyed is not None else _batch_key(t for _, t in done)
+        try:
+            result = self.scorer.write([s for s, _ in done], key)
+        except RetryableStoreError as exc:
+            low, high = WRITE_RETRY_SECONDS
+            self._retry_delay = min(high, max(low, self._retry_delay * 2))
+            delay = self._retry_delay * (0.5 + random.random() / 2)
+            self._retry_at = self.clock() + delay
+            self.write_error = str(exc)
+            log.warning("score write failed: %s; its %d traces are written again in %.1fs, fetching paused meanwhile "
+                        "(nothing of them is committed)", exc, len(done), delay)
+            return False
+        for _, ticket in done:
+            self.ledger.stored(ticket)
+        self.total.merge(result)
+        if self.write_error is not None:
+            log.warning("score writes succeed again; fetching resumes")
+        self.write_error, self._retry_delay = None, 0.0
+        return True
 
     def drain(self, seconds: float, heartbeat: Callable[[], None] | None) -> None:
         """On stop: wait up to ``seconds`` for the judgements in flight, then write and commit what is safe."""
@@ -144,7 +187,7 @@ class ScoreLoop:
             if heartbeat is not None:
                 heartbeat()
             self.collect(wait_seconds=min(0.2, left))
-        self.flush()
+        self.flush(now=True)
 
     def gauges(self, now: float) -> None:
         telemetry = self.scorer.telemetry

@@ -26,8 +26,16 @@ def build(settings: Settings, store: ScoreStore, telemetry: Telemetry, *, max_tr
           ) -> RoleParts:
     """The consume loop (its consumer created now, so an unreachable broker fails at start-up) and its liveness:
     the loop polled within ``process.score_liveness_seconds``. ``max_traces`` ends the loop early (batch jobs,
-    tests); ``--exit-when-idle`` stops the process from outside (``ragmon.cli.idle_watch``)."""
+    tests); ``--exit-when-idle`` stops the process from outside (``ragmon.cli.idle_watch``). Readiness: the loop's
+    writes succeed (while one fails as retryable, its batch waits for another try and fetching pauses)."""
     role = ScoreRole(settings, store, telemetry, max_traces=max_traces)
     liveness = heartbeat_check(lambda: role.last_poll, settings.process.score_liveness_seconds, "last score poll")
-    return RoleParts(loops=(role,), service=role, liveness=liveness,
+
+    def writing() -> tuple[bool, str]:
+        error = role.consumer_state.write_error
+        if error is not None:
+            return False, f"writes failing, fetching paused (the batch is written again after a backoff): {error}"
+        return True, "writes succeed"
+
+    return RoleParts(loops=(role,), service=role, liveness=liveness, readiness=writing,
                      on_stuck="uncommitted traces are re-scored on the next start")

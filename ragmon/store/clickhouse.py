@@ -8,6 +8,11 @@ Thread-safety: chDB runs queries of one process through one engine; calls are se
 ingest, score, drift and review roles of ``ragmon run`` can share one store object. ``reader()`` gives reads
 that must not write (the read API) a store on a connection of their own: settings stick to a chDB connection, so
 a read-only setting passed per call on the shared one would make every later write of the process fail.
+
+The embedded engine ignores failed file writes: on a full disk it acknowledges inserts whose parts are incomplete.
+Its inserts therefore go through the engine's ``WriteGuard`` (``ragmon.store.write_guard``): refused while the disk
+is below ``store.min_free_disk_mb``, acknowledged only once their part is known whole; and migrations do not run on
+a disk below it.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ragmon.config import StoreSettings
-from ragmon.errors import PermanentStoreError, StoreError
+from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
 from ragmon.store.client import open_client, open_read_only_client, translate
 from ragmon.store.dsn import parse_dsn
+from ragmon.store.integrity import broken_on_disk
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
 from ragmon.store.trace_json import (
     TRACE_JSON_FORMAT,
@@ -44,6 +50,9 @@ TABLES = ("traces", "scores", "sampling_decisions", "review_queue", "review_labe
           "triage_queue", "triage_labels",
           "question_types", "outcomes")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: a query failed reading a part's files: the engine may have kept an incomplete part (``ragmon.store.integrity``)
+_READ_BROKEN = ("CANNOT_READ_ALL_DATA", "Empty marks file", "CORRUPTED_DATA", "Cannot read all marks",
+                "CHECKSUM_DOESNT_MATCH", "Checksum doesn't match")
 
 
 class ClickHouseStore:
@@ -61,6 +70,8 @@ class ClickHouseStore:
         dsn = parse_dsn(settings.dsn.get_secret_value())
         self.embedded = dsn.embedded
         self._client = client
+        #: the embedded engine's write guard (None for a server store)
+        self.guard: Any = None
         self._lock = threading.RLock()
         # trace batches for chDB's file() are written here; one directory per chDB data directory, which one
         # process at most holds, so other processes' files in it were left by one that died mid-insert
@@ -73,10 +84,17 @@ class ClickHouseStore:
 
     @classmethod
     def open(cls, settings: StoreSettings, *, migrate: bool = True) -> ClickHouseStore:
-        """Connect (fail fast with a clear ``StoreError``) and, by default, apply pending migrations."""
+        """Connect (fail fast with a clear ``StoreError``) and, by default, apply pending migrations. The embedded
+        engine gets its write guard, which reports the broken parts the engine detached while opening."""
+        dsn = parse_dsn(settings.dsn.get_secret_value())
+        before = broken_on_disk(dsn.path) if dsn.path is not None else set()
         store = cls(settings, open_client(settings))
         store.ping()
         store._sweep_spool()
+        if dsn.path is not None:
+            from ragmon.store.write_guard import guard_for
+
+            store.guard = guard_for(dsn.path, store, settings.min_free_disk_mb << 20, before=before)
         if migrate:
             store.migrate()
         return store
@@ -85,7 +103,9 @@ class ClickHouseStore:
         """A store for reads only, on a connection of its own that is read-only for its whole life (the embedded
         engine; ``open_read_only_client``). Nothing run through it can change this store's connection, and it
         serializes its calls with its own lock, so reads through it do not wait for this store's writes."""
-        return ClickHouseStore(self.settings, open_read_only_client(self.settings), read_only=True)
+        reader = ClickHouseStore(self.settings, open_read_only_client(self.settings), read_only=True)
+        reader.guard = self.guard  # to name a part its reads find broken; it never writes through it
+        return reader
 
     def table(self, name: str) -> str:
         """Fully qualified table name; only known identifiers are ever formatted into SQL."""
@@ -104,10 +124,13 @@ class ClickHouseStore:
             row[0]
             for row in self.query(f"SELECT version FROM {self.table('schema_migrations')} FINAL").result_rows
         }
+        pending = [m for m in load_migrations() if m.version not in applied]
+        problem = self.guard.startup_problem() if pending and self.guard is not None else None
+        if problem:  # the engine would ignore failed writes of table metadata
+            raise RetryableStoreError(f"migrations {', '.join(f'{m.version:04d}_{m.name}' for m in pending)} not "
+                                      f"applied: {problem}")
         done = []
-        for migration in load_migrations():
-            if migration.version in applied:
-                continue
+        for migration in pending:
             for statement in render(migration, self.settings):
                 self.command(statement)
             self.insert_rows(
@@ -136,6 +159,9 @@ class ClickHouseStore:
             self.ping()
         except StoreError as exc:
             return False, f"store unreachable: {exc}"
+        if self.guard is not None:
+            ok, detail = self.guard.readiness()
+            return ok, f"store answers; {detail}"
         return True, "store answers"
 
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None,
@@ -152,7 +178,7 @@ class ClickHouseStore:
             except StoreError:
                 raise
             except Exception as exc:  # noqa: BLE001 - translated at the boundary
-                raise translate(exc, "ClickHouse command failed") from None
+                raise self._translate(exc, "ClickHouse command failed") from None
 
     def query(self, sql: str, parameters: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> Any:
         """Run a parameterized query (``{name:Type}`` placeholders); values never go into the SQL text."""
@@ -160,7 +186,20 @@ class ClickHouseStore:
             try:
                 return self._client.query(sql, parameters=parameters, settings=settings)
             except Exception as exc:  # noqa: BLE001
-                raise translate(exc, "ClickHouse query failed") from None
+                raise self._translate(exc, "ClickHouse query failed") from None
+
+    def _translate(self, exc: BaseException, context: str) -> StoreError:
+        """``translate``, and a read that failed on a part's files named to the write guard."""
+        if self.guard is not None and any(marker in str(exc) for marker in _READ_BROKEN):
+            self.guard.note_read_error(str(exc))
+        return translate(exc, context)
+
+    def _guarded(self, table: str, insert: Any) -> None:
+        """Run ``insert`` through the embedded engine's write guard (a server store: as it is)."""
+        if self.guard is None or self.read_only:
+            insert()
+        else:
+            self.guard.write(self.database, table, insert)
 
     def query_rows(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows as dicts keyed by column name."""
@@ -187,13 +226,16 @@ class ClickHouseStore:
         if n_rows == 0:
             return 0
         settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
-        with self._lock:
-            try:
-                self._client.insert(
-                    self.table(table), data, column_names=names, column_oriented=True, settings=settings
-                )
-            except Exception as exc:  # noqa: BLE001
-                raise translate(exc, f"insert into {table} failed") from None
+        qualified = self.table(table)
+
+        def insert() -> None:
+            with self._lock:
+                try:
+                    self._client.insert(qualified, data, column_names=names, column_oriented=True, settings=settings)
+                except Exception as exc:  # noqa: BLE001
+                    raise translate(exc, f"insert into {table} failed") from None
+
+        self._guarded(table, insert)
         return n_rows
 
     def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int:
@@ -216,12 +258,16 @@ class ClickHouseStore:
             parameters["token"] = dedup_token
         sql = (f"INSERT INTO {self.table('traces')} ({', '.join(TRACE_COLUMNS)}) {TRACE_JSON_SELECT} "
                f"FROM file({{path:String}}, '{TRACE_JSON_FORMAT}', {{structure:String}}) SETTINGS {settings}")
-        with self._lock:  # the whole file's life: the spool directory is removed again when empty
-            try:
-                with self._batch_file(rows.payload()) as path:
-                    self._client.command(sql, parameters={**parameters, "path": path})
-            except Exception as exc:  # noqa: BLE001
-                raise translate(exc, "insert into traces failed") from None
+
+        def insert() -> None:
+            with self._lock:  # the whole file's life: the spool directory is removed again when empty
+                try:
+                    with self._batch_file(rows.payload()) as path:
+                        self._client.command(sql, parameters={**parameters, "path": path})
+                except Exception as exc:  # noqa: BLE001
+                    raise translate(exc, "insert into traces failed") from None
+
+        self._guarded("traces", insert)
         return len(rows)
 
     def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]:

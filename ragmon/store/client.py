@@ -61,8 +61,9 @@ def embedded_engine_options(memory_mb: int) -> dict[str, int]:
 EMBEDDED_ENGINE_OPTIONS = embedded_engine_options(StoreSettings.model_fields["embedded_memory_mb"].default)
 
 # ClickHouse error codes worth retrying: timeouts, too many parts/queries, network, table readonly (242, a replica
-# without its coordinator), memory. 164 (READONLY, the user or connection is read-only) is not: no retry changes it.
-_RETRYABLE_CODES = {159, 160, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
+# without its coordinator), not enough disk space (243: the disk fills and frees again; ingest and score back off
+# meanwhile), memory. 164 (READONLY, the user or connection is read-only) is not: no retry changes it.
+_RETRYABLE_CODES = {159, 160, 202, 203, 209, 210, 241, 242, 243, 252, 285, 319, 425, 999, 1000}
 
 
 def open_client(settings: StoreSettings) -> Any:
@@ -187,7 +188,7 @@ def translate(exc: BaseException, context: str) -> StoreError:
         return RetryableStoreError(text)
     if isinstance(exc, ch.DatabaseError):
         for marker in ("TIMEOUT_EXCEEDED", "TOO_MANY_PARTS", "TOO_MANY_SIMULTANEOUS_QUERIES", "MEMORY_LIMIT_EXCEEDED",
-                       "NETWORK_ERROR", "SOCKET_TIMEOUT", "TABLE_IS_READ_ONLY", "KEEPER_EXCEPTION"):
+                       "NETWORK_ERROR", "SOCKET_TIMEOUT", "TABLE_IS_READ_ONLY", "KEEPER_EXCEPTION", "NOT_ENOUGH_SPACE"):
             if marker in str(exc):
                 return RetryableStoreError(text)
     return PermanentStoreError(text)

@@ -1,0 +1,472 @@
+"""Parts the embedded engine wrote incompletely: finding them, and putting back the data they replaced.
+
+Why this exists: the embedded engine ignores the errors of its file writes. Where ClickHouse throws
+``CANNOT_WRITE_TO_FILE_DESCRIPTOR``, chDB (4.4, engine 26.9; observed, tests/integration/test_store_disk_full.py)
+goes on; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``. On a full disk (ENOSPC) an insert or a merge therefore goes on, renames a part of empty or short files into place and
+reports success: reads of the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks file") until the process ends, and
+the next start detaches the part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still
+on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them two minutes) or
+copies of them were kept.
+
+``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the
+merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is checked with
+``CHECK TABLE … PART`` once active. For a part that fails, hard-linked copies of the parts it replaced are kept in
+``detached/`` at once (remembered until used: detaching may have to wait for room, while the engine removes replaced
+parts after ``old_parts_lifetime``); then it is detached (kept as ``broken_<name>``, which ``ATTACH PARTITION`` never
+attaches), and the copies are attached. ``attach_kept`` attaches, at start-up, the copies a process kept before it
+ended. A part
+that replaced nothing is an insert's: the rows are missing, and the insert still under way writes them again
+(``ragmon.store.write_guard``); found later, they are counted as lost. ``detached_report`` says, at start-up, which
+broken parts the engine detached while it opened and whether what they had replaced came back.
+
+Embedded engine only (a server throws on a failed write). Not thread-safe: the owner calls it under one lock per
+engine, the lock every insert of the process holds from before its write until its check is done. Never raises for
+what it finds; SQL failures propagate as ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmon.errors import StoreError
+
+log = logging.getLogger("ragmon.store.integrity")
+
+#: the engine's count of file writes that failed and were ignored (chDB); ClickHouse itself throws instead
+FAILED_WRITES_EVENT = "WriteBufferFromFileDescriptorWriteFailed"
+#: ClickHouse's prefix for a part it detached itself as unreadable at start-up
+BROKEN_ON_START = "broken-on-start"
+#: the prefix ragmon gives a part it detached as incomplete (one of ClickHouse's own detach reasons)
+BROKEN = "broken"
+_PART_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the engine's own databases, never watched
+_USER_DATABASES = "database NOT IN ('system', 'information_schema', 'INFORMATION_SCHEMA')"
+#: (database, table, part name)
+Key = tuple[str, str, str]
+#: partition_min_max_level[_mutation]
+_BLOCKS = re.compile(r"^(?P<partition>.+)_(?P<min>\d+)_(?P<max>\d+)_(?P<level>\d+)(?:_\d+)?$")
+#: a part's directory in a read error: …/store/abc/<uuid>/<part>/…
+_PART_DIR = re.compile(r"(/[^\s'\"]*/store/[0-9a-f]{3}/[0-9a-f-]{36}/)([A-Za-z0-9_-]+)/")
+#: how many looks a suspect whose CHECK itself failed stays a suspect
+_CHECK_ATTEMPTS = 3
+#: a quiet look reads the parts every this many looks (so that the parts new at a rise are few)
+REFRESH_LOOKS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    database: str
+    table: str
+    name: str
+    active: bool
+    state: str
+    partition_id: str
+    min_block: int
+    max_block: int
+    level: int
+    rows: int
+    path: str
+
+
+@dataclass(frozen=True)
+class BrokenPart:
+    """A part that failed ``CHECK TABLE`` while active, and what was done about it."""
+
+    database: str
+    table: str
+    name: str
+    rows: int
+    #: what CHECK said
+    problem: str
+    #: one block: an insert's part (or a one-part merge), not a merge of several
+    single_block: bool = False
+    #: its name in ``detached/`` ('' while it could not be detached: it is still active and reads fail)
+    detached_as: str = ""
+    #: the parts it had replaced, attached again (under new names)
+    restored_from: tuple[str, ...] = ()
+    rows_restored: int = 0
+    #: rows no copy was found for (an insert's part: all of them; the writer still holding it writes them again)
+    rows_missing: int = 0
+    error: str = ""
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.detached_as) and not self.error
+
+    def describe(self) -> str:
+        what = (f"table {self.database}.{self.table}: part {self.name} ({self.rows:,} rows) was written incompletely "
+                f"({self.problem})")
+        if not self.detached_as:
+            return f"{what}; it could not be detached yet ({self.error}): reads of {self.table} fail until it is"
+        done = f"{what}; detached as detached/{self.detached_as}"
+        if self.restored_from:
+            done += (f"; the {len(self.restored_from)} part(s) it had replaced were attached again "
+                     f"({self.rows_restored:,} rows: {', '.join(self.restored_from)})")
+        if self.rows_missing:
+            done += f"; {self.rows_missing:,} rows had no other copy"
+        return done + (f"; {self.error}" if self.error else "")
+
+
+@dataclass(frozen=True)
+class DetachedBroken:
+    """A broken part found in ``detached/`` at start-up (``detached_report``)."""
+
+    database: str
+    table: str
+    #: its directory name in detached/ (with the reason's prefix)
+    name: str
+    reason: str
+    #: rows it held, from its count.txt; None when that file is unreadable (as it is in a part written on a full disk)
+    rows: int | None
+    #: the engine detached it while this process opened the store
+    new: bool
+    #: one block (an insert's part) rather than a merge of several
+    single_block: bool
+    #: rows of active parts inside its block range: what ClickHouse activated again in its place
+    rows_in_its_place: int
+
+    def describe(self) -> str:
+        rows = "rows unknown (its count.txt is unreadable)" if self.rows is None else f"{self.rows:,} rows"
+        if self.rows_in_its_place:
+            fate = (f"the parts it had replaced are active again ({self.rows_in_its_place:,} rows): nothing of it is "
+                    "missing unless those rows are fewer")
+        elif self.single_block:
+            fate = ("an insert's part with no other copy: its rows are missing unless they are sent again (ingest "
+                    "re-reads what it had not committed; docs/operations.md, 'The disk')")
+        else:
+            fate = "nothing it had replaced is left: its rows are missing"
+        return f"table {self.database}.{self.table}: detached/{self.name} ({self.reason}; {rows}): {fate}"
+
+
+@dataclass
+class PartIntegrity:
+    """See the module docstring. ``store`` is a ``ClickHouseStore`` of the engine (its ``query``/``command``); every
+    database of the engine but the system ones is watched."""
+
+    store: Any
+    #: the failed-writes count at the last look
+    _counter: int = 0
+    #: active parts at the last look, as (database, table, name)
+    _seen: set[Key] = field(default_factory=set)
+    #: parts (or merge results) to check once active, with the CHECK attempts left
+    _suspects: dict[Key, int] = field(default_factory=dict)
+    #: quiet looks since the parts were last read
+    _looks: int = 0
+    #: detached copies of replaced parts whose ATTACH failed: (database, table, name in detached/, rows), retried
+    #: at each look
+    pending: list[tuple[str, str, str, int]] = field(default_factory=list)
+    #: copies in detached/ of the parts an incomplete part replaced, made before it is detached: (name, rows) by
+    #: the incomplete part
+    _kept: dict[Key, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+
+    def baseline(self) -> None:
+        """The first look: what exists now is not suspect (a part broken before the engine opened was detached by
+        it, ``detached_report``)."""
+        before = self.write_failures()
+        self._seen = {key for key, p in self._parts().items() if p.active}
+        self._counter = before
+        if self.write_failures() > before:  # a write failed while the parts were read: check them all
+            self._suspects = dict.fromkeys(self._seen, _CHECK_ATTEMPTS)
+
+    def write_failures(self) -> int:
+        """How many file writes the engine has ignored since it started."""
+        rows = self.store.query(f"SELECT sum(value) FROM system.events WHERE event = '{FAILED_WRITES_EVENT}'").result_rows
+        return int(rows[0][0] or 0) if rows else 0
+
+    def rose(self) -> bool:
+        """Whether a write failed since the last look (one small query)."""
+        return self.write_failures() > self._counter
+
+    def suspect_error(self, text: str) -> bool:
+        """A query failed naming a part's directory (``CANNOT_READ_ALL_DATA``, "Empty marks file"): check that part
+        at the next look. Returns whether a part of this database was named."""
+        match = _PART_DIR.search(text)
+        if match is None:
+            return False
+        prefix, name = match.group(1), match.group(2)
+        for key, part in self._parts().items():
+            if part.name == name and part.path.startswith(prefix):
+                self._suspects.setdefault(key, _CHECK_ATTEMPTS)
+                return True
+        return False
+
+    def look(self, *, full: bool = False) -> list[BrokenPart]:
+        """Collect suspects when the counter rose, check those that are active, and repair those that fail. Returns
+        what was found broken; retries attaching what an earlier look could not. A quiet look (the counter as it
+        was, no suspect, nothing to attach) reads the counter only, and the parts every ``REFRESH_LOOKS`` looks or
+        when ``full``."""
+        before = self.write_failures()
+        self._looks += 1
+        if not (full or before > self._counter or self._suspects or self.pending or self._looks >= REFRESH_LOOKS):
+            return []
+        self._looks = 0
+        # counter, merges, parts, counter. A part whose failed write the first reading counts has either committed
+        # (it is among the parts, and was not at the last look: that one's second reading would have counted the
+        # failure) or is a merge still under way; one whose failure only the second reading counts is caught now or,
+        # since the counter kept is the first reading, by the next look.
+        merges = self._merges()
+        parts = self._parts()
+        after = self.write_failures()
+        active = {key for key, p in parts.items() if p.active}
+        if after > self._counter:
+            for key in (active - self._seen) | merges:
+                self._suspects.setdefault(key, _CHECK_ATTEMPTS)
+        self._counter, self._seen = max(before, self._counter), active
+        self._attach_pending()
+        found = []
+        for key in sorted(self._suspects):
+            if key not in active:
+                if key not in merges:  # merged away or cancelled: nothing of it is left to read
+                    del self._suspects[key]
+                continue
+            try:
+                problem = self._check(*key)
+            except StoreError as exc:
+                self._suspects[key] -= 1
+                if self._suspects[key] <= 0:
+                    del self._suspects[key]
+                    log.error("cannot check part %s of %s.%s (%s); giving up on it", key[2], key[0], key[1], exc)
+                continue
+            if problem is None:
+                del self._suspects[key]
+                continue
+            broken = self._repair(parts[key], problem, parts)
+            if broken.detached_as:
+                del self._suspects[key]
+            found.append(broken)
+        return found
+
+    @property
+    def suspects(self) -> int:
+        return len(self._suspects)
+
+    # -- reading the engine's state --------------------------------------------------------------------------
+
+    def _parts(self) -> dict[Key, Part]:
+        rows = self.store.query(
+            "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
+            f"rows, path FROM system.parts WHERE {_USER_DATABASES}").result_rows
+        return {(str(r[0]), str(r[1]), str(r[2])): Part(str(r[0]), str(r[1]), str(r[2]), bool(r[3]), str(r[4]),
+                                                        str(r[5]), int(r[6]), int(r[7]), int(r[8]), int(r[9]), str(r[10]))
+                for r in rows}
+
+    def _merges(self) -> set[Key]:
+        rows = self.store.query(f"SELECT database, table, result_part_name FROM system.merges WHERE {_USER_DATABASES}"
+                                ).result_rows
+        return {(str(d), str(t), str(n)) for d, t, n in rows}
+
+    def _check(self, database: str, table: str, name: str) -> str | None:
+        """CHECK's complaint about one active part, or None when it passes."""
+        rows = self.store.query(f"CHECK TABLE {qualified(database, table)} PART '{_part_name(name)}' "
+                                "SETTINGS check_query_single_value_result = 0").result_rows
+        problems = [str(r[2]) for r in rows if str(r[1]) not in ("1", "True", "true")]
+        return "; ".join(p.strip() or "check failed" for p in problems)[:500] if problems else None
+
+    # -- repairing -------------------------------------------------------------------------------------------
+
+    def _repair(self, part: Part, problem: str, parts: dict[Key, Part]) -> BrokenPart:
+        """Keep copies of what ``part`` replaced, detach it, attach the copies. The copies are made first, and
+        remembered: while the part cannot be detached (a full disk), the engine still removes the replaced parts
+        after ``old_parts_lifetime``, and the copies are then all that is left of their rows."""
+        key = (part.database, part.table, part.name)
+        detached = Path(part.path.rstrip("/")).parent / "detached"
+        kept, errors = self._keep(key, _replaced(part, parts.values()), detached)
+        table = qualified(part.database, part.table)
+        try:
+            self.store.command(f"ALTER TABLE {table} DETACH PART '{_part_name(part.name)}'")
+        except StoreError as exc:  # e.g. no room to detach, or being merged right now: the next look tries again
+            copies = f"; copies of the {len(kept)} part(s) it replaced are kept in detached/" if kept else ""
+            return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
+                              error=f"detaching failed: {exc}{copies}")
+        del self._kept[key]
+        kept_as = _rename_free(detached, part.name, f"{BROKEN}_{part.name}")
+        restored, restored_rows, waiting_rows = [], 0, 0
+        for name, rows in kept:
+            if self._attach(part.database, part.table, name):
+                restored.append(name)
+                restored_rows += rows
+            else:
+                self.pending.append((part.database, part.table, name, rows))
+                waiting_rows += rows
+                errors.append(f"attaching {name} failed (retried at each look)")
+        missing = max(0, part.rows - restored_rows - waiting_rows)
+        return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
+                          kept_as, tuple(restored), restored_rows, missing, "; ".join(errors))
+
+    def _keep(self, key: Key, replaced: list[Part], detached: Path) -> tuple[list[tuple[str, int]], list[str]]:
+        """Hard-linked copies in ``detached/`` of the ``replaced`` parts not copied yet (hard links take no data
+        blocks, so this works on a full disk where the file system allows a directory); returns every copy kept for
+        ``key`` as (name, rows), and what failed."""
+        kept, errors = dict(self._kept.get(key, ())), []
+        for source in replaced:
+            if source.name in kept:
+                continue
+            target = detached / source.name
+            try:
+                _link_copy(Path(source.path), target)
+            except FileExistsError:  # made by an earlier look or process: kept if it is this part's files
+                if not _linked(Path(source.path), target):
+                    errors.append(f"copying {source.name} failed: detached/{source.name} exists and holds other files")
+                    continue
+            except OSError as exc:  # removed meanwhile, or no room for the directory
+                shutil.rmtree(target, ignore_errors=True)
+                errors.append(f"copying {source.name} failed: {exc.strerror or exc}")
+                continue
+            kept[source.name] = source.rows
+        self._kept[key] = tuple(kept.items())
+        return list(kept.items()), errors
+
+    def _attach(self, database: str, table: str, name: str) -> bool:
+        try:
+            self.store.command(f"ALTER TABLE {qualified(database, table)} ATTACH PART '{_part_name(name)}'")
+        except StoreError as exc:
+            log.warning("attaching %s to %s.%s failed: %s", name, database, table, exc)
+            return False
+        return True
+
+    def _attach_pending(self) -> None:
+        waiting, self.pending = self.pending, []
+        for database, table, name, rows in waiting:
+            if self._attach(database, table, name):
+                log.warning("table %s.%s: part %s (%d rows), replaced by an incomplete part, attached again",
+                            database, table, name, rows)
+            else:
+                self.pending.append((database, table, name, rows))
+
+    # -- start-up ------------------------------------------------------------------------------------------------
+
+    def detached_report(self, before: set[str]) -> list[DetachedBroken]:
+        """The broken parts in this database's ``detached/`` directories; ``before``: their paths as they were
+        before the engine opened (``broken_on_disk``), to tell the ones it detached while opening."""
+        rows = self.store.query(
+            "SELECT database, table, name, reason, path, partition_id, min_block_number, max_block_number FROM "
+            f"system.detached_parts WHERE {_USER_DATABASES} AND reason IN ({{a:String}}, {{b:String}}) ORDER BY "
+            "database, table, name", {"a": BROKEN_ON_START, "b": BROKEN}).result_rows
+        if not rows:
+            return []
+        active = [p for p in self._parts().values() if p.active]
+        report = []
+        for database, table, name, reason, path, partition, low, high in rows:
+            database, table, name, path = str(database), str(table), str(name), str(path)
+            low, high = _block_range(name, low, high)
+            inside = [p for p in active if (p.database, p.table) == (database, table) and p.partition_id == str(partition)
+                      and low <= p.min_block and p.max_block <= high] if low is not None else []
+            report.append(DetachedBroken(database, table, name, str(reason), _count(path),
+                                         path.rstrip("/") not in before, low is not None and low == high,
+                                         sum(p.rows for p in inside)))
+        return report
+
+    def attach_kept(self, broken: DetachedBroken) -> list[str]:
+        """Attach the copies a write guard kept in ``detached/`` (plain part names, ``_keep``) of the parts that
+        ``broken``, a merge's part the engine detached at this start with nothing active in its place, had replaced:
+        the process ended before it could detach the part, and the engine removed the replaced parts meanwhile.
+        Returns the names attached. A part detached by hand inside the same block range would be attached too; none
+        is, unless someone detached a part and the table merged across its range afterwards."""
+        rows = self.store.query(
+            "SELECT name, reason, partition_id, min_block_number, max_block_number FROM system.detached_parts WHERE "
+            "database = {d:String} AND table = {t:String}", {"d": broken.database, "t": broken.table}).result_rows
+        mine = next((r for r in rows if str(r[0]) == broken.name), None)
+        if mine is None:
+            return []
+        low, high = _block_range(broken.name, mine[3], mine[4])
+        if low is None or high is None:
+            return []
+        attached = []
+        for name, reason, partition, first, last in rows:
+            name = str(name)
+            inside = _block_range(name, first, last)
+            if (reason or name == broken.name or str(partition) != str(mine[2]) or inside[0] is None
+                    or inside[1] is None or not low <= inside[0] <= inside[1] <= high or inside == (low, high)):
+                continue
+            if self._attach(broken.database, broken.table, name):
+                attached.append(name)
+        return attached
+
+
+def broken_on_disk(data_dir: Path) -> set[str]:
+    """Paths of the broken parts in every ``detached/`` directory under an embedded engine's data directory, read
+    from the file system (before the engine opens, so that ``detached_report`` can tell the ones it adds)."""
+    found = set()
+    for pattern in (f"store/*/*/detached/{BROKEN_ON_START}_*", f"store/*/*/detached/{BROKEN}_*"):
+        found.update(str(Path(p)) for p in glob.glob(str(data_dir / pattern)))
+    return found
+
+
+def _replaced(part: Part, parts: Any) -> list[Part]:
+    """The parts ``part`` replaced that are still on disk: inactive, of its partition, inside its block range, of a
+    lower level, with rows; the largest of them (one covering others is taken instead of them)."""
+    inside = [p for p in parts if (p.database, p.table) == (part.database, part.table) and not p.active and p.state == "Outdated"
+              and p.partition_id == part.partition_id and part.min_block <= p.min_block and p.max_block <= part.max_block
+              and p.level < part.level and p.rows > 0 and os.path.isdir(p.path)]
+    return sorted((p for p in inside if not any(q is not p and q.min_block <= p.min_block and p.max_block <= q.max_block
+                                                 and q.level > p.level for q in inside)), key=lambda p: p.min_block)
+
+
+def _link_copy(source: Path, target: Path) -> None:
+    """``source``'s files hard-linked into a new directory ``target`` (a part's files are never rewritten in place)."""
+    target.mkdir()
+    for entry in os.scandir(source):
+        if entry.is_dir(follow_symlinks=False):  # a projection
+            _link_copy(Path(entry.path), target / entry.name)
+        else:
+            os.link(entry.path, target / entry.name)
+
+
+def _linked(source: Path, target: Path) -> bool:
+    """Whether ``target`` holds hard links of every file of ``source`` (a copy ``_link_copy`` made)."""
+    try:
+        return all(entry.is_dir(follow_symlinks=False) and _linked(Path(entry.path), target / entry.name)
+                   or os.stat(target / entry.name).st_ino == entry.inode() for entry in os.scandir(source))
+    except OSError:
+        return False
+
+
+def _rename_free(directory: Path, name: str, wanted: str) -> str:
+    """Rename ``directory/name`` to ``wanted`` (``wanted_tryN`` if taken); returns the name it has. A rename that
+    fails leaves the name as it is."""
+    for n in range(100):
+        target = wanted if n == 0 else f"{wanted}_try{n}"
+        if not (directory / target).exists():
+            try:
+                os.rename(directory / name, directory / target)
+            except OSError:
+                return name
+            return target
+    return name
+
+
+def qualified(database: str, table: str) -> str:
+    """``database.table``, both checked to be plain identifiers (they go into SQL text)."""
+    for name in (database, table):
+        if not _IDENTIFIER.match(name):
+            raise StoreError(f"unexpected identifier {name!r}")
+    return f"{database}.{table}"
+
+
+def _part_name(name: str) -> str:
+    if not _PART_NAME.match(name):
+        raise StoreError(f"unexpected part name {name!r}")
+    return name
+
+
+def _block_range(name: str, low: Any, high: Any) -> tuple[int | None, int | None]:
+    if low is not None and high is not None and (int(low) or int(high)):
+        return int(low), int(high)
+    bare = name.split("_", 1)[1] if "_" in name else name  # after the reason's prefix
+    match = _BLOCKS.match(bare)
+    return (int(match.group("min")), int(match.group("max"))) if match else (None, None)
+
+
+def _count(path: str) -> int | None:
+    try:
+        return int(Path(path, "count.txt").read_text().strip())
+    except (OSError, ValueError):
+        return None
