@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from ragmon.cli.common import EXIT_USAGE, fail
+from ragmon.config import mask_urls_in
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -41,12 +42,28 @@ def check_format(value: str) -> str:
 
 
 def configure_logging(level: str, *, quiet: tuple[str, ...] = ()) -> None:
-    """Check ``--log-level`` and configure the root logger; ``quiet`` libraries log warnings and worse only."""
+    """Check ``--log-level`` and configure the root logger; ``quiet`` libraries log warnings and worse only.
+    Every line the root logger's handlers write has the credentials of the URLs in it masked."""
     if level.upper() not in LOG_LEVELS:
         raise fail(f"--log-level {level!r} is not one of {', '.join(LOG_LEVELS)}", EXIT_USAGE)
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, MaskedUrls) for f in handler.filters):
+            handler.addFilter(MaskedUrls())
     for name in quiet:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class MaskedUrls(logging.Filter):
+    """Masks the credentials of every URL in a log line (``mask_url``): httpx logs each request's full URL at
+    INFO, ``user:password@`` and ``?token=`` included, and ragmon's own lines may name a configured address."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_urls_in(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
 
 
 def parse_when(text: str, now: datetime, option: str) -> datetime:
