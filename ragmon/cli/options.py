@@ -88,8 +88,28 @@ def parse_when(text: str, now: datetime, option: str) -> datetime:
 
 
 def check_output_file(path: Path, option: str) -> None:
-    """Refuse an output file that cannot be written (a directory, a missing or read-only directory) before the
-    command spends minutes on the work whose result would then be lost."""
+    """Refuse an output file that cannot be written (a directory, a missing or read-only directory, a name the
+    file system refuses) before the command spends minutes on the work whose result would then be lost."""
+    try:
+        _check_output_file(path, option)
+    except OSError as exc:  # e.g. ENAMETOOLONG: pathlib's is_dir() only swallows "no such file" errors
+        raise fail(f"{option} {_clip_path(path)}: {exc.strerror or exc}") from None
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Refuse an output directory that is a file, or cannot be created or written (it is created if missing)."""
+    try:
+        _check_output_dir(path, option)
+    except OSError as exc:
+        raise fail(f"{option} {_clip_path(path)}: {exc.strerror or exc}") from None
+
+
+def _clip_path(path: Path, limit: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _check_output_file(path: Path, option: str) -> None:
     if path.is_dir():
         raise fail(f"{option} {path}: is a directory; name a file")
     parent = path.parent
@@ -99,8 +119,7 @@ def check_output_file(path: Path, option: str) -> None:
         raise fail(f"{option} {path}: not writable by this user")
 
 
-def check_output_dir(path: Path, option: str) -> None:
-    """Refuse an output directory that is a file, or cannot be created or written (it is created if missing)."""
+def _check_output_dir(path: Path, option: str) -> None:
     if path.exists() and not path.is_dir():
         raise fail(f"{option} {path}: is a file; name a directory")
     existing = path

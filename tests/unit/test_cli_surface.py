@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -380,3 +381,14 @@ def test_parse_when_returns_utc_or_exits_2(text: str):
         assert exc.exit_code == 2
     else:
         assert value.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("check", ["check_output_file", "check_output_dir"])
+def test_an_output_name_the_file_system_refuses_is_a_usage_error(check: str, capsys: pytest.CaptureFixture[str]):
+    """Found by the fuzzing above: a 300-character name made ``Path.is_dir()`` raise ENAMETOOLONG (a traceback)."""
+    from ragmon.cli import options
+
+    with pytest.raises(typer.Exit) as refused:
+        getattr(options, check)(Path("x" * 300), "--out")
+    err = capsys.readouterr().err
+    assert refused.value.exit_code == 2 and err.startswith("error: --out xxx") and "File name too long" in err, err
