@@ -259,6 +259,7 @@ FUZZED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FUZZED))
 @settings(max_examples=int(os.environ.get("CLI_FUZZ_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -269,6 +270,7 @@ def test_random_arguments_never_crash(name: str, data: st.DataObject):
     assert_clean(run(args), args)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=st.one_of(_text, _values), extra=st.lists(_values, max_size=2))
 def test_config_check_with_a_random_config_path_never_crashes(config: str, extra: list[str]):
