@@ -144,6 +144,7 @@ def test_help_exits_0_and_shows_every_parameter(path: tuple[str, ...]):
         assert words[:50] in shown, f"help of {_name(param)} is not shown as written:\n{words}\n---\n{shown}"
 
 
+@pytest.mark.slow  # a sweep over every command
 @pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
 def test_an_unknown_option_exits_2(path: tuple[str, ...]):
     args = [*path, "--no-such-option-anywhere"]
@@ -181,6 +182,7 @@ def test_some_options_are_typed():
     assert len(BAD_VALUES) > 40  # the parametrization below is not empty by accident
 
 
+@pytest.mark.slow  # a sweep over every option of every command
 @pytest.mark.parametrize(("path", "option", "value"), BAD_VALUES)
 def test_a_wrong_typed_or_out_of_range_value_exits_2(path: tuple[str, ...], option: str, value: str):
     args = [*path, option, value]
