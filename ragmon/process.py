@@ -206,9 +206,9 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     guard = getattr(store, "guard", None)  # the embedded engine's write guard: its disk and part metrics
     if guard is not None:
         guard.attach(telemetry)
-    console = settings.console  # where the alert rules' links point (their annotation templates read it)
-    telemetry.links_info.info({"runbook_base_url": console.runbook_base_url, "console_url": console.console_url(
-        settings.server.host, settings.server.port, socket.gethostname())})
+    # where the alert rules' links point (their annotation templates read it), without credentials
+    telemetry.links_info.info(settings.console.published_links(settings.server.host, settings.server.port,
+                                                               socket.gethostname()))
     parts: dict[str, RoleParts] = {}
     problems: list[str] = []
     for name in names:

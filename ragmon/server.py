@@ -4,10 +4,16 @@ Roles register what they serve: health checks (``Health.add_liveness`` / ``add_r
 routers (the review UI). ``serve`` runs uvicorn in a background thread so the role loops keep the main
 thread. Liveness says a loop is alive (e.g. the consume loop polled recently); readiness says its
 dependencies answer (e.g. the store). Neither check may block for long: they run on every probe.
+
+Probes are unauthenticated (kubelet, load balancers), so ``/readyz`` answers with each failing check's reason only
+(``store unreachable``), never its cause (the engine's or client's error text, which can name hosts, users, paths
+and SQL); the cause is logged when a check starts failing or fails differently. The API's schema is not served
+here (``openapi_url=None``): a role that has an API serves it behind its own sign-in (the review role does).
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -24,8 +30,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ragmon.errors import ConfigError
 from ragmon.telemetry import Telemetry
 
-#: a check returns (ok, detail)
+#: a check returns (ok, detail); the detail is ``<reason>`` or ``<reason>: <cause>``: the reason is fixed text a
+#: stranger may read, the cause may carry an error's text (answered to no one, logged)
 Check = Callable[[], tuple[bool, str]]
+
+log = logging.getLogger(__name__)
+
+
+def reason_of(detail: str) -> str:
+    """The part of a check's detail an unauthenticated caller sees: the reason before the first ``": "``."""
+    return detail.split(": ", 1)[0]
 
 
 @dataclass
@@ -49,7 +63,7 @@ class Health:
             try:
                 ok, detail = check()
             except Exception as exc:  # noqa: BLE001 - a failing check is a failed probe, not a crash
-                ok, detail = False, f"{type(exc).__name__}: {exc}"
+                ok, detail = False, f"check raised {type(exc).__name__}: {exc}"
             results[name] = {"ok": ok, "detail": detail}
             ok_all = ok_all and ok
         return ok_all, results
@@ -75,7 +89,7 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
 
 def create_app(telemetry: Telemetry, health: Health, routers: Iterable[APIRouter] = (), *,
                title: str = "ragmon") -> FastAPI:
-    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
     app.add_exception_handler(RequestValidationError, _invalid_request)
 
     @app.get("/metrics", include_in_schema=False)
@@ -87,14 +101,38 @@ def create_app(telemetry: Telemetry, health: Health, routers: Iterable[APIRouter
         ok, results = Health.evaluate(health.liveness)
         return JSONResponse({"ok": ok, "checks": results}, status_code=200 if ok else 503)
 
+    failing = _FailingChecks()
+
     @app.get("/readyz", include_in_schema=False)
     def readyz() -> JSONResponse:
         ok, results = Health.evaluate(health.readiness)
-        return JSONResponse({"ok": ok, "checks": results}, status_code=200 if ok else 503)
+        failing.log_changes(results)
+        public = {name: {"ok": r["ok"], "detail": reason_of(str(r["detail"]))} for name, r in results.items()}
+        return JSONResponse({"ok": ok, "checks": public}, status_code=200 if ok else 503)
 
     for router in routers:
         app.include_router(router)
     return app
+
+
+class _FailingChecks:
+    """The readiness checks failing at the last probe, so that each failure's full text is logged once when it
+    starts (or its text changes) and its recovery once, not on every probe. Thread-safe (probes run in a pool)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._details: dict[str, str] = {}
+
+    def log_changes(self, results: dict[str, dict[str, object]]) -> None:
+        with self._lock:
+            for name, result in results.items():
+                detail, before = str(result["detail"]), self._details.get(name)
+                if not result["ok"] and detail != before:
+                    log.warning("readiness check %s failing: %s", name, detail)
+                    self._details[name] = detail
+                elif result["ok"] and before is not None:
+                    log.info("readiness check %s passes again: %s", name, detail)
+                    del self._details[name]
 
 
 def create_listener_app(routers: Iterable[APIRouter], *, title: str = "ragmon") -> FastAPI:

@@ -24,6 +24,28 @@ from tests.support.missing import missing
 
 _counter = itertools.count()
 
+#: markers of the tests that need a service or a tool built for them (pyproject.toml registers every marker)
+SERVICE_MARKERS = ("kafka", "prometheus", "collector", "browser", "system")
+#: folders of tests that drive real components end to end
+END_TO_END_DIRS = ("integration", "system")
+#: fixtures that reach the Kafka broker
+KAFKA_FIXTURES = {"kafka_bootstrap", "new_topic"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects, so that `-m "not slow"` sees these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fast tier (``pytest -m "not slow"``, ``scripts/test --fast``) is tests/unit and tests/contract less the
+    long simulations marked ``slow`` by hand. A test that takes a Kafka fixture is marked ``kafka``; every test
+    under tests/integration or tests/system, and every test marked with a service, is marked ``slow`` too."""
+    root = Path(__file__).parent
+    for item in items:
+        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.kafka)
+        path = Path(item.path)
+        folder = path.relative_to(root).parts[0] if path.is_relative_to(root) else ""
+        if folder in END_TO_END_DIRS or any(item.get_closest_marker(m) for m in SERVICE_MARKERS):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

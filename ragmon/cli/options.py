@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from ragmon.cli.common import EXIT_USAGE, fail
+from ragmon.config import mask_urls_in
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -41,12 +42,28 @@ def check_format(value: str) -> str:
 
 
 def configure_logging(level: str, *, quiet: tuple[str, ...] = ()) -> None:
-    """Check ``--log-level`` and configure the root logger; ``quiet`` libraries log warnings and worse only."""
+    """Check ``--log-level`` and configure the root logger; ``quiet`` libraries log warnings and worse only.
+    Every line the root logger's handlers write has the credentials of the URLs in it masked."""
     if level.upper() not in LOG_LEVELS:
         raise fail(f"--log-level {level!r} is not one of {', '.join(LOG_LEVELS)}", EXIT_USAGE)
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, MaskedUrls) for f in handler.filters):
+            handler.addFilter(MaskedUrls())
     for name in quiet:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class MaskedUrls(logging.Filter):
+    """Masks the credentials of every URL in a log line (``mask_url``): httpx logs each request's full URL at
+    INFO, ``user:password@`` and ``?token=`` included, and ragmon's own lines may name a configured address."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_urls_in(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
 
 
 def parse_when(text: str, now: datetime, option: str) -> datetime:
@@ -71,8 +88,28 @@ def parse_when(text: str, now: datetime, option: str) -> datetime:
 
 
 def check_output_file(path: Path, option: str) -> None:
-    """Refuse an output file that cannot be written (a directory, a missing or read-only directory) before the
-    command spends minutes on the work whose result would then be lost."""
+    """Refuse an output file that cannot be written (a directory, a missing or read-only directory, a name the
+    file system refuses) before the command spends minutes on the work whose result would then be lost."""
+    try:
+        _check_output_file(path, option)
+    except OSError as exc:  # e.g. ENAMETOOLONG: pathlib's is_dir() only swallows "no such file" errors
+        raise fail(f"{option} {_clip_path(path)}: {exc.strerror or exc}") from None
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Refuse an output directory that is a file, or cannot be created or written (it is created if missing)."""
+    try:
+        _check_output_dir(path, option)
+    except OSError as exc:
+        raise fail(f"{option} {_clip_path(path)}: {exc.strerror or exc}") from None
+
+
+def _clip_path(path: Path, limit: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _check_output_file(path: Path, option: str) -> None:
     if path.is_dir():
         raise fail(f"{option} {path}: is a directory; name a file")
     parent = path.parent
@@ -82,8 +119,7 @@ def check_output_file(path: Path, option: str) -> None:
         raise fail(f"{option} {path}: not writable by this user")
 
 
-def check_output_dir(path: Path, option: str) -> None:
-    """Refuse an output directory that is a file, or cannot be created or written (it is created if missing)."""
+def _check_output_dir(path: Path, option: str) -> None:
     if path.exists() and not path.is_dir():
         raise fail(f"{option} {path}: is a file; name a directory")
     existing = path

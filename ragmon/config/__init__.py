@@ -27,7 +27,7 @@ from ragmon.config.section import secret_value
 from ragmon.config.settings import Settings
 from ragmon.config.shadow import ShadowComparisonSettings, ShadowSettings
 from ragmon.config.store import DEFAULT_DSN, KafkaSettings, StoreSettings
-from ragmon.store.dsn import mask_dsn, mask_url
+from ragmon.store.dsn import mask_dsn, mask_url, mask_urls_in
 
 __all__ = [
     "DEFAULT_DSN",
@@ -60,6 +60,7 @@ __all__ = [
     "load_settings",
     "mask_dsn",
     "mask_url",
+    "mask_urls_in",
     "masked_dump",
     "override",
     "secret_value",

@@ -8,6 +8,7 @@ sign-in, so it has no switch, port or users of its own. Must not read a file or 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 
@@ -21,13 +22,14 @@ class ConsoleSettings(Section):
     public_url: str | None = Field(
         None, max_length=2048,
         description="The address on-call opens ragmon's HTTP port at (e.g. https://ragmon.example.com): the alerts' "
-        "dashboard_url links to the console there (exported as ragmon_links_info). Unset: "
-        "http://<server.host>:<server.port>.",
+        "dashboard_url links to the console there (exported as ragmon_links_info, without any user:password@, "
+        "query or fragment). Unset: http://<server.host>:<server.port>.",
     )
     runbook_base_url: str = Field(
         DEFAULT_RUNBOOK_BASE_URL, min_length=1, max_length=2048,
         description="Where the alerts' runbook_url links point: <this>/<AlertName>.md (exported as "
-        "ragmon_links_info). Point it at your fork or wiki copy of alerts/runbooks.",
+        "ragmon_links_info, without any user:password@, query or fragment). Point it at your fork or wiki copy of "
+        "alerts/runbooks.",
     )
     gate_runs_dir: Path = Field(
         Path(".ragmon/gate-runs"),
@@ -69,11 +71,21 @@ class ConsoleSettings(Section):
     @field_validator("public_url", "runbook_base_url")
     @classmethod
     def _http_url(cls, v: str | None) -> str | None:
-        """An absolute http(s) address without a trailing slash (the rules append the path)."""
+        """An absolute http(s) address without a trailing slash (the rules append the path), whose host a browser
+        reads as ``published_link`` does (a password with an unescaped / or ? makes it unreadable)."""
         if v is None:
             return None
+        # the value is not repeated in a message: the problem line shows it, its credentials masked
         if not v.startswith(("http://", "https://")) or any(c.isspace() or c in "\"'<>" for c in v):
-            raise ValueError(f"expected an http:// or https:// address without spaces or quotes, got {v[:80]!r}")
+            raise ValueError("expected an http:// or https:// address without spaces or quotes")
+        try:
+            parts = urlsplit(v)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            raise ValueError("expected an http(s) address whose host and port can be read (percent-encode /, ?, # "
+                             "and @ in a user name or password)") from None
+        if not parts.hostname:
+            raise ValueError("expected an http(s) address with a host")
         return v.rstrip("/")
 
     def console_url(self, host: str, port: int, hostname: str) -> str:
@@ -82,3 +94,23 @@ class ConsoleSettings(Section):
             return self.public_url
         shown = hostname if host in ("0.0.0.0", "::", "") else host
         return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
+
+    def published_links(self, host: str, port: int, hostname: str) -> dict[str, str]:
+        """The labels of ``ragmon_links_info`` (``runbook_base_url``, ``console_url``): the two addresses without
+        credentials, because anyone who can scrape ``/metrics`` reads them, Prometheus keeps them, and the alerts
+        carry them into every notification."""
+        return {"runbook_base_url": published_link(self.runbook_base_url),
+                "console_url": published_link(self.console_url(host, port, hostname))}
+
+
+def published_link(url: str) -> str:
+    """``url`` as a link anyone may read: scheme, host, port and path, without ``user:password@``, query or fragment.
+
+    The query and fragment go whole, not only the parameters that look secret: the alert rules append a path to
+    these addresses, so a query or fragment in them never made a working link, and a name such as ``?t=`` or
+    ``#access_token=`` cannot be recognised as a secret. The host is the one a browser reads (``urlsplit``).
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

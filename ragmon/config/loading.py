@@ -3,8 +3,9 @@
 
 Owns turning a file and an environment into a validated ``Settings``, or a ``ConfigError`` with one line per
 problem (capped at ``MAX_PROBLEM_LINES``, never echoing a secret); also ``override`` (command-line options) and
-``masked_dump`` (``config show``: secrets, and the credentials inside the store DSN and ``judge.base_url``). Must not connect anywhere: the DSN is checked by the pure
-``ragmon.store.dsn``, never by opening the store.
+``masked_dump`` (``config show``: secrets, and the credentials inside the store DSN and every URL setting,
+``URL_FIELDS``). Must not connect anywhere: the DSN is checked by the pure ``ragmon.store.dsn``, never by opening the
+store.
 """
 
 from __future__ import annotations
@@ -94,11 +95,18 @@ def override(settings: Settings, section: str, **values: Any) -> Settings:
     return settings.model_copy(update={section: replaced})
 
 
+#: (section, field) of every URL setting: each may carry credentials (``user:password@``, ``?token=``), masked by
+#: ``masked_dump`` (a unit test checks that every ``*url`` field of the settings is listed here)
+URL_FIELDS = (("judge", "base_url"), ("console", "public_url"), ("console", "runbook_base_url"), ("read_api", "url"))
+
+
 def masked_dump(settings: Settings) -> dict[str, Any]:
-    """The effective settings as plain data, every secret (and any password inside a DSN) masked."""
+    """The effective settings as plain data, every secret (and any password inside a DSN or a URL) masked."""
     data = settings.model_dump(mode="json")
     data["store"]["dsn"] = mask_dsn(secret_value(settings.store.dsn) or "")
-    data["judge"]["base_url"] = mask_url(settings.judge.base_url)
+    for section, field in URL_FIELDS:
+        value = getattr(getattr(settings, section), field)
+        data[section][field] = None if value is None else mask_url(value)
     return data
 
 
@@ -154,6 +162,8 @@ def _problem_line(err: Any, path: str | Path | None) -> str:
     given = err.get("input")
     # never echo a value that may be a secret, or any value under an unknown (perhaps misspelled secret) name
     secret = any(word in loc.lower() for word in _SECRET_WORDS) or err.get("type") == "extra_forbidden"
+    if isinstance(given, str):  # a URL's credentials (user:password@, ?token=) are masked as config show masks them
+        given = mask_url(given)
     shown = "" if isinstance(given, dict | list) or given is None or secret else f", got {_clip(repr(given))}"
     return f"{loc}: {msg}{given and shown or ''}{where}"
 

@@ -3,7 +3,8 @@
 Authenticated by ``Authorization: Bearer <token>`` (a reviewer's API token) or by the web session cookie; a
 PUT made with the cookie must carry the session's CSRF token in ``X-CSRF-Token``. Responses are the pydantic
 models of ``models.py`` so the OpenAPI schema describes every body, including the errors (401, 403, 404, 410,
-422). Same visibility rule as the pages: verdicts and others' labels only after the caller's own label.
+422), served to signed-in callers only at ``/review/api/v1/openapi.json`` (the process serves no public schema).
+Same visibility rule as the pages: verdicts and others' labels only after the caller's own label.
 Must not: return a 5xx for any request a client can make (fuzzed with schemathesis).
 """
 
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ragmon.errors import InputError
@@ -141,6 +143,11 @@ def api_router(ctx: ReviewContext) -> APIRouter:
         save_label(ctx.store, label)
         ctx.refresh_gauges()
         return LabelOut.of(label)
+
+    @router.get("/openapi.json", include_in_schema=False)
+    def schema(request: Request, who: Who) -> JSONResponse:
+        """The OpenAPI schema of the process's API (the review and triage operations), to signed-in callers."""
+        return JSONResponse(request.app.openapi())
 
     return router
 

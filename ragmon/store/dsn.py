@@ -1,5 +1,5 @@
 """The store DSN as data: parsing and checking ``store.dsn``, and masking the password in it (or in any service
-URL, such as ``judge.base_url``) for display.
+URL, such as ``judge.base_url``, or in any URL a log line names) for display.
 
 Owns the DSN's grammar only (``chdb:///abs/dir``, ``chdb://./rel/dir``, ``http(s)://user:password@host:port/db``).
 Pure: it must not import clickhouse-connect, chDB, the store adapter or ``ragmon.config``, because settings
@@ -19,6 +19,8 @@ from ragmon.errors import PermanentStoreError
 _SECRET_QUERY = re.compile(
     r"([?&;](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|signature|credential)[A-Za-z0-9_.-]*|sig|code|auth)=)"
     r"[^&;#]*", re.IGNORECASE)
+#: a URL inside free text (a log line): a scheme, ://, then anything up to whitespace or a quote
+_URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _EXAMPLE = "use chdb:///absolute/dir, chdb://./relative/dir or http(s)://user:password@host:8123/database"
 
 
@@ -84,7 +86,16 @@ def mask_dsn(dsn: str) -> str:
 
 
 def mask_url(url: str) -> str:
-    """Hide the credentials of a service URL: the password of ``user:password@`` (as ``mask_dsn``) and the values of
-    query parameters that hold one (``api-key=``, ``token=``, ``sig=``, …): ``https://u:pw@h/v1?api-key=k`` →
-    ``https://u:****@h/v1?api-key=****``."""
+    """Hide the credentials of a service URL: the password of ``user:password@`` (as ``mask_dsn``), a user name
+    given alone (``https://<token>@host``, how tokens ride in URLs), and the values of query parameters that hold
+    one (``api-key=``, ``token=``, ``sig=``, …): ``https://u:pw@h/v1?api-key=k`` → ``https://u:****@h/v1?api-key=****``.
+    """
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest and ":" not in rest.rpartition("@")[0]:
+        url = f"{scheme}://****@{rest.rpartition('@')[2]}"
     return _SECRET_QUERY.sub(r"\1****", mask_dsn(url))
+
+
+def mask_urls_in(text: str) -> str:
+    """``text`` (a log line) with every URL in it masked by ``mask_url``."""
+    return _URL_IN_TEXT.sub(lambda m: mask_url(m.group()), text) if "://" in text else text

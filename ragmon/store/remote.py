@@ -8,7 +8,8 @@ the daemon runs every query read-only.
 
 Where the daemon answers and its token: ``read_api.url`` / ``read_api.token`` / ``read_api.token_file`` when set,
 else what the daemon announced in its data directory. Every httpx failure is translated here into a
-``StoreError`` whose message says what to do; callers never see an httpx exception.
+``StoreError`` whose message says what to do; callers never see an httpx exception. Messages name the daemon's
+address with any credentials in it masked (``mask_url``), as ``config show`` does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ragmon.config.read_api import ANNOUNCE_FILE
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
 from ragmon.store import wire
 from ragmon.store.clickhouse import ClickHouseStore
+from ragmon.store.dsn import mask_url
 from ragmon.store.read_api import PATH, embedded_path
 
 READ_ONLY = ("the store is read through the running ragmon that holds it, which answers reads only; run this "
@@ -53,7 +55,7 @@ class RemoteReadStore:
     def __init__(self, settings: Settings, url: str, token: str, *, transport: httpx.BaseTransport | None = None):
         self.settings = settings.store
         self.database = settings.store.database
-        self.url = url
+        self.url = mask_url(url)  # what messages name; the client keeps the address itself
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                   timeout=settings.read_api.timeout_seconds, transport=transport)
 

@@ -130,7 +130,7 @@ def _value(d: dict[str, Any]) -> bytes:
     return d["value"].encode() if "value" in d else base64.b64decode(d["value_base64"])
 
 
-@pytest.fixture(params=["in_memory", "kafka", "file"])
+@pytest.fixture(params=["in_memory", pytest.param("kafka", marks=pytest.mark.kafka), "file"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "in_memory":
         b: Any = InMemoryBackend()

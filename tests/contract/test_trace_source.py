@@ -27,6 +27,8 @@ class InMemoryBackend:
     def __init__(self) -> None:
         self.shared = InMemoryTraceSource()
         self.topic = T
+        for partition in (0, 1):  # the two partitions of the Kafka backend's topic, assigned before any message
+            self.shared.append(T, partition, [])
 
     def append(self, partition: int, values: list[bytes]) -> None:
         self.shared.append(self.topic, partition, values)
@@ -74,7 +76,7 @@ class FileBackend:
         return self.last
 
 
-@pytest.fixture(params=["in_memory", "kafka", "file"])
+@pytest.fixture(params=["in_memory", pytest.param("kafka", marks=pytest.mark.kafka), "file"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "in_memory":
         yield InMemoryBackend()

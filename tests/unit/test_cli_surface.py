@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,6 +144,7 @@ def test_help_exits_0_and_shows_every_parameter(path: tuple[str, ...]):
         assert words[:50] in shown, f"help of {_name(param)} is not shown as written:\n{words}\n---\n{shown}"
 
 
+@pytest.mark.slow  # a sweep over every command
 @pytest.mark.parametrize("path", list(COMMANDS), ids=IDS)
 def test_an_unknown_option_exits_2(path: tuple[str, ...]):
     args = [*path, "--no-such-option-anywhere"]
@@ -180,6 +182,7 @@ def test_some_options_are_typed():
     assert len(BAD_VALUES) > 40  # the parametrization below is not empty by accident
 
 
+@pytest.mark.slow  # a sweep over every option of every command
 @pytest.mark.parametrize(("path", "option", "value"), BAD_VALUES)
 def test_a_wrong_typed_or_out_of_range_value_exits_2(path: tuple[str, ...], option: str, value: str):
     args = [*path, option, value]
@@ -258,6 +261,7 @@ FUZZED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FUZZED))
 @settings(max_examples=int(os.environ.get("CLI_FUZZ_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -268,6 +272,7 @@ def test_random_arguments_never_crash(name: str, data: st.DataObject):
     assert_clean(run(args), args)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=st.one_of(_text, _values), extra=st.lists(_values, max_size=2))
 def test_config_check_with_a_random_config_path_never_crashes(config: str, extra: list[str]):
@@ -380,3 +385,14 @@ def test_parse_when_returns_utc_or_exits_2(text: str):
         assert exc.exit_code == 2
     else:
         assert value.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("check", ["check_output_file", "check_output_dir"])
+def test_an_output_name_the_file_system_refuses_is_a_usage_error(check: str, capsys: pytest.CaptureFixture[str]):
+    """Found by the fuzzing above: a 300-character name made ``Path.is_dir()`` raise ENAMETOOLONG (a traceback)."""
+    from ragmon.cli import options
+
+    with pytest.raises(typer.Exit) as refused:
+        getattr(options, check)(Path("x" * 300), "--out")
+    err = capsys.readouterr().err
+    assert refused.value.exit_code == 2 and err.startswith("error: --out xxx") and "File name too long" in err, err

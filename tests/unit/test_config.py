@@ -394,6 +394,7 @@ def test_the_database_a_server_dsn_names_is_used_and_a_contradiction_refused(mon
     assert load_settings().store.database == "ragmon"  # no path: store.database
 
 
+@pytest.mark.slow
 def test_config_check_runs_the_checks_of_every_role_switched_on():
     result = run_ragmon("config", "check", env={"RAGMON_DRIFT__FEATURES": '["nosuch"]',
                                                 "RAGMON_INGEST__MAX_MESSAGE_BYTES": "5000000",

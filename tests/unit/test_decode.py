@@ -220,6 +220,7 @@ def test_arbitrary_json_values_never_raise(value: Any):
     assert_agree(raw)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(trace_docs, st.data())
 def test_byte_mutations_of_valid_traces_never_raise(doc: dict[str, Any], data: st.DataObject):
@@ -250,6 +251,7 @@ def test_generated_valid_traces_are_accepted_by_both(doc: dict[str, Any]):
     assert to_model(result.trace) == model
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_traces())
 def test_decoders_agree_on_near_valid_traces(mutation: tuple[dict[str, Any], str, tuple]):
@@ -257,6 +259,7 @@ def test_decoders_agree_on_near_valid_traces(mutation: tuple[dict[str, Any], str
     assert_agree(encode(doc))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_traces())
 def test_rejection_detail_names_the_field(mutation: tuple[dict[str, Any], str, tuple]):
@@ -320,6 +323,7 @@ def test_wrong_values_in_nested_fields_agree(doc: dict[str, Any], field: str, va
     assert_agree(encode(doc))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_traces())
 def test_model_validate_of_a_parsed_dict_agrees_with_model_validate_json(mutation: tuple[dict[str, Any], str, tuple]):
@@ -350,6 +354,7 @@ def test_decode_encode_round_trip(doc: dict[str, Any]):
     assert Trace.model_validate_json(model.model_dump_json()) == model
 
 
+@pytest.mark.slow
 @FUZZ
 @given(trace_docs, st.dictionaries(st.text(min_size=1, max_size=20), json_values, min_size=1, max_size=4))
 def test_unknown_top_level_fields_are_accepted_and_reported(doc: dict[str, Any], extra: dict[str, Any]):

@@ -47,6 +47,7 @@ def _iid_windows(rng: np.random.Generator, windows: int, n: int, tau: float) -> 
     return means, np.full(windows, 1.0 / n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau", [0.0, 0.1])
 @pytest.mark.parametrize("n", [200, 5000])
 def test_calibrated_on_independent_and_overdispersed_windows(tau: float, n: int) -> None:
@@ -176,6 +177,7 @@ def _trending_windows(rng: np.random.Generator, windows: int, n: int, tau: float
     return means, np.full(windows, 1.0 / n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("innovations", ["normal", "t3"])
 def test_calibrated_when_windows_trend_for_hours(innovations: str) -> None:
     """Effects that persist for a day (φ = 0.95 an hour) under sampling noise that hides most of it from the

@@ -6,6 +6,7 @@ a few seconds in all. The window tests on realistic traffic are in test_drift_tr
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ragmon.drift.decide import Candidate, decide
 from ragmon.drift.registry import Comparison, get_test
@@ -30,6 +31,7 @@ def _check(ref: np.ndarray | list[ContinuousSummary], cur: np.ndarray | list[Con
     return [d.drifted for d in decide(cands, adjust=adjust)]
 
 
+@pytest.mark.slow
 def test_false_alarm_rate_without_drift_is_near_nominal() -> None:
     rng = np.random.default_rng(20261202)
     checks, groups, n_ref, n_cur = 200, 20, 1000, 300
@@ -52,6 +54,7 @@ def test_false_alarm_rate_without_drift_is_near_nominal() -> None:
     assert rate_gated <= rate_bh
 
 
+@pytest.mark.slow
 def test_per_test_level_is_nominal() -> None:
     rng = np.random.default_rng(7)
     ref, cur = rng.normal(size=(3000, 1000)), rng.normal(size=(3000, 300))
@@ -60,6 +63,7 @@ def test_per_test_level_is_nominal() -> None:
     assert 0.03 <= rejected <= 0.065, rejected  # nominal 0.05, sd ≈ 0.004
 
 
+@pytest.mark.slow
 def test_documented_shift_is_detected() -> None:
     """0.3 σ at m = 1,000 current traces against a 10,000-trace reference, among 19 undrifted groups."""
     rng = np.random.default_rng(3)

@@ -54,6 +54,7 @@ def _alarmed(results: list[Assessed]) -> bool:
 SCORES = ["top1_score", "mean_score", "empty_shortlist_rate", "refusal_rate", "latency_ms"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_no_drift_no_alarm_on_every_traffic_shape(shape: str) -> None:
     features = SCORES + (["newest_version_share"] if shape == "doc_updates" else [])
@@ -66,6 +67,7 @@ def test_no_drift_no_alarm_on_every_traffic_shape(shape: str) -> None:
     assert alarmed <= 3 and persistent <= 1  # nominal: 5 % of checks (1.2 of 24) and 0.1 alarm a day
 
 
+@pytest.mark.slow
 def test_the_trace_tests_alarm_on_the_same_heterogeneous_traffic() -> None:
     """Negative control: KS and the two-proportion test on the same hours of mix-varying traffic alarm in most
     checks, so the test above can fail."""
@@ -84,6 +86,7 @@ def _caught(history: dict, features: list[str], watched: tuple[str, ...], *, cus
                for r in results if r.key[0] == 0 and r.key[1] in watched)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["iid", "mix", "trending"])
 def test_a_half_sigma_score_shift_is_caught_in_one_window(shape: str) -> None:
     probe = _history(shape, 200, DETECTOR.history, seed=7)
@@ -93,6 +96,7 @@ def test_a_half_sigma_score_shift_is_caught_in_one_window(shape: str) -> None:
     assert caught >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [50, 1000])
 def test_score_collapse_and_empty_shortlists_are_caught_from_50_traces(size: int) -> None:
     collapse = _history("mix", size, DETECTOR.history, seed=8, shift={0: Shift(scale=0.8), 1: Shift(scale=0.8)})
@@ -101,6 +105,7 @@ def test_score_collapse_and_empty_shortlists_are_caught_from_50_traces(size: int
     assert _caught(empty, SCORES, ("empty_shortlist_rate",))
 
 
+@pytest.mark.slow
 def test_a_stale_index_is_caught_and_routine_updates_are_not() -> None:
     """An index frozen for a day serves more superseded versions every hour (how many depends on which documents
     were updated since: popular ones show at once); routine updates served on time never alarm."""
@@ -123,6 +128,7 @@ def test_low_traffic_is_pooled_not_left_blind() -> None:
     assert all(r.decision.status == "insufficient_data" for r in unpooled)
 
 
+@pytest.mark.slow
 def test_a_rare_rate_is_pooled_until_its_block_expects_an_event() -> None:
     """Empty shortlists are about 1 % of traces: at 50 traces an hour a window expects half of one, so no rise could
     reach significance in it; two or three windows are pooled, to one expected event (refusals, about 6 %, are not;

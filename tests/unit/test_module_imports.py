@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
@@ -36,6 +38,7 @@ print(json.dumps({"modules": names, "problems": problems}))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own() -> None:
     done = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**_env(), "PYTHONPATH": str(ROOT)})

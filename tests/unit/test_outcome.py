@@ -59,6 +59,7 @@ _IDS = st.sampled_from(["q1", "", "x" * 257, 7, None])
 _MISSING = object()
 
 
+@pytest.mark.slow
 @given(st.fixed_dictionaries({"query_id": _IDS | st.just(_MISSING), "kind": _KINDS | st.just(_MISSING),
                               "time": _TIMES | st.just(_MISSING), "value": _VALUES | st.just(_MISSING),
                               "event_id": _IDS | st.just(_MISSING),

@@ -1,5 +1,5 @@
 """The console as a process serves it: ``build_process`` mounts it wherever the review UI is (same port, same
-sign-in) and never without it, and every process exports where the alert rules' links point."""
+sign-in) and never without it, and every process exports where the alert rules' links point (without credentials)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ ONLY = {"ingest": False, "otlp": False, "score": False, "drift": True, "shadow":
 
 def test_the_console_is_served_with_the_review_ui_and_links_are_exported(store):
     settings = Settings(roles={**ONLY, "review": True}, review=review_settings(),
-                        console={"public_url": "https://ragmon.example.com/", "runbook_base_url": "https://wiki/rb"},
+                        console={"public_url": "https://oncall:Call-pw@ragmon.example.com/",
+                                 "runbook_base_url": "https://wiki/rb?token=Wiki-tok"},
                         server={"port": 0})
     process = build_process(settings, store=store)
     port = process.serve()
@@ -31,8 +32,10 @@ def test_the_console_is_served_with_the_review_ui_and_links_are_exported(store):
     finally:
         process.stop_server()
     metrics = generate_latest(process.telemetry.registry).decode()
+    # anyone who can scrape /metrics reads these, and the alerts carry them into notifications: no credentials
     assert 'ragmon_links_info{console_url="https://ragmon.example.com",runbook_base_url="https://wiki/rb"} 1.0' \
         in metrics
+    assert "Call-pw" not in metrics and "Wiki-tok" not in metrics
 
 
 def test_no_console_without_the_review_ui_but_links_default_to_the_server_address(store):

@@ -119,13 +119,24 @@ def test_cookie_session_needs_csrf_header_for_put(store):
     assert client.put(url, json=LABEL, headers={"X-CSRF-Token": csrf}).status_code == 200
 
 
+def test_the_schema_is_served_to_signed_in_callers_only(store):
+    app, week, traces = seeded_app(store)
+    client = TestClient(app)
+    assert client.get("/openapi.json").status_code == 404  # no public schema on the process's port
+    assert client.get("/review/api/v1/openapi.json").status_code == 401
+    assert client.get("/review/api/v1/openapi.json", headers={"Authorization": "Bearer not-a-token"}).status_code == 401
+    for signed in (client.get("/review/api/v1/openapi.json", headers=BEARER),
+                   signed_in(app).get("/review/api/v1/openapi.json")):
+        assert signed.status_code == 200 and "/review/api/v1/weeks" in signed.json()["paths"]
+
+
 @pytest.mark.parametrize("mode", ["positive", "negative"])
 def test_fuzz_api_no_server_errors_and_schema_conformance(store, mode):
     """Every operation, generated valid and invalid requests: never a 5xx, and every response (status code,
     content type, body) is one the OpenAPI schema declares. (Schemathesis' pytest fixture loader needs a pytest
     private attribute that pytest 9 removed, so the operations are driven through Hypothesis directly.)"""
     app, week, traces = seeded_app(store)
-    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    schema = schemathesis.openapi.from_asgi("/review/api/v1/openapi.json", app, headers=BEARER)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.label for op in operations} == {
         "GET /review/api/v1/weeks", "GET /review/api/v1/weeks/{week}/queue",

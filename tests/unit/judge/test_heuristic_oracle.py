@@ -3,6 +3,7 @@ tests/support/heuristic_oracle.py), on random traces, from a cold and from a war
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def inputs(draw: st.DrawFn) -> JudgeInput:
                       citations=citations)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(item=inputs(), params=st.sampled_from([HeuristicParams(), HeuristicParams(0.5, 0.2, 0.3, 1)]))
 def test_verdicts_are_identical_to_the_old_implementation(item: JudgeInput, params: HeuristicParams) -> None:
@@ -50,6 +52,7 @@ def test_verdicts_are_identical_to_the_old_implementation(item: JudgeInput, para
     assert list(item.sentences) == oracle.sentences(item.answer)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=st.sampled_from("aZ9'’ .!?\n\t\u00a0\u2019\u00e9\u0301\ufb01ß_-,İ"), max_size=30) | text)
 def test_content_terms_take_the_ascii_shortcut_without_changing_a_term(value: str) -> None:

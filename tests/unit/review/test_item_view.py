@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,6 +75,7 @@ hostile = st.lists(st.sampled_from(list("<>\"'&/= ;") + ["script", "img", "onerr
                    max_size=40).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(question=hostile, answer=hostile, text=hostile, chunk_id=hostile.filter(bool), note=hostile, metric=hostile)
 def test_no_text_from_a_trace_can_add_markup(question, answer, text, chunk_id, note, metric):
