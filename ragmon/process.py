@@ -204,8 +204,8 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     store = ClickHouseStore.open(settings.store) if store is None else store
     telemetry = telemetry or Telemetry()
     console = settings.console  # where the alert rules' links point (their annotation templates read it)
-    telemetry.links_info.info({"runbook_base_url": console.runbook_base_url, "console_url": console.console_url(
-        settings.server.host, settings.server.port, socket.gethostname())})
+    console_url = console.console_url(settings.server.host, settings.server.port, socket.gethostname())
+    telemetry.links_info.info({"runbook_base_url": console.runbooks_url(console_url), "console_url": console_url})
     parts: dict[str, RoleParts] = {}
     problems: list[str] = []
     for name in names:

@@ -24,6 +24,7 @@ from ragmon.console import (
     dead_letters,
     drift_page,
     gate_runs,
+    runbooks,
     shadow_page,
     trace_page,
     traces,
@@ -151,6 +152,20 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 return pages.error(session, 404, str(exc))
             return pages.page("gate_run.html", session, name=name, run=run, s=gate_runs.summary(name, run),
                               strata=gate_runs.strata(run), columns=gate_runs.STRATUM_COLUMNS)
+
+        return pages.signed_in(request, render)
+
+    @router.get("/runbooks")
+    def runbook_list(request: Request) -> Response:
+        return pages.signed_in(request, lambda session: pages.page("runbooks.html", session, names=runbooks.names()))
+
+    @router.get("/runbooks/{name}")
+    def runbook(request: Request, name: str) -> Response:
+        def render(session: Session) -> Response:
+            found = runbooks.load(name)
+            if found is None:
+                return pages.error(session, 404, f"no runbook named {name!r}; the list is at {PREFIX}/runbooks")
+            return pages.page("runbook.html", session, runbook=found)
 
         return pages.signed_in(request, render)
 
