@@ -24,6 +24,7 @@ from ragmon.console import (
     dead_letters,
     drift_page,
     gate_runs,
+    incident_page,
     runbooks,
     shadow_page,
     trace_page,
@@ -114,7 +115,8 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 group = drift_page.group_from_query(request.query_params)
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()))
+            return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()),
+                              incident_features=incident_page.FEATURES_EXPLAINED)
 
         return pages.signed_in(request, render)
 
@@ -152,6 +154,29 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 return pages.error(session, 404, str(exc))
             return pages.page("gate_run.html", session, name=name, run=run, s=gate_runs.summary(name, run),
                               strata=gate_runs.strata(run), columns=gate_runs.STRATUM_COLUMNS)
+
+        return pages.signed_in(request, render)
+
+    @router.get("/incident")
+    def incident(request: Request) -> Response:
+        def render(session: Session) -> Response:
+            try:
+                group, feature = incident_page.group_from_query(request.query_params)
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            found = incident_page.load_incident(store, settings, group, feature, now())
+            return pages.page("incident.html", session, i=found, plot=incident_page.cusum_plot(found.history))
+
+        return pages.signed_in(request, render)
+
+    @router.get("/incident/traces")
+    def incident_traces(request: Request) -> Response:
+        def render(session: Session) -> Response:
+            try:
+                shown = incident_page.segment_traces(store, settings, request.query_params, now())
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            return pages.page("incident_traces.html", session, t=shown)
 
         return pages.signed_in(request, render)
 
