@@ -98,7 +98,9 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
     rows = (f"SELECT trace_id, toFloat64({feature.expr}) AS v, ({current}) AS cur, {source} AS src, "
             f"{', '.join(_COLUMNS)} FROM {traces} WHERE {group} AND (({current}) OR ({reference}))")
     types = (f"SELECT trace_id, argMax(toString(question_type), classified_at) AS qt_type FROM {question_types} "
-             f"WHERE status = 'ok' AND ts >= fromUnixTimestamp64Milli({{lo:Int64}}, 'UTC') GROUP BY trace_id")
+             f"WHERE status = 'ok' AND retriever_name = {{rn:String}} AND variant = {{var:String}} "
+             f"AND category = {{cat:String}} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}}, 'UTC') "
+             f"AND ts < fromUnixTimestamp64Milli({{end:Int64}}, 'UTC') GROUP BY trace_id")
     # where each question was answered from in the reference: its most frequent top-document source there
     before = (f"SELECT question_hash AS qh, topK(1)({source})[1] AS src_before FROM {traces} "
               f"WHERE {group} AND ({reference}) AND question_hash != cityHash64('') GROUP BY qh")
