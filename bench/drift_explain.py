@@ -10,7 +10,9 @@ hour of the previous week) with an incident of known cause in the current hour (
 dropped, a new question type, a model change; share and severity drawn per trial), then ``drift explain`` runs on
 the real store (the SQL in ClickHouse, the decomposition in numpy) and the rank of the true cause's dimension is
 recorded. Printed per kind: the share of trials in which the true cause ranked first (Wilson 95 % interval),
-whether its top segment was the incident's, the median share of Δ its top segment explained, the median time.
+whether its top segment was the incident's, the median share of Δ its top segment explained, the median time;
+then a negative control (no incident): how high the best dimension's score gets by chance, against its median under
+an incident.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main() -> None:
         rng = np.random.default_rng(args.seed)
         for kind in KINDS:
             firsts, segments, shares, seconds = [], [], [], []
+            scores: list[float] = []
             for trial in range(args.trials):
                 incident = draw_incident(kind, rng)
                 group = parse_group(f"hybrid@v1/production/{kind}-{trial}")
@@ -67,6 +70,7 @@ def main() -> None:
                 result = run_explain(store, settings, group, "top1_score", now, now=now, seed=trial)
                 seconds.append(time.monotonic() - started)
                 top = result.explanation.dimensions[0]
+                scores.append(top.score)
                 if args.verbose:
                     print(kind, trial, f"share={incident.share:.2f} drop={incident.drop:.2f}", [
                         (d.dimension, round(d.score, 2), d.top.value[:20] if d.top else None)
@@ -79,7 +83,21 @@ def main() -> None:
             lo, hi = wilson_interval(k / len(firsts), len(firsts))
             out[kind] = {"cause": KINDS[kind], "trials": len(firsts), "first": k, "share_first": k / len(firsts),
                          "wilson_low": lo, "wilson_high": hi, "top_segment_right": sum(segments),
-                         "median_explained": statistics.median(shares), "median_seconds": statistics.median(seconds)}
+                         "median_explained": statistics.median(shares), "median_seconds": statistics.median(seconds),
+                         "median_top_score": statistics.median(scores)}
+        # the negative control: no incident at all — how high does the best dimension score by chance?
+        quiet = []
+        for trial in range(args.trials):
+            group = parse_group(f"hybrid@v1/production/quiet-{trial}")
+            traffic = Traffic(np.random.default_rng([args.seed, trial, 99]))
+            for day in range(7, -1, -1):
+                insert(store, traffic.window(args.per_window, now - timedelta(hours=1, days=day), 3600),
+                       retriever="hybrid@v1", variant="production", stratum=group.stratum, run_id=f"q-{trial}-{day}")
+            result = run_explain(store, settings, group, "top1_score", now, now=now, seed=trial)
+            quiet.append(result.explanation.dimensions[0].score)
+    quiet_sorted = sorted(quiet)
+    out_quiet = {"trials": len(quiet), "median_top_score": statistics.median(quiet),
+                 "max_top_score": quiet_sorted[-1]}
     total = sum(int(v["first"]) for v in out.values())  # type: ignore[call-overload]
     trials = sum(int(v["trials"]) for v in out.values())  # type: ignore[call-overload]
     table = Table("incident", "true cause", "ranked first", "95% interval", "top segment right", "explained (median)",
@@ -91,9 +109,13 @@ def main() -> None:
     console = Console(width=140)
     console.print(table)
     console.print(f"true cause ranked first in {total}/{trials} trials ({total / trials:.0%})")
+    console.print("top dimension's score (lower 95% bound of the excess share): median "
+                  + ", ".join(f"{k} {v['median_top_score']:.2f}" for k, v in out.items())
+                  + f"; with no incident (negative control, {len(quiet)} trials): median "
+                  f"{out_quiet['median_top_score']:.2f}, max {out_quiet['max_top_score']:.2f}")
     if args.json is not None:
         args.json.write_text(json.dumps({"per_window": args.per_window, "kinds": out, "first": total,
-                                         "trials": trials}, indent=2))
+                                         "trials": trials, "no_incident": out_quiet}, indent=2))
 
 
 if __name__ == "__main__":
