@@ -44,6 +44,9 @@ def publish_hints(store: QueryStore, settings: DriftSettings, telemetry: Telemet
         except (RagmonError, ValueError) as exc:
             log.warning("drift explain of %s %s failed; no hint for it: %s", group.retriever, feature, exc)
             continue
+        except Exception:  # noqa: BLE001 - a hint is an extra: the drift role must go on without it
+            log.exception("drift explain of %s %s failed unexpectedly; no hint for it", group.retriever, feature)
+            continue
         top = _top(explained)
         if top is None:
             continue
