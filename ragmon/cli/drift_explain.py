@@ -85,7 +85,7 @@ def as_json(result: Any) -> dict[str, Any]:
         "current_window": w.current.describe(), "reference_window": w.reference.describe(),
         "n_reference": e.n_reference, "n_current": e.n_current,
         "mean_reference": _num(e.mean_reference), "mean_current": _num(e.mean_current), "delta": _interval(e.delta),
-        "method": e.method,
+        "method": e.method, "stands_out": e.stands_out,
         "dimensions": [{
             "rank": rank, "dimension": d.dimension, "description": d.description, "score": _num(d.score),
             "delta": _num(d.delta), "mix": _interval(d.mix), "within": _interval(d.within),
@@ -130,6 +130,10 @@ def _print(result: Any) -> None:
             f"{mean(top.mean_reference)} → {mean(top.mean_current)}", _pct(top.explained),
             f"{d.mix.estimate:+.4f}", f"{d.within.estimate:+.4f}")
     console.print(table)
+    if not e.stands_out:
+        console.print("[bold]No dimension stands out[/]: the best scores no higher than traffic without an incident "
+                      "does by chance; the change is spread evenly over every dimension the traces carry (or lies in "
+                      "one they do not).", highlight=False, soft_wrap=True)
     console.print("explains: the share of Δ undone had that segment kept its reference weight and mean; mix + within "
                   "= Δ (Kitagawa). Ranked by how far it exceeds the segment's reference weight (a change spread "
                   "evenly explains no more than that), lower 95% bound.", highlight=False, soft_wrap=True)

@@ -102,3 +102,12 @@ def test_parse_group() -> None:
     for bad in ("hybrid/production/billing", "hybrid@v1/production", "@v1/p/s", "hybrid@/p/s"):
         with pytest.raises(ValueError, match="retriever@version/variant/stratum"):
             parse_group(bad)
+
+
+def test_a_change_spread_evenly_stands_out_nowhere() -> None:
+    rng = np.random.default_rng(6)
+    ref, cur = _normal(rng, 2000, 0.6), _normal(rng, 1000, 0.55)
+    dims = [(name, "", [_seg(f"{name}{k}", ref[k::4], cur[k::4]) for k in range(4)]) for name in ("tenant", "source")]
+    e = explain("top1_score", dims, _moments(ref), _moments(cur), np.random.default_rng(7))
+    assert e.delta.high < 0  # a real drop …
+    assert not e.stands_out and all(d.score < 0.2 for d in e.dimensions)  # … that no segment of them holds
