@@ -380,6 +380,16 @@ class Telemetry:
                                           self.drift_detected, self.drift_sample_size, self.drift_feature_value,
                                           self.drift_cusum, self.drift_persistent, self.drift_pooled_windows,
                                           self.drift_last_assessed)
+        # what changed (drift role, ragmon.drift.explain_hint): for each group and feature in persistent drift, the
+        # dimension and segment that explain most of the change (ragmon drift explain's first row); the alert's
+        # `hint` annotation reads it. One series per paging group and feature; the segment is cut to 80 characters.
+        self.drift_explain_top = GaugeSpec(
+            "ragmon_drift_explain_top",
+            "Share of the change of a feature in persistent drift that its top dimension's top segment explains "
+            "(ragmon drift explain), labelled with that dimension and segment.",
+            ("retriever", "variant", "stratum", "feature", "dimension", "segment"),
+        )
+        self.drift_explain_gauges = GaugeSnapshot(self.drift_explain_top)
         # judge drift (drift role, ragmon.drift.judge_agreement): the latest week with enough labels per
         # (fingerprint, label, stratum), replaced as a whole at every computation
         agreement_labels = ("fingerprint", "label", "stratum")
@@ -415,6 +425,7 @@ class Telemetry:
             registry=r,
         )
         r.register(self.drift_gauges)
+        r.register(self.drift_explain_gauges)
         # -- golden-set coverage (docs/coverage.md) -------------------------------------------------------------
         self.coverage_distance = Gauge(
             "ragmon_golden_coverage_distance",

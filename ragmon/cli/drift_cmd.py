@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ragmon.cli import judge_drift_cmd
+from ragmon.cli import drift_explain, judge_drift_cmd
 from ragmon.cli.common import EXIT_NO_EVIDENCE, console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.drift_applied import applied_drift_settings
 from ragmon.cli.options import (
@@ -32,6 +32,7 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 app.command("judge-agreement")(judge_drift_cmd.judge_agreement)
+app.command("explain")(drift_explain.explain)
 
 
 def _open(settings: Settings, *, writes: bool = False) -> Any:

@@ -14,8 +14,8 @@ from pydantic import Field, field_validator
 
 from ragmon.config.section import Section
 
-#: where the alert rules' runbook links point when nothing else is configured
-DEFAULT_RUNBOOK_BASE_URL = "https://github.com/ragmon/ragmon/blob/main/alerts/runbooks"
+#: where the daemon serves the runbooks (alerts/runbooks), under the console's address
+RUNBOOKS_PATH = "/review/console/runbooks"
 
 
 class ConsoleSettings(Section):
@@ -25,11 +25,12 @@ class ConsoleSettings(Section):
         "dashboard_url links to the console there (exported as ragmon_links_info, without any user:password@, "
         "query or fragment). Unset: http://<server.host>:<server.port>.",
     )
-    runbook_base_url: str = Field(
-        DEFAULT_RUNBOOK_BASE_URL, min_length=1, max_length=2048,
+    runbook_base_url: str | None = Field(
+        None, min_length=1, max_length=2048,
         description="Where the alerts' runbook_url links point: <this>/<AlertName>.md (exported as "
-        "ragmon_links_info, without any user:password@, query or fragment). Point it at your fork or wiki copy of "
-        "alerts/runbooks.",
+        "ragmon_links_info, without any user:password@, query or fragment). Unset: the runbooks ragmon serves itself "
+        "behind the console's sign-in, <console address>/review/console/runbooks. Point it at your fork or wiki copy "
+        "of alerts/runbooks.",
     )
     gate_runs_dir: Path = Field(
         Path(".ragmon/gate-runs"),
@@ -95,12 +96,17 @@ class ConsoleSettings(Section):
         shown = hostname if host in ("0.0.0.0", "::", "") else host
         return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
 
+    def runbooks_url(self, console_url: str) -> str:
+        """``runbook_base_url``, or the runbooks the daemon serves under ``console_url``."""
+        return self.runbook_base_url or console_url + RUNBOOKS_PATH
+
     def published_links(self, host: str, port: int, hostname: str) -> dict[str, str]:
         """The labels of ``ragmon_links_info`` (``runbook_base_url``, ``console_url``): the two addresses without
         credentials, because anyone who can scrape ``/metrics`` reads them, Prometheus keeps them, and the alerts
         carry them into every notification."""
-        return {"runbook_base_url": published_link(self.runbook_base_url),
-                "console_url": published_link(self.console_url(host, port, hostname))}
+        console_url = self.console_url(host, port, hostname)
+        return {"runbook_base_url": published_link(self.runbooks_url(console_url)),
+                "console_url": published_link(console_url)}
 
 
 def published_link(url: str) -> str:

@@ -24,6 +24,8 @@ from ragmon.console import (
     dead_letters,
     drift_page,
     gate_runs,
+    incident_page,
+    runbooks,
     shadow_page,
     trace_page,
     traces,
@@ -118,7 +120,8 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 return pages.error(session, 400, str(exc))
             return pages.page("drift.html", session, d=drift_page.load_drift_page(store, group, now()),
                               reference_windows=drift_page.reference_windows,
-                              reference_note=drift_page.reference_note)
+                              reference_note=drift_page.reference_note,
+                              incident_features=incident_page.FEATURES_EXPLAINED)
 
         return pages.signed_in(request, render)
 
@@ -158,6 +161,43 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 return pages.error(session, 404, str(exc))
             return pages.page("gate_run.html", session, name=name, run=run, s=gate_runs.summary(name, run),
                               strata=gate_runs.strata(run), columns=gate_runs.STRATUM_COLUMNS)
+
+        return pages.signed_in(request, render)
+
+    @router.get("/incident")
+    def incident(request: Request) -> Response:
+        def render(session: Session) -> Response:
+            try:
+                group, feature = incident_page.group_from_query(request.query_params)
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            found = incident_page.load_incident(store, settings, group, feature, now())
+            return pages.page("incident.html", session, i=found, plot=incident_page.cusum_plot(found.history))
+
+        return pages.signed_in(request, render)
+
+    @router.get("/incident/traces")
+    def incident_traces(request: Request) -> Response:
+        def render(session: Session) -> Response:
+            try:
+                shown = incident_page.segment_traces(store, settings, request.query_params, now())
+            except InputError as exc:
+                return pages.error(session, 400, str(exc))
+            return pages.page("incident_traces.html", session, t=shown)
+
+        return pages.signed_in(request, render)
+
+    @router.get("/runbooks")
+    def runbook_list(request: Request) -> Response:
+        return pages.signed_in(request, lambda session: pages.page("runbooks.html", session, names=runbooks.names()))
+
+    @router.get("/runbooks/{name}")
+    def runbook(request: Request, name: str) -> Response:
+        def render(session: Session) -> Response:
+            found = runbooks.load(name)
+            if found is None:
+                return pages.error(session, 404, f"no runbook named {name!r}; the list is at {PREFIX}/runbooks")
+            return pages.page("runbook.html", session, runbook=found)
 
         return pages.signed_in(request, render)
 

@@ -15,6 +15,7 @@ from ragmon.config import Settings
 from ragmon.coverage.role import coverage_role
 from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.drift.check import DriftChecker
+from ragmon.drift.explain_hint import publish_hints
 from ragmon.drift.features import plan_features
 from ragmon.drift.judge_agreement import JudgeAgreementJob
 from ragmon.drift.schedule import DriftRole
@@ -37,7 +38,8 @@ def check(settings: Settings) -> None:
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
     """A check every ``drift.interval_seconds``; alive while the last attempt is recent (``DriftRole.liveness``).
     With ``drift.judge_agreement.enabled``, the weekly judge agreement every ``judge_agreement.interval_seconds``."""
-    role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds)
+    role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds,
+                     on_result=lambda result: publish_hints(store, settings.drift, telemetry, result))
     agreement = settings.drift.judge_agreement
     loops: tuple[Any, ...] = (role,)
     if agreement.enabled:

@@ -24,10 +24,11 @@ TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))
 AM_CONFIG = ROOT / "alerts" / "alertmanager.yml"
 #: the receiver of alerts/alertmanager.yml each severity routes to
 RECEIVERS = {"critical": "ragmon-page", "warning": "ragmon-ticket", "info": "ragmon-info"}
-#: the runbook's base comes from ragmon_links_info (console.runbook_base_url), else the project's own copy
+#: the runbook's base comes from ragmon_links_info (console.runbook_base_url, or the copy the daemon serves), else
+#: a path on ragmon's own port (the daemon serves the runbooks: issue 32)
 RUNBOOK_URL = ("{{{{ with query `max by (runbook_base_url) (ragmon_links_info{{runbook_base_url!=\"\"}})` }}}}"
                "{{{{ (index . 0).Labels.runbook_base_url }}}}{{{{ else }}}}"
-               "https://github.com/ragmon/ragmon/blob/main/alerts/runbooks{{{{ end }}}}/{name}.md")
+               "/review/console/runbooks{{{{ end }}}}/{name}.md")
 #: the console's address comes from ragmon_links_info (console.public_url); a path on ragmon's port without it
 CONSOLE_URL = "{{ with query `max by (console_url) (ragmon_links_info{console_url!=\"\"})` }}" \
               "{{ (index . 0).Labels.console_url }}{{ end }}/review/"

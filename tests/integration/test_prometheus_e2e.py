@@ -104,4 +104,6 @@ def test_drift_alert_goes_pending_then_firing(tmp_path: Path, processes: list[Pr
     until("the alert firing", lambda: ragmon.alive() and alert_states().get("billing") == "firing", 60)
     alert = next(a for a in get_json(f"{api}/api/v1/alerts")["data"]["alerts"] if a["labels"]["alertname"] == ALERT)
     assert alert["labels"]["severity"] == "warning" and alert["labels"]["retriever"] == "hybrid@v1"
-    assert alert["annotations"]["runbook_url"].endswith(f"alerts/runbooks/{ALERT}.md")
+    # console.runbook_base_url unset: the runbooks ragmon serves itself (issue 32)
+    assert alert["annotations"]["runbook_url"].endswith(f"/review/console/runbooks/{ALERT}.md")
+    assert "ragmon drift explain" in alert["annotations"]["hint"]

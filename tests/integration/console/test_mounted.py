@@ -39,9 +39,10 @@ def test_the_console_is_served_with_the_review_ui_and_links_are_exported(store):
 
 
 def test_no_console_without_the_review_ui_but_links_default_to_the_server_address(store):
+    # the runbooks default to the copy the daemon serves under the console's address, not a placeholder address
     process = build_process(Settings(roles={**ONLY, "review": False}, server={"host": "127.0.0.1", "port": 9200}),
                             store=store)
     assert process.routers == []
     metrics = generate_latest(process.telemetry.registry).decode()
     assert ('ragmon_links_info{console_url="http://127.0.0.1:9200",'
-            'runbook_base_url="https://github.com/ragmon/ragmon/blob/main/alerts/runbooks"} 1.0') in metrics
+            'runbook_base_url="http://127.0.0.1:9200/review/console/runbooks"} 1.0') in metrics
