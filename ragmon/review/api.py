@@ -19,7 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ragmon.errors import InputError
 from ragmon.review.auth import SESSION_COOKIE, csrf_ok
-from ragmon.review.context import ReviewContext, StoreAwareRoute
+from ragmon.review.context import ApiRoute, ReviewContext
 from ragmon.review.item_view import build_item_view
 from ragmon.review.labels import disagreements, save_label
 from ragmon.review.models import (
@@ -38,7 +38,8 @@ from ragmon.review.selection import parse_week
 WEEK_PATTERN = r"^\d{4}-W\d{2}$"
 WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]
 TraceParam = Annotated[str, Path(min_length=1, max_length=256, description="The trace id.")]
-_ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
+_ERRORS = {400: {"model": ErrorOut, "description": "A query parameter the endpoint does not take."},
+           401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
            404: {"model": ErrorOut, "description": "No such week or item in the queue."},
            503: {"model": ErrorOut, "description": "The store is unavailable; retry later."}}
 #: what a PUT with a body may answer before its own checks: the body, its size, the CSRF header
@@ -83,7 +84,7 @@ def caller_dependency(ctx: ReviewContext) -> Any:
 
 
 def api_router(ctx: ReviewContext) -> APIRouter:
-    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS, route_class=StoreAwareRoute)
+    router = APIRouter(prefix="/review/api/v1", tags=["review"], responses=_ERRORS, route_class=ApiRoute)
     Who = caller_dependency(ctx)
 
     def week_or_404(week: str) -> Week:

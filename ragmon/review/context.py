@@ -14,6 +14,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
@@ -103,3 +104,35 @@ class StoreAwareRoute(APIRoute):
             return response
 
         return route
+
+
+class ApiRoute(StoreAwareRoute):
+    """A JSON API route: besides ``StoreAwareRoute``'s bounds, a query parameter the route does not declare is
+    refused (400, naming it and the ones it takes), so a typo such as ``?wek=`` never quietly means "no filter"."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        known = _query_names(self.dependant)
+
+        async def route(request: Request) -> Response:
+            unknown = sorted({name for name in request.query_params if name not in known})
+            if unknown:
+                takes = ", ".join(sorted(known)) or "none"
+                response: Response = JSONResponse(
+                    {"detail": f"unknown query parameter(s) {', '.join(map(repr, unknown))}; this endpoint takes: "
+                               f"{takes}"}, status_code=400)
+                for name, value in RESPONSE_HEADERS.items():
+                    response.headers.setdefault(name, value)
+                return response
+            return await handler(request)
+
+        return route
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    """The query parameters a route takes, its dependencies' included (their ``alias``: the name on the wire)."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+

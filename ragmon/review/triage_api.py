@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmon.errors import InputError
 from ragmon.review.api import BODY_ERRORS, WEEK_PATTERN, caller_dependency
-from ragmon.review.context import ReviewContext, StoreAwareRoute
+from ragmon.review.context import ApiRoute, ReviewContext
 from ragmon.review.models import ErrorOut
 from ragmon.review.records import parse_week
 from ragmon.review.triage import (
@@ -33,7 +33,8 @@ from ragmon.review.triage_report import triage_report
 
 WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]
 TraceParam = Annotated[str, Path(min_length=1, max_length=256, description="The trace id.")]
-_ERRORS = {401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
+_ERRORS = {400: {"model": ErrorOut, "description": "A query parameter the endpoint does not take."},
+           401: {"model": ErrorOut, "description": "Not signed in (no or bad bearer token or session)."},
            404: {"model": ErrorOut, "description": "No triage queue for that week, or the trace is not in it."},
            503: {"model": ErrorOut, "description": "The store is unavailable; retry later."}}
 
@@ -107,7 +108,7 @@ def _utc(ts: datetime) -> datetime:
 
 def triage_api_router(ctx: ReviewContext, store: RowStore) -> APIRouter:
     router = APIRouter(prefix="/review/api/v1/triage", tags=["triage"], responses=_ERRORS,
-                       route_class=StoreAwareRoute)
+                       route_class=ApiRoute)
     Who = caller_dependency(ctx)
 
     def week_or_404(week: str) -> TriageWeek:

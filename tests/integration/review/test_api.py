@@ -130,6 +130,19 @@ def test_the_schema_is_served_to_signed_in_callers_only(store):
         assert signed.status_code == 200 and "/review/api/v1/weeks" in signed.json()["paths"]
 
 
+def test_a_query_parameter_the_endpoint_does_not_take_is_refused_naming_it(store):
+    """A typo in a filter (?wek=) or an empty name (&=x) is a 400 that names it, never a silent "no filter"
+    (the fuzzer's negative mode found `?weeks=1&=null` answered 200 with every week)."""
+    app, week, traces = seeded_app(store)
+    client = TestClient(app)
+    r = client.get(f"/review/api/v1/triage/weeks/{week}/report?weeks=1&=null", headers=BEARER)
+    assert r.status_code == 400 and "''" in r.json()["detail"] and "weeks" in r.json()["detail"], r.text
+    r = client.get(f"/review/api/v1/weeks/{week}/queue?wek=1", headers=BEARER)
+    assert r.status_code == 400 and "'wek'" in r.json()["detail"] and r.headers["cache-control"] == "no-store"
+    assert client.get(f"/review/api/v1/triage/weeks/{week}/report?weeks=1", headers=BEARER).status_code != 400
+    assert client.get("/review/api/v1/weeks", headers=BEARER).status_code == 200
+
+
 @pytest.mark.parametrize("mode", ["positive", "negative"])
 def test_fuzz_api_no_server_errors_and_schema_conformance(store, mode):
     """Every operation, generated valid and invalid requests: never a 5xx, and every response (status code,
