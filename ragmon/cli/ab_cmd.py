@@ -23,12 +23,14 @@ def compare_cmd(
     ctx: typer.Context,
     baseline: Annotated[str, typer.Option(metavar="NAME[@VERSION]", help="Production retriever.", show_default=False)],
     candidate: Annotated[str, typer.Option(metavar="NAME[@VERSION]", help="Canary retriever.", show_default=False)],
-    baseline_variant: Annotated[str, typer.Option(metavar="VARIANT", help="Trace variant of the baseline arm.")] = "production",
+    baseline_variant: Annotated[str, typer.Option(
+        metavar="VARIANT", help="Trace variant of the baseline arm.")] = "production",
     candidate_variant: Annotated[str, typer.Option(metavar="VARIANT", help="Trace variant of the cohort.")] = "canary",
-    since: Annotated[str, typer.Option(metavar="TIME", help="Window start (ISO 8601 or a duration such as 7d).")] = "7d",
+    since: Annotated[str, typer.Option(
+        metavar="TIME", help="Window start (ISO 8601 or a duration such as 7d).")] = "7d",
     until: Annotated[str, typer.Option(metavar="TIME", help="Window end (exclusive).")] = "now",
-    min_per_arm: Annotated[int | None, typer.Option(min=1, help="Hold a stratum with fewer traces in an arm "
-                                                                "(default ab.min_per_arm).", show_default=False)] = None,
+    min_per_arm: Annotated[int | None, typer.Option(
+        min=1, help="Hold a stratum with fewer traces in an arm (default ab.min_per_arm).", show_default=False)] = None,
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table or json.")] = "table",
 ) -> None:

@@ -47,9 +47,12 @@ def calibrate(
 ) -> None:
     """Measure how well a judge agrees with human reviewers, per label and per stratum.
 
-    Human labels (from review_labels, or --labels FILE) are compared with the judge's verdicts binarized at a threshold: grounded ↔ faithfulness, citations_supported ↔ citation_precision, refusal_appropriate ↔ refusal_correct. For each: Cohen's kappa (chance-corrected), raw agreement, the confusion matrix, and the disagreements to read.
+    Human labels (from review_labels, or --labels FILE) are compared with the judge's verdicts binarized at a threshold:
+    grounded ↔ faithfulness, citations_supported ↔ citation_precision, refusal_appropriate ↔ refusal_correct. For each:
+    Cohen's kappa (chance-corrected), raw agreement, the confusion matrix, and the disagreements to read.
 
-    Results are per judge fingerprint, never pooled. With --min-kappa the command is a gate: exit 1 if any gated kappa is too low, so a new fingerprint can be held back until it agrees with humans.
+    Results are per judge fingerprint, never pooled. With --min-kappa the command is a gate: exit 1 if any gated kappa
+    is too low, so a new fingerprint can be held back until it agrees with humans.
     """
     if output not in ("table", "json"):
         raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)

@@ -50,7 +50,8 @@ def reference(
     ] = config_reference.DEFAULT_PATH,
     check_only: Annotated[
         bool,
-        typer.Option("--check", help="Write nothing; exit 1 if the file differs from the settings models (CI runs this)."),
+        typer.Option("--check", help="Write nothing; exit 1 if the file differs from the settings models (CI runs "
+                                     "this)."),
     ] = False,
 ) -> None:
     """Generate the Markdown configuration reference (every setting, its type, default and env var)."""

@@ -82,7 +82,8 @@ def _table(model: type[BaseModel], *, env: Callable[[str], str]) -> str:
     rows = []
     for name, field in model.model_fields.items():
         default = "*(required)*" if field.is_required() else _default(name, field)
-        rows.append(f"| `{name}` | {_cell(_type(field))} | {default} | {env(name)} | {_cell(field.description or '')} |")
+        rows.append(f"| `{name}` | {_cell(_type(field))} | {default} | {env(name)} "
+                    f"| {_cell(field.description or '')} |")
     return head + "\n".join(rows) + "\n"
 
 

@@ -103,7 +103,8 @@ def _notes(golden: GoldenFile, runs: list[Any], retriever_corpus: str | None, se
     snapshots = sorted({c.corpus_snapshot for c in golden.cases if c.corpus_snapshot})
     if retriever_corpus and snapshots and retriever_corpus not in snapshots:
         notes.append(f"corpus drift: the retriever serves snapshot {retriever_corpus!r} but the golden cases were "
-                     f"adjudicated against {', '.join(snapshots)}; failures may be stale labels, not regressions")  # fmt: skip
+                     f"adjudicated against {', '.join(snapshots)}; failures may be stale labels, "
+                     "not regressions")  # fmt: skip
     if set_name == "release" and prior:
         notes.append(f"the release set has been run {prior} time(s) before from this artifact directory; each run "
                      "you tune against makes it less of a held-out test")  # fmt: skip
@@ -119,37 +120,108 @@ def _notes(golden: GoldenFile, runs: list[Any], retriever_corpus: str | None, se
 
 def gate(
     ctx: typer.Context,
-    golden_path: Annotated[Path, typer.Argument(metavar="GOLDEN.json", help="Golden set: a JSON array of golden-case.v1 cases, or an envelope {name, version, set, cases}.", show_default=False)],
-    retriever: Annotated[str, typer.Option("--retriever", help="Retriever to gate, as module:function or path/to/file.py:function. Called as f(question, k) and must return ranked chunk ids or (chunk_id, score) pairs, best first. Modules in the working directory are importable.", show_default=False)],
-    k: Annotated[int, typer.Option("--k", help="The k you actually pass to the model: coverage, hit, MRR and nDCG are computed at this cut-off.", show_default=False)],
-    min_coverage: Annotated[float, typer.Option("--min-coverage", help="Required. Minimum mean coverage (recall) at k, 0–1, for EVERY stratum and ALL. No default: agree it with the business before measuring.", show_default=False)],
-    min_mrr: Annotated[float, typer.Option("--min-mrr", help="Required. Minimum mean reciprocal rank within the top k, 0–1, per stratum.", show_default=False)],
-    depth: Annotated[int | None, typer.Option("--depth", help="A second, larger cut-off: recall at this depth is reported beside coverage@k (the gap is what a reranker could win). The retriever is asked for this many. Default: k.", show_default=False)] = None,
-    min_ndcg: Annotated[float | None, typer.Option("--min-ndcg", help="Optional minimum mean nDCG@k (linear gain, log2 discount, trec_eval's convention), 0–1, per stratum.", show_default=False)] = None,
-    max_p95_ms: Annotated[float | None, typer.Option("--max-p95-ms", help="Optional maximum p95 retriever latency per stratum, in milliseconds.", show_default=False)] = None,
-    min_cases: Annotated[int | None, typer.Option("--min-cases", help="A stratum with fewer scored cases is reported (verdict 'too few', with its coverage interval) but not gated on its own; its cases still count in ALL. Default: every stratum is gated; strata under 5 cases get a note with their 95% interval either way.", show_default=False)] = None,
-    set_name: Annotated[SetName | None, typer.Option("--set", help="Which set this is: dev (tune against it) or release (frozen, run rarely, never tuned against). Recorded in the artifact; must match the file's \"set\" if it declares one.", show_default=False)] = None,
-    compare: Annotated[Path | None, typer.Option("--compare", metavar="ARTIFACT", help="A previous run artifact: print the queries with the largest gains and losses against it. Refused when the golden set version differs.", show_default=False)] = None,
-    allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Compare with --compare ARTIFACT even when its golden set version or content differs (only shared case ids are diffed).")] = False,
-    compare_top: Annotated[int, typer.Option("--compare-top", min=1, max=1000, help="How many gains and how many losses to list with --compare.")] = 10,
-    out: Annotated[Path, typer.Option("--out", help="Directory for the run artifact (run-<sha256>.json, immutable).")] = Path(".ragmon/gate-runs"),
-    fmt: Annotated[Format, typer.Option("--format", help="table (terminal), json (machines; stdout holds only the JSON), markdown (CI summaries).")] = Format.table,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="Do not show the progress bar (it is shown on a terminal only).")] = False,
-    answerer: Annotated[str | None, typer.Option("--answerer", help="Also gate generation: the answerer as module:function or path/to/file.py:function, called as f(question, chunks) with chunks = the top --k retrieved (chunk_id, text) pairs (texts from chunk_text(chunk_id) in the retriever's module). Returns {answer, citations: [{sentence, chunk_id, quote}], behaviour?, context?} or an object with those attributes. Every case, answerable or not, is answered and scored by the judge on the live scorer's path. See docs/gate.md.", show_default=False)] = None,
-    judge: Annotated[JudgeKind | None, typer.Option("--judge", help="With --answerer: the judge (default: judge.kind from --config / RAGMON_JUDGE__KIND; its other judge.* settings apply). Its fingerprint is printed and recorded in the artifact.", show_default=False)] = None,
-    min_faithfulness: Annotated[float | None, typer.Option("--min-faithfulness", help="With --answerer: minimum mean faithfulness (supported claims / claims), 0–1, per stratum. No default.", show_default=False)] = None,
-    min_citation_precision: Annotated[float | None, typer.Option("--min-citation-precision", help="With --answerer: minimum mean citation precision (quote verified in code and supporting), 0–1, per stratum. No default.", show_default=False)] = None,
-    max_wrong_refusal_rate: Annotated[float | None, typer.Option("--max-wrong-refusal-rate", help="With --answerer: maximum share of should-answer cases (golden expected_behaviour) that were declined, 0–1, per stratum. No default.", show_default=False)] = None,
-    max_missed_refusal_rate: Annotated[float | None, typer.Option("--max-missed-refusal-rate", help="With --answerer: maximum share of should-decline cases (refuse/clarify/route) that were answered, 0–1, per stratum. No default.", show_default=False)] = None,
-    allow_leaks: Annotated[str | None, typer.Option("--allow-leaks", metavar='"REASON, APPROVER"', help="Let permission leaks pass: a golden case with a tenant whose ranking holds another (non-shared) tenant's chunk fails its stratum otherwise. Give the reason and, after the last comma, the named person who approved it; both are recorded in the run artifact. See docs/leaks.md.", show_default=False)] = None,
+    golden_path: Annotated[Path, typer.Argument(
+        metavar="GOLDEN.json",
+        help="Golden set: a JSON array of golden-case.v1 cases, or an envelope {name, version, set, cases}.",
+        show_default=False)],
+    retriever: Annotated[str, typer.Option(
+        "--retriever",
+        help="Retriever to gate, as module:function or path/to/file.py:function. Called as f(question, k) and must "
+             "return ranked chunk ids or (chunk_id, score) pairs, best first. Modules in the working directory are "
+             "importable.", show_default=False)],
+    k: Annotated[int, typer.Option(
+        "--k",
+        help="The k you actually pass to the model: coverage, hit, MRR and nDCG are computed at this cut-off.",
+        show_default=False)],
+    min_coverage: Annotated[float, typer.Option(
+        "--min-coverage",
+        help="Required. Minimum mean coverage (recall) at k, 0–1, for EVERY stratum and ALL. No default: agree it with "
+             "the business before measuring.", show_default=False)],
+    min_mrr: Annotated[float, typer.Option(
+        "--min-mrr",
+        help="Required. Minimum mean reciprocal rank within the top k, 0–1, per stratum.", show_default=False)],
+    depth: Annotated[int | None, typer.Option(
+        "--depth",
+        help="A second, larger cut-off: recall at this depth is reported beside coverage@k (the gap is what a reranker "
+             "could win). The retriever is asked for this many. Default: k.", show_default=False)] = None,
+    min_ndcg: Annotated[float | None, typer.Option(
+        "--min-ndcg",
+        help="Optional minimum mean nDCG@k (linear gain, log2 discount, trec_eval's convention), 0–1, per stratum.",
+        show_default=False)] = None,
+    max_p95_ms: Annotated[float | None, typer.Option(
+        "--max-p95-ms",
+        help="Optional maximum p95 retriever latency per stratum, in milliseconds.", show_default=False)] = None,
+    min_cases: Annotated[int | None, typer.Option(
+        "--min-cases",
+        help="A stratum with fewer scored cases is reported (verdict 'too few', with its coverage interval) but not "
+             "gated on its own; its cases still count in ALL. Default: every stratum is gated; strata under 5 cases "
+             "get a note with their 95% interval either way.", show_default=False)] = None,
+    set_name: Annotated[SetName | None, typer.Option(
+        "--set",
+        help="Which set this is: dev (tune against it) or release (frozen, run rarely, never tuned against). Recorded "
+             "in the artifact; must match the file's \"set\" if it declares one.", show_default=False)] = None,
+    compare: Annotated[Path | None, typer.Option(
+        "--compare", metavar="ARTIFACT",
+        help="A previous run artifact: print the queries with the largest gains and losses against it. Refused when "
+             "the golden set version differs.", show_default=False)] = None,
+    allow_different_golden: Annotated[bool, typer.Option(
+        "--allow-different-golden",
+        help="Compare with --compare ARTIFACT even when its golden set version or content differs (only shared case "
+             "ids are diffed).")] = False,
+    compare_top: Annotated[int, typer.Option(
+        "--compare-top", min=1, max=1000, help="How many gains and how many losses to list with --compare.")] = 10,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Directory for the run artifact (run-<sha256>.json, immutable).")] = Path(".ragmon/gate-runs"),
+    fmt: Annotated[Format, typer.Option(
+        "--format",
+        help="table (terminal), json (machines; stdout holds only the JSON), markdown (CI summaries).")] = Format.table,
+    no_progress: Annotated[bool, typer.Option(
+        "--no-progress", help="Do not show the progress bar (it is shown on a terminal only).")] = False,
+    answerer: Annotated[str | None, typer.Option(
+        "--answerer",
+        help="Also gate generation: the answerer as module:function or path/to/file.py:function, called as f(question, "
+             "chunks) with chunks = the top --k retrieved (chunk_id, text) pairs (texts from chunk_text(chunk_id) in "
+             "the retriever's module). Returns {answer, citations: [{sentence, chunk_id, quote}], behaviour?, "
+             "context?} or an object with those attributes. Every case, answerable or not, is answered and scored by "
+             "the judge on the live scorer's path. See docs/gate.md.", show_default=False)] = None,
+    judge: Annotated[JudgeKind | None, typer.Option(
+        "--judge",
+        help="With --answerer: the judge (default: judge.kind from --config / RAGMON_JUDGE__KIND; its other judge.* "
+             "settings apply). Its fingerprint is printed and recorded in the artifact.", show_default=False)] = None,
+    min_faithfulness: Annotated[float | None, typer.Option(
+        "--min-faithfulness",
+        help="With --answerer: minimum mean faithfulness (supported claims / claims), 0–1, per stratum. No default.",
+        show_default=False)] = None,
+    min_citation_precision: Annotated[float | None, typer.Option(
+        "--min-citation-precision",
+        help="With --answerer: minimum mean citation precision (quote verified in code and supporting), 0–1, per "
+             "stratum. No default.", show_default=False)] = None,
+    max_wrong_refusal_rate: Annotated[float | None, typer.Option(
+        "--max-wrong-refusal-rate",
+        help="With --answerer: maximum share of should-answer cases (golden expected_behaviour) that were declined, "
+             "0–1, per stratum. No default.", show_default=False)] = None,
+    max_missed_refusal_rate: Annotated[float | None, typer.Option(
+        "--max-missed-refusal-rate",
+        help="With --answerer: maximum share of should-decline cases (refuse/clarify/route) that were answered, 0–1, "
+             "per stratum. No default.", show_default=False)] = None,
+    allow_leaks: Annotated[str | None, typer.Option(
+        "--allow-leaks", metavar='"REASON, APPROVER"',
+        help="Let permission leaks pass: a golden case with a tenant whose ranking holds another (non-shared) tenant's "
+             "chunk fails its stratum otherwise. Give the reason and, after the last comma, the named person who "
+             "approved it; both are recorded in the run artifact. See docs/leaks.md.", show_default=False)] = None,
 ) -> None:
     """Gate a retriever on a golden set: per-stratum coverage@k, recall@depth, hit@k, MRR, nDCG@k and latency.
 
-    Cases whose expected_behaviour is not 'answer' are excluded from retrieval scoring and counted. Every stratum and ALL are gated. Exit 0 when all meet every threshold, 1 when any misses one (FAIL marks say where), 2 on usage or input errors. Every completed run writes an immutable artifact to --out.
+    Cases whose expected_behaviour is not 'answer' are excluded from retrieval scoring and counted. Every stratum and
+    ALL are gated. Exit 0 when all meet every threshold, 1 when any misses one (FAIL marks say where), 2 on usage or
+    input errors. Every completed run writes an immutable artifact to --out.
 
-    With --answerer, generation is gated too: faithfulness, citation precision and recall, answer relevance (judge-scored through the same score_trace call, judge and fingerprint as live scoring) and refusal correctness as two numbers (wrong and missed refusals) over every case, in a second table.
+    With --answerer, generation is gated too: faithfulness, citation precision and recall, answer relevance
+    (judge-scored through the same score_trace call, judge and fingerprint as live scoring) and refusal correctness as
+    two numbers (wrong and missed refusals) over every case, in a second table.
 
-    Example: ragmon gate examples/golden/dev.json --retriever examples.retriever:search --k 3 --depth 8 --min-coverage 0.7 --min-mrr 0.6
+    Example: ragmon gate examples/golden/dev.json --retriever examples.retriever:search --k 3 --depth 8 --min-coverage
+    0.7 --min-mrr 0.6
 
     With generation: add --answerer examples.answerer:answer --min-faithfulness 0.8 --max-missed-refusal-rate 0
     """
@@ -260,7 +332,8 @@ def gate(
                 log.print("warning: golden sets differ; only cases present in both runs are diffed", markup=False)
             if comparison.gains or comparison.losses:
                 log.print(_comparison_table(comparison))
-            log.print(f"{comparison.unchanged} case(s) unchanged; only in baseline: {len(comparison.only_in_baseline)}, "
+            log.print(f"{comparison.unchanged} case(s) unchanged; only in baseline: "
+                      f"{len(comparison.only_in_baseline)}, "
                       f"only in this run: {len(comparison.only_in_current)}", markup=False)  # fmt: skip
         log.print(f"artifact: {path}", markup=False, highlight=False, soft_wrap=True)
         log.print(_verdict(result, gen_result), markup=False, highlight=False, soft_wrap=True)

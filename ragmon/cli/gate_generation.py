@@ -74,7 +74,8 @@ def generation_notes(section: dict[str, Any]) -> list[str]:
         notes.append(f"{len(not_judged)} case(s) from {not_judged[0]!r} on: {queries[not_judged[0]]['error']}")
     if wrong := [case_id for case_id, q in queries.items() if q["refusal_outcome"] == "wrong_decline"]:
         notes.append(f"{len(wrong)} case(s) declined, but not as the golden set expects (e.g. refused where it "
-                     f"should route or clarify; counted as wrong_declines, not missed refusals): {', '.join(wrong[:10])}")  # fmt: skip
+                     "should route or clarify; counted as wrong_declines, not missed refusals): "
+                     f"{', '.join(wrong[:10])}")  # fmt: skip
     for case_id, q in queries.items():
         if q["error"] and case_id not in not_judged:
             notes.append(f"case {case_id!r}: generation: {q['error']} (not scored)")

@@ -36,7 +36,8 @@ def ingest(
     ctx: typer.Context,
     bootstrap_servers: Annotated[str | None, typer.Option(
         help="Kafka brokers, host:port[,host:port] (kafka.bootstrap_servers).", show_default=False)] = None,
-    topic: Annotated[str | None, typer.Option(help="Topic to read traces from (kafka.topic).", show_default=False)] = None,
+    topic: Annotated[str | None, typer.Option(
+        help="Topic to read traces from (kafka.topic).", show_default=False)] = None,
     group_id: Annotated[str | None, typer.Option(
         help="Consumer group; run more replicas with the same group to scale out (kafka.group_id).",
         show_default=False)] = None,
@@ -54,7 +55,8 @@ def ingest(
     host: Annotated[str | None, typer.Option(
         help="Address for /metrics, /healthz, /readyz (server.host).", show_default=False)] = None,
     port: Annotated[int | None, typer.Option(
-        help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).", show_default=False)] = None,
+        help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).",
+        show_default=False)] = None,
     exit_when_idle: Annotated[float | None, typer.Option(
         min=0, help="Exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, nothing "
         "was read and everything read was stored and committed (batch jobs, benchmarks). Exit 3 if no partition is "
@@ -91,15 +93,20 @@ def ingest(
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
 
-    Every valid trace is stored exactly once as read with FINAL (at-least-once delivery plus idempotent writes); invalid messages go to the dead-letter topic with the reason.
+    Every valid trace is stored exactly once as read with FINAL (at-least-once delivery plus idempotent writes); invalid
+    messages go to the dead-letter topic with the reason.
 
-    While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits and closes within process.shutdown_grace_seconds.
+    While the store is down, consumption pauses and nothing is committed. SIGTERM/SIGINT stops polling, flushes, commits
+    and closes within process.shutdown_grace_seconds.
 
-    With --file, read a JSON Lines file or standard input instead (backfills, replaying dead letters after a fix, trying ragmon without a broker).
+    With --file, read a JSON Lines file or standard input instead (backfills, replaying dead letters after a fix, trying
+    ragmon without a broker).
 
-    With --otlp-http, take OTLP/HTTP POST /v1/traces from applications' OpenTelemetry exporters instead (OpenInference spans of LlamaIndex, LangChain, …; see docs/otlp.md).
+    With --otlp-http, take OTLP/HTTP POST /v1/traces from applications' OpenTelemetry exporters instead (OpenInference
+    spans of LlamaIndex, LangChain, …; see docs/otlp.md).
 
-    Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them all.
+    Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them
+    all.
     """
     from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
     from ragmon.process import serve_roles
@@ -126,7 +133,8 @@ def ingest(
         topic = group_id = dead_letter_topic = None
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
                         dead_letter_topic=dead_letter_topic, input_format=input_format)
-    settings = override(settings, "ingest", max_batch_rows=max_batch_rows, flush_interval_seconds=flush_interval_seconds)
+    settings = override(settings, "ingest", max_batch_rows=max_batch_rows,
+                        flush_interval_seconds=flush_interval_seconds)
     settings = override(settings, "server", host=host, port=port)
     settings = override(settings, "otlp", port=otlp_port)
     if outcomes:
@@ -207,7 +215,8 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
     _outcome_summary(stats, stats_json)
     if not loop.source.finished():  # read to its end and every line committed (as for traces)
         raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
-                   "again; what was stored is not stored twice", EXIT_UNAVAILABLE if loop.paused or loop.source.read_error else EXIT_INTERRUPTED)
+                   "again; what was stored is not stored twice",
+                   EXIT_UNAVAILABLE if loop.paused or loop.source.read_error else EXIT_INTERRUPTED)
     if stats.consumed and not stats.stored and not stats.already_stored:  # not one outcome event in the input
         reasons = ", ".join(f"{r} {n}" for r, n in sorted(stats.dead_letters.items()))
         what = (f"{stats.traces} of them are traces (trace.v1): load a trace file with `ragmon ingest --file {file}`, "

@@ -36,7 +36,9 @@ def judge_agreement(
     fail_when_low: Annotated[bool, typer.Option("--fail-when-low", help="Exit 1 when the latest week of any cell is "
                                                 "low (a gate for a judge change).")] = False,
 ) -> None:
-    """Judge drift: Cohen's kappa of the judge's verdicts vs review labels per fingerprint, label and stratum, week by week, against the fingerprint's calibration weeks (drift.judge_agreement). Low = the latest week fell below the calibrated kappa by more than the 95% interval of the difference. See docs/judges.md, 'Judge drift'."""
+    """Judge drift: Cohen's kappa of the judge's verdicts vs review labels per fingerprint, label and stratum, week by
+    week, against the fingerprint's calibration weeks (drift.judge_agreement). Low = the latest week fell below the
+    calibrated kappa by more than the 95% interval of the difference. See docs/judges.md, 'Judge drift'."""
     from ragmon.cli.store_open import open_store
     from ragmon.drift.judge_agreement import JudgeAgreementJob
 

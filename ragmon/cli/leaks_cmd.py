@@ -43,7 +43,9 @@ def list_(
 ) -> None:
     """List the traces that leaked between --since and --until, newest first, with each leaked chunk's id and tenant.
 
-    A leak is a retrieved chunk whose tenant is neither the asking user's tenant nor one of ingest.shared_tenants; ingest counts them on every trace (permission_leaks) and exports ragmon_permission_leaks_total, which pages through RagmonPermissionLeak.
+    A leak is a retrieved chunk whose tenant is neither the asking user's tenant nor one of ingest.shared_tenants;
+    ingest counts them on every trace (permission_leaks) and exports ragmon_permission_leaks_total, which pages through
+    RagmonPermissionLeak.
 
     Example: ragmon leaks list --since 1h --format json
     """

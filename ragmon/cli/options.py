@@ -1,8 +1,8 @@
 """Options that several ``ragmon`` commands share, and how their values are checked.
 
-Owns the ``--log-level`` and report ``--format`` options, the ``--since``/``--until`` time forms, and the check of output paths (a report
-file, an artifact directory) before any work is done. A bad value is a usage error (exit 2) raised before the
-command does anything else; nothing here opens a store or the network.
+Owns the ``--log-level`` and report ``--format`` options, the ``--since``/``--until`` time forms, and the check of
+output paths (a report file, an artifact directory) before any work is done. A bad value is a usage error (exit 2)
+raised before the command does anything else; nothing here opens a store or the network.
 """
 
 from __future__ import annotations

@@ -152,7 +152,8 @@ def status(ctx: typer.Context,
             disputed[item.category or NO_STRATUM] = disputed.get(item.category or NO_STRATUM, 0) + 1
     if output == "json":
         console.print_json(json.dumps({"week": data.week, "seed": data.seed, "strata": [
-            {"stratum": p.stratum, "items": p.total, "reviewed": p.reviewed, "disagreements": disputed.get(p.stratum, 0)}
+            {"stratum": p.stratum, "items": p.total, "reviewed": p.reviewed,
+             "disagreements": disputed.get(p.stratum, 0)}
             for p in data.progress()]}))
         return
     table = Table("stratum", "items", "reviewed", "disagreements", title=f"review {data.week} (seed {data.seed})")

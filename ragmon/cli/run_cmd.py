@@ -46,7 +46,8 @@ def run(
         otlp = (f" · OTLP/HTTP http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces"
                 if "otlp" in process.listeners else "")
         console.print(f"store {mask_dsn(secret_value(settings.store.dsn) or '')} · metrics {base}/metrics · "
-                      f"health {base}/healthz {base}/readyz" + (f" · review UI {base}/review/" if process.routers else "")
+                      f"health {base}/healthz {base}/readyz"
+                      + (f" · review UI {base}/review/" if process.routers else "")
                       + otlp, highlight=False, soft_wrap=True)
 
     process = serve_roles(settings, title="ragmon", started=started)

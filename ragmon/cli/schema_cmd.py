@@ -51,7 +51,8 @@ def validate(
         "--kind", help="trace, golden-case, golden-set, or auto (a JSON array is a golden set, an object with "
         "expected_behaviour a golden case, anything else a trace).")] = "auto",
     max_bytes: Annotated[int, typer.Option(
-        "--max-bytes", min=1, help="Reject traces larger than this, like ingest.max_message_bytes.")] = DEFAULT_MAX_BYTES,
+        "--max-bytes", min=1,
+        help="Reject traces larger than this, like ingest.max_message_bytes.")] = DEFAULT_MAX_BYTES,
 ) -> None:
     """Check payloads the way ingest and the gate will: exit 1 if any is invalid, naming the reason and field."""
     if kind not in ("auto", "trace", "golden-case", "golden-set"):
@@ -123,4 +124,5 @@ def _check_golden_set(raw: bytes) -> tuple[str, str]:
         problems = [line.strip() for line in str(exc).splitlines()[1:]]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         return "schema", (problems[0] if problems else str(exc)) + more
-    return "valid", f"{len(golden.cases)} cases" + (f", {golden.set_name} set {golden.version}" if golden.set_name else "")
+    return "valid", (f"{len(golden.cases)} cases"
+                     + (f", {golden.set_name} set {golden.version}" if golden.set_name else ""))

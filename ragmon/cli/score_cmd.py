@@ -60,9 +60,12 @@ def score(
 ) -> None:
     """Score sampled traces with the pinned judge and write scores (with the judge fingerprint) to the store.
 
-    Every trace gets a sampling decision (sampled, not_sampled, capped, over_budget) in sampling_decisions. Sampled traces are judged and scored with the same metric functions as the gate; a judge that keeps failing is recorded as status=failed, never as a score.
+    Every trace gets a sampling decision (sampled, not_sampled, capped, over_budget) in sampling_decisions. Sampled
+    traces are judged and scored with the same metric functions as the gate; a judge that keeps failing is recorded as
+    status=failed, never as a score.
 
-    Kafka mode (default) consumes the traces topic in its own consumer group until SIGTERM; run more replicas to scale out. --from-store scores stored traces between --since and --until.
+    Kafka mode (default) consumes the traces topic in its own consumer group until SIGTERM; run more replicas to scale
+    out. --from-store scores stored traces between --since and --until.
 
     Options override the same settings from --config and RAGMON_* variables (judge.*, sampling.*, score.*).
     """
@@ -113,7 +116,8 @@ def score(
         task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
         result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
                                        flush_interval_seconds=settings.score.flush_interval_seconds,
-                                       only_failed=only_failed, progress=lambda _n, r: bar.update(task, completed=sum(r.decisions.values())))
+                                       only_failed=only_failed,
+                                       progress=lambda _n, r: bar.update(task, completed=sum(r.decisions.values())))
     _summary(result, scorer.judge, time.monotonic() - started)
 
 

@@ -24,19 +24,26 @@ app = typer.Typer(help="Compare a candidate retriever running in shadow mode wit
 @app.command("compare")
 def compare_cmd(
     ctx: typer.Context,
-    baseline: Annotated[str, typer.Option(metavar="NAME[@VERSION]", help="Production retriever as NAME or NAME@VERSION (any version if "
-                                                "omitted).", show_default=False)],
-    candidate: Annotated[str, typer.Option(metavar="NAME[@VERSION]", help="Candidate retriever as NAME or NAME@VERSION.", show_default=False)],
-    baseline_variant: Annotated[str, typer.Option(metavar="VARIANT", help="Trace variant of the baseline side.")] = "production",
-    candidate_variant: Annotated[str, typer.Option(metavar="VARIANT", help="Trace variant of the candidate side (shadow traces "
-                                                        "carry variant=shadow).")] = "shadow",
-    since: Annotated[str, typer.Option(metavar="TIME", help="Window start: ISO 8601 time (naive = UTC) or a duration back from "
-                                            "now such as 24h or 7d.")] = "24h",
-    until: Annotated[str | None, typer.Option(metavar="TIME", help="Window end (exclusive), same forms as --since; default now.",
-                                              show_default=False)] = None,
+    baseline: Annotated[str, typer.Option(
+        metavar="NAME[@VERSION]", help="Production retriever as NAME or NAME@VERSION (any version if "
+                                       "omitted).", show_default=False)],
+    candidate: Annotated[str, typer.Option(
+        metavar="NAME[@VERSION]", help="Candidate retriever as NAME or NAME@VERSION.", show_default=False)],
+    baseline_variant: Annotated[str, typer.Option(
+        metavar="VARIANT", help="Trace variant of the baseline side.")] = "production",
+    candidate_variant: Annotated[str, typer.Option(
+        metavar="VARIANT", help="Trace variant of the candidate side (shadow traces "
+                                "carry variant=shadow).")] = "shadow",
+    since: Annotated[str, typer.Option(
+        metavar="TIME", help="Window start: ISO 8601 time (naive = UTC) or a duration back from "
+                             "now such as 24h or 7d.")] = "24h",
+    until: Annotated[str | None, typer.Option(
+        metavar="TIME", help="Window end (exclusive), same forms as --since; default now.",
+        show_default=False)] = None,
     k: Annotated[int | None, typer.Option(help="Compare the top k of each list. Default: the smaller of the two "
                                                "sides' usual result counts.", show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table (terminal), markdown, html or json.")] = "table",
+    fmt: Annotated[str, typer.Option(
+        "--format", metavar="FORMAT", help="table (terminal), markdown, html or json.")] = "table",
     out: Annotated[Path | None, typer.Option(help="Write the report to this file instead of stdout.",
                                              show_default=False)] = None,
     min_pairs: Annotated[int | None, typer.Option(help="Hold a stratum with fewer pairs than this.",
@@ -50,28 +57,32 @@ def compare_cmd(
         help="Reject a stratum whose candidate error rate exceeds the baseline's by more than this (0.01 = one "
              "percentage point).", show_default=False)] = None,
     max_quality_drop: Annotated[list[str] | None, typer.Option(
-        metavar="METRIC=X", help="METRIC=X, repeatable: reject a stratum when the whole confidence interval of the metric's mean "
+        metavar="METRIC=X",
+        help="METRIC=X, repeatable: reject a stratum when the whole confidence interval of the metric's mean "
              "paired difference lies below -X; hold when it straddles -X. Metrics: judge metrics in the scores "
              "table, and recall_at_k, mrr, ndcg_at_k with --golden.", show_default=False)] = None,
     golden: Annotated[Path | None, typer.Option(help="Golden set (JSON array of golden-case.v1): live queries "
                                                      "whose question matches a case are canaries with recall, MRR "
                                                      "and nDCG on both sides.", show_default=False)] = None,
-    latency_stage: Annotated[str, typer.Option(metavar="STAGE", help="latency_ms key to compare (shadow traces often skip "
-                                                    "generation), or 'total'.")] = "retrieve",
+    latency_stage: Annotated[str, typer.Option(
+        metavar="STAGE", help="latency_ms key to compare (shadow traces often skip "
+                              "generation), or 'total'.")] = "retrieve",
     rbo_p: Annotated[float, typer.Option(help="Persistence of rank-biased overlap, in (0, 1).")] = 0.9,
     confidence: Annotated[float, typer.Option(help="Confidence level of the bootstrap intervals.")] = 0.95,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=100, max=100_000)] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the score sample (reproducible reports).",
                                       min=0)] = 0,
     top: Annotated[int, typer.Option(help="How many largest gains and losses to show.", min=0, max=100)] = 5,
-    rank_by: Annotated[str | None, typer.Option(metavar="METRIC", help="Metric ranking the gains and losses (default: ndcg_at_k on "
-                                                     "canaries, else the judge metric with most pairs).",
-                                                show_default=False)] = None,
+    rank_by: Annotated[str | None, typer.Option(
+        metavar="METRIC", help="Metric ranking the gains and losses (default: ndcg_at_k on "
+                               "canaries, else the judge metric with most pairs).",
+        show_default=False)] = None,
 ) -> None:
     """Pair production and shadow traces by query_id and report ranking agreement, score shift, operational
     and quality deltas per stratum, the biggest wins and losses, and a promote/hold/reject verdict.
 
-    Exit codes: 0 promote · 1 reject · 4 hold (also when no thresholds are given) · 2 bad arguments · 3 store unavailable.
+    Exit codes: 0 promote · 1 reject · 4 hold (also when no thresholds are given) · 2 bad arguments · 3 store
+    unavailable.
     """
     from ragmon.cli.store_open import open_store
     from ragmon.shadow.canary import load_golden

@@ -39,7 +39,11 @@ def triage(
     """Queue the week's thumbs-down production traces for triage in the review UI (/review/triage), then report
     triaged causes per stratum for the last --weeks weeks with the trend.
 
-    Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items. Negative feedback events count up to a day after the week, so until a selection runs after that the queue is provisional (a warning says so): selecting the week again adds what arrived since; after that it changes nothing. The review role of a running daemon does this every hour. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random review sample never reads feedback; triage is kept apart from it.
+    Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items. Negative feedback events
+    count up to a day after the week, so until a selection runs after that the queue is provisional (a warning says so):
+    selecting the week again adds what arrived since; after that it changes nothing. The review role of a running daemon
+    does this every hour. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random
+    review sample never reads feedback; triage is kept apart from it.
     """
     from ragmon.cli.store_open import open_store
     from ragmon.review.records import parse_week, previous_week
