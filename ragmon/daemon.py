@@ -126,9 +126,9 @@ class RoleParts:
 
     ``loops`` run in the daemon's threads. The assembler registers ``liveness`` (when given) with the loops'
     threads as the ``/healthz`` check ``<role>_loop`` and ``readiness`` as the ``/readyz`` check ``<role>``,
-    mounts ``routers`` on the process's one HTTP port, serves each of ``listeners`` on its own, and names ``on_stuck`` (what a loop still running after
-    the grace period means) in its report. ``service`` is the role's own object, for the command that started
-    it to report from afterwards (the ingest pipeline's stats, the score role's result).
+    mounts ``routers`` on the process's one HTTP port, serves each of ``listeners`` on its own, and names ``on_stuck``
+    (what a loop still running after the grace period means) in its report. ``service`` is the role's own object, for
+    the command that started it to report from afterwards (the ingest pipeline's stats, the score role's result).
     """
 
     loops: tuple[Role, ...]

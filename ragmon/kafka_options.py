@@ -6,8 +6,8 @@ for consumers the group, manual commits, the earliest reset, the session timeout
 the ingest consumer (``ingest/source.py``), the dead-letter producer (``ingest/dead_letter.py``) and the score
 consumer (``score/sources.py``), so a fix made for one (the reconnect backoff that shortened recovery after a
 broker restart) reaches all of them. Compression needs no option here: a consumer reads every codec whose library
-is installed (gzip, snappy, lz4 and zstd: ragmon depends on ``kafka-python[lz4,snappy,zstd]``). It must not import kafka-python or create a client (the adapters do);
-it is pure: settings in, a dict out.
+is installed (gzip, snappy, lz4 and zstd: ragmon depends on ``kafka-python[lz4,snappy,zstd]``). It must not import
+kafka-python or create a client (the adapters do); it is pure: settings in, a dict out.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ Every daemon command (``ragmon ingest``, ``score``, ``drift``, ``review``, ``dem
 run`` go through here, the way arroyo runs every consumer through one ``StreamProcessor``: ``build_process``
 opens the store (or takes one), builds each role through its package's ``<role>/role.py: build`` and registers
 its health checks under one rule (liveness ``<role>_loop``: the role's threads are running and its own check
-passes; readiness ``store``, plus ``<role>`` where a role has one); ``Process.serve`` binds the port and the roles' own ports
-(a port in use is one ``ConfigError`` line); ``Process.run`` runs the daemon until a signal, stops the server and records
-the roles still running after the grace period. ``serve_roles`` does all three. Every enabled role is built
+passes; readiness ``store``, plus ``<role>`` where a role has one); ``Process.serve`` binds the port and the roles' own
+ports (a port in use is one ``ConfigError`` line); ``Process.run`` runs the daemon until a signal, stops the server and
+records the roles still running after the grace period. ``serve_roles`` does all three. Every enabled role is built
 eagerly, so a bad setup (an unreachable broker, a review UI without users, a judge without a key) fails at
 start-up with one line per problem, never later inside a loop.
 

@@ -173,7 +173,8 @@ def serve(app: FastAPI, host: str, port: int, *, startup_timeout: float = 10.0,
                             proxy_headers=bool(forwarded_allow_ips), forwarded_allow_ips=forwarded_allow_ips or None)
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the main loop owns signals
-    sock = _bind(host, port, section)  # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback
+    # here, not in uvicorn's thread, so a port in use is one clear error, not a traceback
+    sock = _bind(host, port, section)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ragmon-http", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout

@@ -8,8 +8,8 @@ at start-up and raises ``ConfigError`` with one line per problem. Field names ca
 Layout: ``loading`` (file, environment, secret files, problem lines), ``settings`` (the root model), and the
 sections by role: ``store`` (store, kafka), ``ingest``, ``otlp``, ``score`` (judge, sampling, score), ``drift``,
 ``review`` (server, review), ``read_api``, ``shadow``, ``coverage``, ``ab``, ``process`` (process, roles). Import
-from ``ragmon.config``; the modules are its parts. This package must not import the store adapter, clickhouse-connect or chDB: the DSN is
-checked by the pure ``ragmon.store.dsn``.
+from ``ragmon.config``; the modules are its parts. This package must not import the store adapter, clickhouse-connect or
+chDB: the DSN is checked by the pure ``ragmon.store.dsn``.
 """
 
 from ragmon.config.ab import AbSettings

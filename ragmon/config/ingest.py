@@ -24,7 +24,8 @@ class IngestSettings(Section):
         "allows once the slowest of the last 8 inserts and 0.25 s for polling are taken off, never less than "
         "flush_interval_seconds nor more than the target. Unset: every batch waits flush_interval_seconds.",
     )
-    max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600, description="Larger messages are dead-lettered.")
+    max_message_bytes: int = Field(1_048_576, ge=1_024, le=104_857_600,
+                                   description="Larger messages are dead-lettered.")
     redact_fields: list[str] = Field(
         default_factory=lambda: ["question", "answer"],
         description=(

@@ -44,7 +44,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except SettingsError as exc:  # a RAGMON_* variable for a list/mapping setting that is not JSON
         names = sorted(n for n in os.environ if n.upper().startswith("RAGMON_") and "__" in n)
         raise ConfigError([f"environment: {exc}; list and mapping settings take JSON, e.g. "
-                           f"RAGMON_INGEST__REDACT_FIELDS='[\"question\"]' (set: {', '.join(names) or 'none'})"]) from None
+                           f"RAGMON_INGEST__REDACT_FIELDS='[\"question\"]' "
+                           f"(set: {', '.join(names) or 'none'})"]) from None
     return _resolve_store(_resolve_secret_files(settings))
 
 
@@ -143,7 +144,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: the top level must be a mapping of sections (store:, kafka:, …)"])
-    odd = [f"{path}: top-level key {k!r} is not a section name (store:, kafka:, …)" for k in data if not isinstance(k, str)]
+    odd = [f"{path}: top-level key {k!r} is not a section name (store:, kafka:, …)"
+           for k in data if not isinstance(k, str)]
     if odd:  # Settings(**data) would raise TypeError on them
         raise ConfigError(odd)
     return data
@@ -179,7 +181,8 @@ def _clip(text: str, limit: int = 80) -> str:
 def _resolve_secret_files(settings: Settings) -> Settings:
     problems: list[str] = []
     updates: dict[str, dict[str, Any]] = {}
-    for section_name, field, file_field in (("store", "dsn", "dsn_file"), ("kafka", "sasl_password", "sasl_password_file"),
+    for section_name, field, file_field in (("store", "dsn", "dsn_file"),
+                                            ("kafka", "sasl_password", "sasl_password_file"),
                                              ("review", "session_secret", "session_secret_file"),
                                              ("judge", "api_key", "api_key_file"), ("otlp", "token", "token_file"),
                                              ("read_api", "token", "token_file")):

@@ -20,7 +20,8 @@ KAFKA_DEAD_LETTERS = "kafka"
 
 class OtlpSettings(Section):
     host: str = Field("127.0.0.1", description="Address the OTLP/HTTP receiver binds (0.0.0.0 for every interface).")
-    port: int = Field(4318, ge=0, le=65535, description="Port of POST /v1/traces (4318 is OTLP/HTTP's; 0 picks a free one).")
+    port: int = Field(4318, ge=0, le=65535,
+                      description="Port of POST /v1/traces (4318 is OTLP/HTTP's; 0 picks a free one).")
     token: SecretStr | None = Field(
         None, description="When set, requests need 'Authorization: Bearer <token>'; without it, anyone who reaches "
         "the port may send traces (keep host on loopback then).",

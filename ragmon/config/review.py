@@ -15,7 +15,8 @@ from ragmon.config.section import Section
 
 
 class ServerSettings(Section):
-    host: str = Field("127.0.0.1", description="Address the HTTP server (/metrics, /healthz, /readyz, review UI) binds.")
+    host: str = Field("127.0.0.1",
+                      description="Address the HTTP server (/metrics, /healthz, /readyz, review UI) binds.")
     port: int = Field(9108, ge=0, le=65535, description="HTTP port (0 picks a free one).")
     forwarded_allow_ips: str = Field(
         "",
@@ -63,31 +64,38 @@ class ReviewUser(Section):
         None, description="scrypt hash from `ragmon review hash-password` (never the password itself). Masked."
     )
     token_sha256: SecretStr | None = Field(
-        None, description="SHA-256 (hex) of this reviewer's JSON API bearer token, from `ragmon review new-token`. Masked."
+        None,
+        description="SHA-256 (hex) of this reviewer's JSON API bearer token, from `ragmon review new-token`. Masked."
     )
 
 
 class ReviewSettings(Section):
     users: list[ReviewUser] = Field(
-        default_factory=list, description="Who may sign in. Empty: the review UI refuses to start (no anonymous access)."
+        default_factory=list,
+        description="Who may sign in. Empty: the review UI refuses to start (no anonymous access)."
     )
-    users_file: Path | None = Field(None, description="YAML list of users (same fields), e.g. a mounted Secret; added to users.")
+    users_file: Path | None = Field(
+        None, description="YAML list of users (same fields), e.g. a mounted Secret; added to users."
+    )
     session_secret: SecretStr | None = Field(
         None, description="Key that signs session cookies (≥ 32 chars). Unset: a random key per process. Masked."
     )
     session_secret_file: Path | None = Field(None, description="Read the session key from this file instead.")
-    session_max_age_seconds: int = Field(28_800, ge=60, le=2_592_000, description="A session expires this long after sign-in.")
+    session_max_age_seconds: int = Field(28_800, ge=60, le=2_592_000,
+                                         description="A session expires this long after sign-in.")
     cookie_secure: bool | None = Field(
         None, description="Mark cookies Secure (sent over HTTPS only). Unset: on, unless server.host is a loopback "
         "address (a browser on the same machine over plain HTTP). Serving a non-loopback address over plain HTTP "
         "logs a warning: put the UI behind an HTTPS proxy.",
     )
-    login_max_failures: int = Field(5, ge=1, le=1000, description="Failed sign-ins per user and address before a lock-out.")
+    login_max_failures: int = Field(5, ge=1, le=1000,
+                                    description="Failed sign-ins per user and address before a lock-out.")
     login_lockout_seconds: int = Field(300, ge=1, le=86_400, description="Window of the sign-in failure count.")
     sample_size: int = Field(50, ge=1, le=100_000, description="Traces in each week's random sample.")
     stratify: bool = Field(False, description="Guarantee min_per_stratum traces per category in the sample.")
     min_per_stratum: int = Field(0, ge=0, le=10_000, description="Minimum per category when stratify is on.")
-    refresh_interval_seconds: float = Field(60.0, gt=0, le=3600, description="How often the review gauges are recomputed.")
+    refresh_interval_seconds: float = Field(60.0, gt=0, le=3600,
+                                            description="How often the review gauges are recomputed.")
     triage_max_items: int = Field(
         200, ge=1, le=100_000, description="Thumbs-down traces the daemon's weekly triage selection queues (all of "
         "them, or a seeded random sample of this many); as `ragmon review triage --max-items`.",

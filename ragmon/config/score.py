@@ -36,16 +36,21 @@ class JudgeSettings(Section):
         120.0, gt=0, le=3600, description="Give up retrying one trace after this long (then it is recorded as failed)."
     )
     max_attempts: int = Field(6, ge=1, le=50, description="HTTP attempts per trace (retries on 429, 5xx, timeouts).")
-    backoff_initial_seconds: float = Field(0.5, gt=0, le=60, description="First retry delay; doubles per attempt, with jitter.")
-    backoff_max_seconds: float = Field(20.0, gt=0, le=600, description="Cap of one retry delay (Retry-After is honoured up to it).")
+    backoff_initial_seconds: float = Field(0.5, gt=0, le=60,
+                                           description="First retry delay; doubles per attempt, with jitter.")
+    backoff_max_seconds: float = Field(20.0, gt=0, le=600,
+                                       description="Cap of one retry delay (Retry-After is honoured up to it).")
     max_output_tokens: int = Field(2_000, ge=64, le=100_000, description="max_tokens of the judge's answer.")
     max_chunk_chars: int = Field(
-        4_000, ge=100, le=200_000, description="Chunk text longer than this is cut in the prompt (part of the fingerprint)."
+        4_000, ge=100, le=200_000,
+        description="Chunk text longer than this is cut in the prompt (part of the fingerprint)."
     )
     input_usd_per_million_tokens: float = Field(0.0, ge=0, description="Price of prompt tokens, for cost accounting.")
-    output_usd_per_million_tokens: float = Field(0.0, ge=0, description="Price of completion tokens, for cost accounting.")
+    output_usd_per_million_tokens: float = Field(0.0, ge=0,
+                                                 description="Price of completion tokens, for cost accounting.")
     cache_max_entries: int = Field(
-        10_000, ge=0, le=10_000_000, description="Verdicts kept in memory per (trace content hash, fingerprint); 0 disables."
+        10_000, ge=0, le=10_000_000,
+        description="Verdicts kept in memory per (trace content hash, fingerprint); 0 disables."
     )
     max_in_flight: int = Field(
         64, ge=1, le=512,

@@ -56,13 +56,16 @@ class Settings(BaseSettings):
     )
     roles: RolesSettings = Field(default_factory=RolesSettings, description="Which daemon roles `ragmon run` starts.")
     review: ReviewSettings = Field(default_factory=ReviewSettings, description="Weekly human review UI and sample.")
-    judge: JudgeSettings = Field(default_factory=JudgeSettings, description="The pinned judge (heuristic or OpenAI-compatible).")
+    judge: JudgeSettings = Field(default_factory=JudgeSettings,
+                                 description="The pinned judge (heuristic or OpenAI-compatible).")
     sampling: SamplingSettings = Field(default_factory=SamplingSettings, description="Live-scoring sampler.")
     score: ScoreSettings = Field(default_factory=ScoreSettings, description="The live scoring role.")
-    drift: DriftSettings = Field(default_factory=DriftSettings, description="Drift checks on retrieval and quality features.")
+    drift: DriftSettings = Field(default_factory=DriftSettings,
+                                 description="Drift checks on retrieval and quality features.")
     shadow: ShadowSettings = Field(default_factory=ShadowSettings, description="Configured running shadow comparisons.")
     console: ConsoleSettings = Field(
-        default_factory=ConsoleSettings, description="The console's pages (served with the review UI, behind its sign-in)."
+        default_factory=ConsoleSettings,
+        description="The console's pages (served with the review UI, behind its sign-in)."
     )
     ab: AbSettings = Field(default_factory=AbSettings, description="A/B cohort outcomes and their comparison.")
     coverage: CoverageSettings = Field(

@@ -22,9 +22,11 @@ class ShadowComparisonSettings(Section):
     )
     baseline_variant: Literal["production", "shadow", "canary"] = Field("production", description="Baseline variant.")
     candidate_variant: Literal["production", "shadow", "canary"] = Field("shadow", description="Candidate variant.")
-    window_seconds: float = Field(3600.0, ge=60, le=90 * 86400, description="Each run compares the last this-many seconds.")
+    window_seconds: float = Field(3600.0, ge=60, le=90 * 86400,
+                                  description="Each run compares the last this-many seconds.")
     k: int | None = Field(None, ge=1, le=1000, description="Top k compared (default: the smaller usual list length).")
-    latency_stage: str = Field("retrieve", min_length=1, max_length=256, description="latency_ms key compared, or 'total'.")
+    latency_stage: str = Field("retrieve", min_length=1, max_length=256,
+                               description="latency_ms key compared, or 'total'.")
 
     @model_validator(mode="after")
     def _sides_differ(self) -> ShadowComparisonSettings:
@@ -35,7 +37,8 @@ class ShadowComparisonSettings(Section):
 
 
 class ShadowSettings(Section):
-    interval_seconds: float = Field(300.0, ge=5, le=86400, description="Time between runs of the configured comparisons.")
+    interval_seconds: float = Field(300.0, ge=5, le=86400,
+                                    description="Time between runs of the configured comparisons.")
     comparisons: list[ShadowComparisonSettings] = Field(
         default_factory=list, description="Running shadow comparisons exported as ragmon_shadow_* gauges."
     )

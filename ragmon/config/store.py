@@ -19,8 +19,8 @@ DEFAULT_DSN = "chdb://./.ragmon/clickhouse"
 class StoreSettings(Section):
     dsn: SecretStr = Field(
         SecretStr(DEFAULT_DSN),
-        description="ClickHouse DSN: 'chdb:///abs/dir' or 'chdb://./rel/dir' for the embedded engine (default, on local disk) or "
-        "'http(s)://user:password@host:port/database' for a server. May contain a password: masked.",
+        description="ClickHouse DSN: 'chdb:///abs/dir' or 'chdb://./rel/dir' for the embedded engine (default, on "
+        "local disk) or 'http(s)://user:password@host:port/database' for a server. May contain a password: masked.",
     )
     dsn_file: Path | None = Field(None, description="Read the DSN from this file instead (a mounted Secret).")
     database: str = Field(
@@ -33,7 +33,8 @@ class StoreSettings(Section):
         pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$",
         description="ClickHouse cluster name: DDL runs ON CLUSTER and tables use Replicated engines.",
     )
-    traces_ttl_days: int = Field(90, ge=1, le=36500, description="Days to keep traces (and scores) before TTL deletes them.")
+    traces_ttl_days: int = Field(90, ge=1, le=36500,
+                                 description="Days to keep traces (and scores) before TTL deletes them.")
     drift_checks_ttl_days: int = Field(365, ge=1, le=36500, description="Days to keep drift check results.")
     connect_timeout_seconds: float = Field(10.0, gt=0, le=300, description="Connect timeout for a server store.")
     query_timeout_seconds: float = Field(60.0, gt=0, le=3600, description="Per-query timeout for a server store.")
@@ -56,10 +57,12 @@ class StoreSettings(Section):
 
 class KafkaSettings(Section):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Comma-separated host:port list of Kafka brokers.")
-    topic: str = Field("rag.traces", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Topic the RAG app writes traces to.")
+    topic: str = Field("rag.traces", pattern=r"^[A-Za-z0-9._-]{1,249}$",
+                       description="Topic the RAG app writes traces to.")
     group_id: str = Field("ragmon-ingest", min_length=1, description="Consumer group of the ingest role.")
     dead_letter_topic: str = Field(
-        "rag.traces.dlq", pattern=r"^[A-Za-z0-9._-]{1,249}$", description="Where invalid messages go, with reason headers."
+        "rag.traces.dlq", pattern=r"^[A-Za-z0-9._-]{1,249}$",
+        description="Where invalid messages go, with reason headers."
     )
     dead_letter_max_message_bytes: int = Field(
         1_000_000, ge=8_192, le=100_000_000,
@@ -75,7 +78,8 @@ class KafkaSettings(Section):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT", description="Kafka security protocol."
     )
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(None, description="SASL mechanism.")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism.")
     sasl_username: str | None = Field(None, description="SASL user name.")
     sasl_password: SecretStr | None = Field(None, description="SASL password (masked).")
     sasl_password_file: Path | None = Field(None, description="Read the SASL password from this file.")

@@ -83,7 +83,8 @@ def read_topic(settings: KafkaSettings, limit: int, timeout_seconds: float) -> l
                     pending.discard(tp)
         return sorted(letters, key=lambda letter: (letter.written_at or datetime.min.replace(tzinfo=UTC)))
     except KafkaError as exc:
-        raise SourceError(f"topic {topic} at {settings.bootstrap_servers} could not be read: {_said_once(exc)}") from None
+        raise SourceError(f"topic {topic} at {settings.bootstrap_servers} could not be read: "
+                          f"{_said_once(exc)}") from None
     finally:
         consumer.close()
 

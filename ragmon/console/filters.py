@@ -1,9 +1,10 @@
 """The trace list's filters, read from a page's query string: what to list, and the links that carry them.
 
 Owns ``TraceFilter`` (a time window, retriever, variant, stratum, behaviour, query id, score status, a score to
-sort and filter by — a judge metric or a trace's own figure — with its order and bounds, a page number) and parsing it from untrusted query parameters: a bad value is an ``InputError`` that says what was
-expected, never an exception from deep inside. Times are 'now', a duration back from now ('30m', '24h', '7d') or ISO 8601 (naive
-= UTC). Must not run a query or render HTML; the SQL lives in ``traces``.
+sort and filter by — a judge metric or a trace's own figure — with its order and bounds, a page number) and parsing it
+from untrusted query parameters: a bad value is an ``InputError`` that says what was expected, never an exception from
+deep inside. Times are 'now', a duration back from now ('30m', '24h', '7d') or ISO 8601 (naive = UTC). Must not run a
+query or render HTML; the SQL lives in ``traces``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def summary(name: str, a: dict[str, Any]) -> RunSummary:
     g, p = a.get("golden") or {}, a.get("parameters") or {}
     report = a.get("report") if isinstance(a.get("report"), dict) else {}
     return RunSummary(name, str(a.get("created_at", "")),
-                      f"{g.get('name', '?')} {g.get('version', '?')} ({g.get('set', '?')}, {g.get('cases', '?')} cases)",
+                      f"{g.get('name', '?')} {g.get('version', '?')} "
+                      f"({g.get('set', '?')}, {g.get('cases', '?')} cases)",
                       str(p.get("retriever", "?")), p.get("k", "?"), report.get("passed"))
 
 

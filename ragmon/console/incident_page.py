@@ -144,7 +144,8 @@ def _commands(store: Any, group: Group, feature: str, at: datetime) -> list[tupl
 def cusum_plot(history: Sequence[dict[str, Any]], width: int = 640, height: int = 160) -> str:
     """The CUSUM of each check (oldest left) as a line, the threshold that pages as a dashed red line, paging checks
     as red dots."""
-    pts = [(i, float(r["cusum"])) for i, r in enumerate(history) if r["cusum"] is not None and math.isfinite(r["cusum"])]
+    pts = [(i, float(r["cusum"])) for i, r in enumerate(history)
+           if r["cusum"] is not None and math.isfinite(r["cusum"])]
     lines = [float(r["cusum_threshold"]) for r in history
              if r["cusum_threshold"] is not None and math.isfinite(r["cusum_threshold"])]
     if not pts:

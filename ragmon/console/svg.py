@@ -1,6 +1,6 @@
 """Plots the console draws on the server as inline SVG: a confidence-interval plot (one row per stratum: the
-interval as a bar, the estimate as a dot, zero as a line), a statistic's history over checks against its threshold, and stacked
-bars of counts over time (dead letters by reason per hour).
+interval as a bar, the estimate as a dot, zero as a line), a statistic's history over checks against its threshold, and
+stacked bars of counts over time (dead letters by reason per hour).
 
 Owns the drawing only. Every label is escaped here (``html.escape``) because the SVG is inserted into the page as
 markup; numbers are formatted, never raw. Non-finite values are left out. Must not read the store. (Both windows'

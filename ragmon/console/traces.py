@@ -24,7 +24,8 @@ from ragmon.where import Where
 #: how much of a question the list shows (characters)
 QUESTION_CHARS = 160
 _LIST_COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, variant, category, behaviour, "
-                 f"substringUTF8(question, 1, {QUESTION_CHARS}) AS question_start, lengthUTF8(question) AS question_chars, "
+                 f"substringUTF8(question, 1, {QUESTION_CHARS}) AS question_start, lengthUTF8(question) AS "
+                 "question_chars, "
                  "latency_total_ms, cost_usd, tokens_prompt + tokens_completion AS tokens, top1_score, n_results, "
                  "error != '' AS failed")
 #: the trace's own figures as columns of the traces table (code constants: formatted into the SQL)
@@ -115,8 +116,8 @@ def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[s
         rows = store.query_rows(f"SELECT DISTINCT {column} AS v FROM {store.table('traces')} WHERE {sql} "
                                 "ORDER BY v LIMIT 200", params)
         out[key] = [str(r["v"]) for r in rows]
-    rows = store.query_rows(f"SELECT DISTINCT metric AS v FROM {store.table('scores')} WHERE {sql} ORDER BY v LIMIT 200",
-                            params)
+    rows = store.query_rows(f"SELECT DISTINCT metric AS v FROM {store.table('scores')} WHERE {sql} "
+                            "ORDER BY v LIMIT 200", params)
     out["metric"] = [*TRACE_FIGURES, *(str(r["v"]) for r in rows if str(r["v"]) not in TRACE_FIGURES)]
     return out
 

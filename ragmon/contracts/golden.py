@@ -70,7 +70,8 @@ class GoldenCase(_Strict):
     )
     corpus_snapshot: str = Field("", description="The corpus snapshot the case was adjudicated against.")
     source: str = Field("", description="Provenance: the ticket, transcript or thread the question came from.")
-    adjudication: Adjudication = Field(default_factory=Adjudication, description="Who reviewed it and whether they agreed.")
+    adjudication: Adjudication = Field(default_factory=Adjudication,
+                                       description="Who reviewed it and whether they agreed.")
     added: date | None = Field(None, description="When the case joined the set.")
     tags: list[str] = Field(default_factory=list, description="Question types (multi-passage, wrong premise, …).")
     tenant: str = Field(

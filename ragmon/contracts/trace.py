@@ -46,7 +46,8 @@ class _Strict(BaseModel):
 
 class Retriever(_Strict):
     name: Identifier = Field(description="Retriever name, stable across versions (e.g. 'hybrid-bm25-e5').")
-    version: Label = Field("", description="Retriever version: code plus embedding model; drift is tracked per version.")
+    version: Label = Field("",
+                           description="Retriever version: code plus embedding model; drift is tracked per version.")
     variant: Variant = Field(
         Variant.production,
         strict=False,  # lax for enums only means their string values are accepted from Python dicts too
@@ -89,7 +90,8 @@ class Context(_Strict):
 
 
 class Citation(_Strict):
-    sentence: int = Field(ge=0, le=UINT32_MAX, description="0-based index of the answer sentence that carries the citation.")
+    sentence: int = Field(ge=0, le=UINT32_MAX,
+                          description="0-based index of the answer sentence that carries the citation.")
     chunk_id: Identifier = Field(description="The chunk cited as support.")
     quote: str | None = Field(
         None, max_length=20_000, description="Quoted evidence; verified in code to occur in the cited chunk."
@@ -129,7 +131,8 @@ class Trace(_Strict):
 
     trace_id: Identifier = Field(description="Unique per message; the storage key that makes re-delivery idempotent.")
     query_id: Identifier = Field(
-        description="Shared by a production trace and its shadow twins; sampling hashes it so twins are sampled together."
+        description="Shared by a production trace and its shadow twins; sampling hashes it so twins are sampled "
+                    "together."
     )
     timestamp: datetime = Field(strict=False, description="When the query was received, RFC 3339 with a time zone.")
     retriever: Retriever = Field(description="Which retriever produced the ranking.")
@@ -149,7 +152,8 @@ class Trace(_Strict):
     )
     context: Context = Field(default_factory=Context, description="What was actually passed to the model.")
     answer: str = Field("", max_length=200_000, description="The generated answer (redacted before storage).")
-    behaviour: Behaviour = Field(Behaviour.answer, strict=False, description="What the system did: answer, refuse, clarify or route.")
+    behaviour: Behaviour = Field(Behaviour.answer, strict=False,
+                                 description="What the system did: answer, refuse, clarify or route.")
     citations: list[Citation] = Field(default_factory=list, max_length=1000, description="Citations in the answer.")
     model: Model = Field(default_factory=Model, description="Generator model.")
     prompt: Prompt = Field(default_factory=Prompt, description="Prompt template.")

@@ -32,7 +32,8 @@ def run_check(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> A
     export(result, telemetry, time.time())
     for s in result.diverged:
         log.warning("golden set no longer describes stratum %s (%s): under-represented %s", s.stratum,
-                    s.status if s.status != "diverged" else f"TVD {s.distance:.2f}", ", ".join(s.under_represented) or "-")
+                    s.status if s.status != "diverged" else f"TVD {s.distance:.2f}",
+                    ", ".join(s.under_represented) or "-")
     return result
 
 

@@ -2,11 +2,11 @@
 
 Stages, each the production code path (only the Kafka consumer is replaced by its in-memory twin, since the
 demo runs without external services): decode → validate → redact → batch → ClickHouse insert → commit
-(``IngestPipeline``, which counts permission leaks on every trace), deterministic sampling → heuristic judge → metric functions → ``scores``
-(``LiveScorer``), a drift check with the aggregation in ClickHouse (``DriftChecker``), the weekly review
-selection (``select_week``), the shadow comparison (``compare``) and the leak listing (``list_leaks``), question-type
-coverage, the A/B comparison, the thumbs-down triage queue (``demo.triage``) and judge drift over the history weeks
-with simulated reviewers (``demo.judge_drift``). Returns a ``DemoResult``; printing is the CLI's job.
+(``IngestPipeline``, which counts permission leaks on every trace), deterministic sampling → heuristic judge → metric
+functions → ``scores`` (``LiveScorer``), a drift check with the aggregation in ClickHouse (``DriftChecker``), the weekly
+review selection (``select_week``), the shadow comparison (``compare``) and the leak listing (``list_leaks``),
+question-type coverage, the A/B comparison, the thumbs-down triage queue (``demo.triage``) and judge drift over the
+history weeks with simulated reviewers (``demo.judge_drift``). Returns a ``DemoResult``; printing is the CLI's job.
 """
 
 from __future__ import annotations
@@ -220,7 +220,8 @@ def _ingest(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, me
     return reasons
 
 
-def coverage_golden(traces: list[dict], until: datetime, question_types: Sequence[str], every: int = 10) -> list[GoldenCase]:
+def coverage_golden(traces: list[dict], until: datetime, question_types: Sequence[str],
+                    every: int = 10) -> list[GoldenCase]:
     """A golden set refreshed from the first day's logs: every ``every``-th production trace before ``until``,
     tagged with its question type by the same rules that classify live traffic."""
     classifier = HeuristicClassifier(question_types)

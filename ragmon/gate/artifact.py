@@ -46,7 +46,8 @@ def code_revision(cwd: Path) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None, "ragmon_version": __version__}
+    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
+            "ragmon_version": __version__}
 
 
 def retriever_snapshot(module: ModuleType) -> str | None:

@@ -70,7 +70,8 @@ def check_same_golden(current: dict[str, Any], baseline: dict[str, Any], allow_d
         differences.append(f"version {then.get('version')!r} (baseline) vs {now.get('version')!r} (this run)")
     elif now.get("sha256") != then.get("sha256"):
         differences.append(f"same version {now.get('version')!r} but different content (sha256 "
-                           f"{str(then.get('sha256'))[:12]} vs {str(now.get('sha256'))[:12]}): bump the version")  # fmt: skip
+                           f"{str(then.get('sha256'))[:12]} vs {str(now.get('sha256'))[:12]}): "
+                           "bump the version")  # fmt: skip
     if now.get("set") != then.get("set"):
         differences.append(f"set {then.get('set')!r} (baseline) vs {now.get('set')!r} (this run)")
     if differences and not allow_different:
@@ -91,7 +92,8 @@ def _metric(query: dict[str, Any], name: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def compare_runs(current: dict[str, Any], baseline: dict[str, Any], *, allow_different_golden: bool, top: int) -> Comparison:
+def compare_runs(current: dict[str, Any], baseline: dict[str, Any], *, allow_different_golden: bool,
+                 top: int) -> Comparison:
     """Diff two artifacts (``current`` as being built, ``baseline`` as loaded); ``top`` gains and losses."""
     differs = check_same_golden(current["golden"], baseline, allow_different_golden)
     now, then = _scored(current), _scored(baseline)
@@ -113,7 +115,8 @@ def compare_runs(current: dict[str, Any], baseline: dict[str, Any], *, allow_dif
         if old is None:
             continue
         strata[row["stratum"]] = {
-            m: (row[m] - old[m]) if isinstance(row.get(m), int | float) and isinstance(old.get(m), int | float) else None
+            m: (row[m] - old[m])
+            if isinstance(row.get(m), int | float) and isinstance(old.get(m), int | float) else None
             for m in STRATUM_METRICS
         }
     return Comparison(

@@ -123,7 +123,8 @@ def _texts(chunk_text: ChunkText, ids: tuple[str, ...]) -> dict[str, str]:
 
 
 def _retrieve(case: GoldenCase, run: CaseRun, setup: GenerationSetup,
-              clock: Callable[[], float]) -> tuple[tuple[str, ...], tuple[float, ...] | None, float | None]:  # fmt: skip
+              clock: Callable[[], float]) -> tuple[tuple[str, ...], tuple[float, ...] | None,
+                                                   float | None]:  # fmt: skip
     """The ranking to answer from: the retrieval run's, or (for cases excluded from retrieval scoring) a new call."""
     if not run.excluded:
         if run.error is not None:

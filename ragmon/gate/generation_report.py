@@ -151,7 +151,8 @@ def render_generation_table(result: GenerationResult) -> Table:
 
 def render_generation_markdown(result: GenerationResult) -> str:
     lines = [f"Generation: {result.judge_name} judge, fingerprint `{result.judge_fingerprint}`", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "|".join(["---"] + ["---:"] * (len(HEADERS) - 1)) + "|"]  # fmt: skip
+             "| " + " | ".join(HEADERS) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(HEADERS) - 1)) + "|"]  # fmt: skip
     for row in result.rows:
         cells = [c.replace(" FAIL", " **FAIL**") for c in _cells(row)]
         lines.append("| " + " | ".join([row.stratum.replace("|", "\\|"), *cells,

@@ -118,7 +118,8 @@ def parse_golden(data: Any, path: Path) -> GoldenFile:
     if isinstance(data, dict):
         unknown = sorted(set(data) - ENVELOPE_KEYS)
         if unknown or "cases" not in data:
-            _raise(path, [f"the file: an object needs 'cases' and may hold {sorted(ENVELOPE_KEYS)}; unknown: {unknown}"])
+            _raise(path,
+                   [f"the file: an object needs 'cases' and may hold {sorted(ENVELOPE_KEYS)}; unknown: {unknown}"])
         problems = []
         for key in ("name", "version"):
             if key in data and (not isinstance(data[key], str) or not data[key]):
@@ -141,7 +142,8 @@ def parse_golden(data: Any, path: Path) -> GoldenFile:
     duplicates = []
     for i, case in enumerate(cases):
         if case.id in seen:
-            duplicates.append(f"case {case.id!r} (#{i + 1}): id: duplicates case #{seen[case.id] + 1}; ids must be unique")
+            duplicates.append(f"case {case.id!r} (#{i + 1}): id: duplicates case #{seen[case.id] + 1}; ids must be "
+                              "unique")
         seen.setdefault(case.id, i)
     if duplicates:
         _raise(path, duplicates)

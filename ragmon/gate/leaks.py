@@ -64,8 +64,8 @@ class LeakCheck:
         return cls(rule, _takes_tenant(retriever), lookup if callable(lookup) else None)
 
     def tenants(self, ids: Sequence[str], returned: Sequence[str | None]) -> list[str | None]:
-        """Each chunk's tenant: the one the retriever returned, else ``chunk_tenant(id)``; ``TenantLookupError`` when the
-        lookup fails or returns something that is not a tenant name (the case is then recorded as an error)."""
+        """Each chunk's tenant: the one the retriever returned, else ``chunk_tenant(id)``; ``TenantLookupError`` when
+        the lookup fails or returns something that is not a tenant name (the case is then recorded as an error)."""
         out = []
         for chunk, tenant in zip(ids, returned, strict=True):
             if tenant is None and self.chunk_tenant is not None:
@@ -74,7 +74,8 @@ class LeakCheck:
                 except Exception as exc:  # noqa: BLE001 - user code: one bad lookup must not stop the run
                     raise TenantLookupError(f"chunk_tenant({chunk!r}) raised {type(exc).__name__}: {exc}") from None
                 if tenant is not None and not isinstance(tenant, str):
-                    raise TenantLookupError(f"chunk_tenant({chunk!r}) returned {type(tenant).__name__}; expected a str or None")
+                    raise TenantLookupError(f"chunk_tenant({chunk!r}) returned {type(tenant).__name__}; expected a str "
+                                            "or None")
             out.append(tenant or None)
         return out
 

@@ -113,7 +113,8 @@ def _item(value: object, position: int) -> tuple[str, float | None, str | None]:
             f"item {position} is {type(value).__name__}; expected a chunk id string or a (chunk_id, score) pair"
         )
     if not isinstance(chunk, str) or not chunk or len(chunk) > MAX_ID_CHARS:
-        raise RetrieverOutputError(f"item {position}: chunk id must be a non-empty string of at most {MAX_ID_CHARS} chars")
+        raise RetrieverOutputError(f"item {position}: chunk id must be a non-empty string of at most {MAX_ID_CHARS} "
+                                   "chars")
     if score is not None:
         # numbers.Real admits NumPy scalars (FAISS returns float32), which are not Python floats
         if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(float(score)):
@@ -153,7 +154,8 @@ def normalise_ranking(value: object, limit: int, *, scan: int = 0) -> Ranking:
     """:func:`normalise_output` plus every item read with its tenant: ``limit + 1`` items, or up to ``scan``
     when that is more (the leak check reads past ``limit``: a leak beyond k is still a leak)."""
     if value is None or isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise RetrieverOutputError(f"returned {type(value).__name__}; expected a list of chunk ids or (id, score) pairs")
+        raise RetrieverOutputError(f"returned {type(value).__name__}; "
+                                   "expected a list of chunk ids or (id, score) pairs")
     read = [_item(v, i) for i, v in enumerate(itertools.islice(value, max(limit + 1, scan)))]
     more = len(read) > limit
     items = read[:limit]

@@ -9,7 +9,8 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     intake.py         per message: decode (native / OTLP), validate, redact, assemble, track obligations
     batcher.py        one insert's worth of rows (JSON lines, see store/trace_json.py) and dead letters, its
                       dedup token; BatchStep fills it and hands it on when full or due
-    write_step.py     WriteStep: one write in flight (writer thread), retry of a failed batch, dead letters after the insert
+    write_step.py     WriteStep: one write in flight (writer thread), retry of a failed batch, dead letters after
+                      the insert
     commit_step.py    CommitStep: an acknowledged batch closes its obligations; commit what became safe
     backoff.py        Backoff: bounded exponential retry delays with jitter
     lag.py            LagReporter: consumer-lag gauges, caught_up
@@ -33,7 +34,8 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     genai.py          GenAI semantic-convention gen_ai.* spans (model calls, retrieval, workflows) read as OpenInference
     http_source.py    HttpTraceSource: requests accepted by the OTLP/HTTP receiver, as a source (offsets in the spool)
     http_spool.py     HttpSpool: the receiver's write-ahead log of accepted requests, replayed after a restart
-    otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail or the spool is full
+    otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail or the spool
+                      is full
     otlp_role.py      the ``otlp`` role (``ragmon run``, ``ragmon ingest --otlp-http``): receiver + loop
     redact.py         named patterns over configured fields, counted
     role.py           wiring from settings, health checks (for `ragmon ingest` and `ragmon run`)

@@ -2,9 +2,10 @@
 
 Owns: accumulating decoded traces into a ``TraceRows`` batch (JSON lines) up to ``max_batch_rows`` / ``max_batch_bytes``
 / ``flush_interval_seconds``, the ledger entries the batch releases once acknowledged, how many traces of each kind
-its rows and its dead letters settle once acknowledged (``settles``), and the insert deduplication token. The token is derived from the source ranges (topic/partition/first–last offset) and
-the trace ids in the batch, so a retried insert of the same batch is a no-op in ClickHouse while two
-different batches can never share a token (a token reused for different rows would drop them).
+its rows and its dead letters settle once acknowledged (``settles``), and the insert deduplication token. The token is
+derived from the source ranges (topic/partition/first–last offset) and the trace ids in the batch, so a retried insert
+of the same batch is a no-op in ClickHouse while two different batches can never share a token (a token reused for
+different rows would drop them).
 
 ``BatchStep`` adds what intake produced to the open batch and hands the batch to the next step (the writer)
 when it is full or due; it knows nothing else of the loop. No I/O.

@@ -173,7 +173,8 @@ class KafkaDeadLetterSink:
                         "of value)", len(refused), self._topic, len(out[refused[0]].value))
             refused = self._produce(out, refused)
         if refused:
-            raise SourceError(f"{self._topic} refuses even a dead letter without its value ({out[refused[0]].size_bytes()} "
+            raise SourceError(f"{self._topic} refuses even a dead letter without its value "
+                              f"({out[refused[0]].size_bytes()} "
                               "bytes): check the topic's max.message.bytes and configuration")
         return out
 

@@ -46,7 +46,8 @@ def _read_tolerantly(batch: default_records.DefaultRecordBatch) -> object:
     start = pos
     _, pos = decode_varint(buffer, pos)  # attributes
     ts_delta, pos = decode_varint(buffer, pos)
-    timestamp = batch.max_timestamp if batch.timestamp_type == batch.LOG_APPEND_TIME else batch.first_timestamp + ts_delta
+    timestamp = (batch.max_timestamp if batch.timestamp_type == batch.LOG_APPEND_TIME
+                 else batch.first_timestamp + ts_delta)
     offset_delta, pos = decode_varint(buffer, pos)
     key, pos = _nullable_bytes(buffer, pos)
     value, pos = _nullable_bytes(buffer, pos)

@@ -124,7 +124,8 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     attributes["ragmon.otlp.conventions"] = ",".join(sorted({c for s in spans if (c := convention(s))}))
 
     latency = {"total": _ms(root)}
-    for stage, span in (("retrieve", retriever), ("rerank", reranker), ("generate", _outermost_llm(answer_span, by_id))):
+    for stage, span in (("retrieve", retriever), ("rerank", reranker),
+                        ("generate", _outermost_llm(answer_span, by_id))):
         if span is not None:
             latency[stage] = _ms(span)
     tags = _first(ordered, "tag.tags")

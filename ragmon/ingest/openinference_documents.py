@@ -2,8 +2,9 @@
 
 Owns chunk ids — ``document.id``, else the id in the span's JSON output (LangChain records ``Document.id`` only
 there), else ``sha256:`` of the content; never a position, so one chunk has one id in every trace — and reading
-``doc_id``/``doc_version`` (and the chunk's ``tenant``) from the document metadata. A score the span does not carry stays None (never
-invented). Raises ``ValueError`` for an id of the wrong type or a document with neither id nor content. No I/O.
+``doc_id``/``doc_version`` (and the chunk's ``tenant``) from the document metadata. A score the span does not carry
+stays None (never invented). Raises ``ValueError`` for an id of the wrong type or a document with neither id nor
+content. No I/O.
 """
 
 from __future__ import annotations

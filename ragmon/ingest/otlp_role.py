@@ -54,7 +54,8 @@ def check(settings: Settings) -> None:
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
-    """The receiver's router (on ``otlp.host:otlp.port``) and the loop behind it. Raises ``RagmonError`` on bad setup."""
+    """The receiver's router (on ``otlp.host:otlp.port``) and the loop behind it. Raises ``RagmonError`` on bad
+    setup."""
     check(settings)
     otlp = settings.otlp
     token = secret_value(otlp.token)

@@ -243,7 +243,8 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dea
 
         sink: Any = FileDeadLetterSink(dead_letter_file)
         try:
-            source: Any = FileTraceSource([file], topic=topic_of(file), max_line_bytes=settings.ingest.max_message_bytes)
+            source: Any = FileTraceSource([file], topic=topic_of(file),
+                                          max_line_bytes=settings.ingest.max_message_bytes)
         except Exception:
             sink.close()
             raise

@@ -46,7 +46,8 @@ def check(settings: Settings) -> None:
         problems.append("kafka.dead_letter_topic: must differ from kafka.topic (dead letters would be re-read)")
     if settings.ingest.max_message_bytes > settings.kafka.max_partition_fetch_bytes:
         problems.append(f"ingest.max_message_bytes ({settings.ingest.max_message_bytes}) exceeds "
-                        f"kafka.max_partition_fetch_bytes ({settings.kafka.max_partition_fetch_bytes}); raise the latter")
+                        f"kafka.max_partition_fetch_bytes ({settings.kafka.max_partition_fetch_bytes}); raise the "
+                        "latter")
     if problems:
         raise ConfigError(problems)
 

@@ -120,7 +120,8 @@ class LocalPosition:
 class KafkaTraceSource:
     """A kafka-python consumer-group member: manual commits, earliest reset, pause/resume, revoke hook."""
 
-    def __init__(self, settings: KafkaSettings, *, client_id: str = "ragmon-ingest", topic_setting: str = TOPIC_SETTING):
+    def __init__(self, settings: KafkaSettings, *, client_id: str = "ragmon-ingest",
+                 topic_setting: str = TOPIC_SETTING):
         from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
         from kafka.errors import KafkaError
 
@@ -225,7 +226,8 @@ class KafkaTraceSource:
                 log.warning("record %s/%d@%d has header keys that are not UTF-8 (%s); dead-lettering it and going on",
                             topic, part, r.offset, ", ".join(bad))
                 out.append(RawMessage(
-                    topic, part, r.offset, value, headers, r.timestamp, f"header key(s) {', '.join(bad)} are not UTF-8 (Kafka header keys are UTF-8 "
+                    topic, part, r.offset, value, headers, r.timestamp,
+                    f"header key(s) {', '.join(bad)} are not UTF-8 (Kafka header keys are UTF-8 "
                     "strings); the value and headers are kept, those keys with \\x escapes"))
         return out
 

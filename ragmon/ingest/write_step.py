@@ -4,10 +4,10 @@ Owns: the writer thread (one write in flight, so decoding the next batch overlap
 stays bounded by two batches; inline writes without ``concurrent``), keeping a failed batch for its retry on
 the ``Backoff`` schedule, the insert's and the dead letters' telemetry and spans, and exporting the redaction
 and permission-leak counts once a batch is stored (leaks once per trace: before a batch's first write it asks
-the writer which of its leaking traces are stored already — a re-delivery — and counts only what they add). Each part of a batch is written once: a retry after the
-insert succeeded only produces the dead letters. A failing write never ends the loop: an exception nobody
-classified is logged with its traceback and treated as permanent. An acknowledged batch goes to the next step (the commit). It must not
-poll, pause or commit: the loop pauses the source while ``blocked``.
+the writer which of its leaking traces are stored already — a re-delivery — and counts only what they add). Each part of
+a batch is written once: a retry after the insert succeeded only produces the dead letters. A failing write never ends
+the loop: an exception nobody classified is logged with its traceback and treated as permanent. An acknowledged batch
+goes to the next step (the commit). It must not poll, pause or commit: the loop pauses the source while ``blocked``.
 """
 
 from __future__ import annotations

@@ -94,7 +94,8 @@ class AgreementTrend:
         cal, last, n = self.calibrated, self.latest, self.min_pairs
         if cal is None:
             if self.labelled_weeks < self.calibration_weeks:
-                return f"not calibrated yet: {self.labelled_weeks} of {self.calibration_weeks} calibration weeks labelled"
+                return (f"not calibrated yet: {self.labelled_weeks} of {self.calibration_weeks} calibration weeks "
+                        "labelled")
             return f"not calibrated: {self.calibration_pairs} label pairs in the calibration weeks, fewer than {n}"
         if cal.kappa is None:
             return "calibrated kappa undefined: one answer throughout the calibration weeks (reviewers or judge)"

@@ -56,7 +56,8 @@ _I = re.IGNORECASE
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("permission-scoped", re.compile(
         r"\b(?:another (?:user|customer|tenant|team)|other (?:users?|customers?|tenants?|team'?s?)|someone else'?s?"
-        r"|my (?:colleague|manager|coworker|co-worker)'?s?|(?:his|her|their) (?:account|files?|documents?|orders?))\b", _I)),
+        r"|my (?:colleague|manager|coworker|co-worker)'?s?|(?:his|her|their) (?:account|files?|documents?|orders?))\b",
+        _I)),
     ("multi-turn", re.compile(
         r"^\s*(?:and|also|what about|how about|same (?:for|with)|then|ok(?:ay)?,? (?:and|what|how))\b"
         r"|\b(?:the (?:second|other) one|that one|as (?:i|you) (?:said|mentioned)|you (?:just )?said)\b", _I)),

@@ -68,7 +68,8 @@ class OpenAIClassifier:
                  sleep: Callable[[float], None] = time.sleep, transport: httpx.BaseTransport | None = None):
         self.model, self.model_version = model, model_version
         self.labels = closed_list(question_types)
-        self.max_attempts, self.backoff_initial, self.backoff_max = max_attempts, backoff_initial_seconds, backoff_max_seconds
+        self.max_attempts, self.backoff_initial, self.backoff_max = (max_attempts, backoff_initial_seconds,
+                                                                     backoff_max_seconds)
         self._sleep = sleep
         self.fingerprint = fingerprint(
             classifier=self.name, model=model, model_version=model_version, labels=list(self.labels),
@@ -89,7 +90,8 @@ class OpenAIClassifier:
 
     def classify(self, item: JudgeInput) -> Classification:
         body = {"model": self.model, "temperature": 0.0, "max_tokens": 50,
-                "messages": render_messages(item.question, self.labels), "response_format": response_format(self.labels)}
+                "messages": render_messages(item.question, self.labels),
+                "response_format": response_format(self.labels)}
         error: JudgeError = JudgeError("classifier not called")
         for attempt in range(1, self.max_attempts + 1):
             try:

@@ -12,9 +12,10 @@ concurrency-limits ``Gradient2``): it starts at ``INITIAL_CONCURRENCY``, grows b
 answers while they come back within ``LATENCY_TOLERANCE`` of the long-run average and callers wait for a slot, and
 shrinks in proportion when answers slow down (an endpoint that queues: a self-hosted model with a few slots),
 between 1 and the ceiling (``judge.max_in_flight``). Answers slower than the tolerance do not enter the long-run
-average (queueing must not become the norm it is measured against); they raise it by a small step instead. Only answered calls teach it: a timeout or a 5xx says nothing about
-queueing, and a 429 is the rate's business. ``CallLimiter`` combines them with the configured
-``requests_per_minute`` and ``tokens_per_minute`` and a global pause on ``Retry-After``.
+average (queueing must not become the norm it is measured against); they raise it by a small step instead. Only answered
+calls teach it: a timeout or a 5xx says nothing about queueing, and a 429 is the rate's business. ``CallLimiter``
+combines them with the configured ``requests_per_minute`` and ``tokens_per_minute`` and a global pause on
+``Retry-After``.
 
 The decisions (``CallLimiter.try_acquire``/``release``) are pure functions of an injected clock, so tests drive
 them without sleeping; ``acquire`` is the blocking loop around them, and keeps the judge's gauges (requests in

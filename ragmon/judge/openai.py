@@ -261,7 +261,8 @@ class OpenAIJudge:
             tokens = (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
             message = data["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            return MalformedOutput(f"judge endpoint sent a non-chat-completion body: {_excerpt(response)}"), None, (0, 0)
+            return MalformedOutput("judge endpoint sent a non-chat-completion body: "
+                                   f"{_excerpt(response)}"), None, (0, 0)
         self._check_served_model(str(data.get("model") or ""))
         if message.get("refusal"):
             return MalformedOutput(f"the judge model refused: {str(message['refusal'])[:200]}"), None, tokens

@@ -55,7 +55,8 @@ def verify_quote(quote: str | None, chunk_text: str | None) -> bool:
     if not quote or chunk_text is None:
         return False
     haystack = normalise_for_quote(chunk_text)
-    fragments = [f for f in (normalise_for_quote(p) for p in _ELLIPSIS.split(unicodedata.normalize("NFKC", quote))) if f]
+    fragments = [f for f in (normalise_for_quote(p) for p in _ELLIPSIS.split(unicodedata.normalize("NFKC", quote)))
+                 if f]
     if not fragments:
         return False
     position = 0

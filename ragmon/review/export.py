@@ -60,7 +60,8 @@ def golden_case(trace: dict[str, Any], labels: list[Label]) -> GoldenCase:
     by_doc: dict[tuple[str, str], list[str]] = {}
     for cid in dict.fromkeys(relevant):
         by_doc.setdefault((chunks[cid]["doc_id"], chunks[cid]["doc_version"]), []).append(cid)
-    passages = [ReferencePassage(doc_id=doc, doc_version=version, chunk_ids=ids) for (doc, version), ids in by_doc.items()]
+    passages = [ReferencePassage(doc_id=doc, doc_version=version, chunk_ids=ids)
+                for (doc, version), ids in by_doc.items()]
     reference = next((lab.reference_answer for lab in asking if lab.reference_answer), "")
     if not reference and behaviour == "answer" and all(lab.answer_correct for lab in asking):
         reference = trace["answer"]

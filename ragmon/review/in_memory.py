@@ -4,8 +4,8 @@ UI without a database.
 It keeps what the ClickHouse tables keep and replaces rows by the same keys with the same "latest wins" rule
 (ReplacingMergeTree read with FINAL), and it is held to the same contract suite as ``ClickHouseReviewQueries``
 (``tests/contract/test_review_store.py``). Times are kept as the tables keep them: to the millisecond, and
-read back in UTC without tzinfo, as ClickHouse's driver returns them. One documented difference: the sample's random order comes from
-BLAKE2b, not ClickHouse's ``cityHash64``, so a seed picks a different (equally uniform) sample here.
+read back in UTC without tzinfo, as ClickHouse's driver returns them. One documented difference: the sample's random
+order comes from BLAKE2b, not ClickHouse's ``cityHash64``, so a seed picks a different (equally uniform) sample here.
 ``add_traces`` and ``add_score`` stand in for ingest and score, which write that traffic in production.
 Must not: be used by a daemon (nothing here survives the process).
 """

@@ -96,11 +96,12 @@ def build_item_view(trace: dict[str, Any]) -> ItemView:
     chunks = []
     for i, c in enumerate(retrieved, start=1):
         text = c.get("text") or ""
-        span = locate(quotes[c["chunk_id"]], text) if c["chunk_id"] in quotes and anchor_of[c["chunk_id"]] == i else None
+        span = (locate(quotes[c["chunk_id"]], text)
+                if c["chunk_id"] in quotes and anchor_of[c["chunk_id"]] == i else None)
         before, mark, after = (text[: span[0]], text[span[0]: span[1]], text[span[1]:]) if span else (text, "", "")
         chunks.append(ChunkView(i, c["chunk_id"], c["doc_id"], c.get("doc_version") or "", int(c["rank"]),
-                                math.nan if c["score"] is None else float(c["score"]), text, c["chunk_id"] in context, c["chunk_id"] in cited,
-                                before, mark, after))
+                                math.nan if c["score"] is None else float(c["score"]), text, c["chunk_id"] in context,
+                                c["chunk_id"] in cited, before, mark, after))
     texts = {c["chunk_id"]: c.get("text") or "" for c in retrieved}
     sentences = split_sentences(trace["answer"])
     by_sentence: dict[int, list[CitationView]] = {}

@@ -61,7 +61,8 @@ class LabelOut(LabelIn):
     def of(cls, label: Label) -> LabelOut:
         return cls(reviewer=label.reviewer, labelled_at=label.labelled_at, answer_correct=label.answer_correct,
                    grounded=label.grounded, citations_supported=label.citations_supported,
-                   refusal_appropriate=label.refusal_appropriate, expected_behaviour=Behaviour(label.expected_behaviour),
+                   refusal_appropriate=label.refusal_appropriate,
+                   expected_behaviour=Behaviour(label.expected_behaviour),
                    note=label.note, reference_answer=label.reference_answer,
                    relevant_chunk_ids=list(label.relevant_chunk_ids), add_to_golden=label.add_to_golden)
 

@@ -2,14 +2,14 @@
 port, and the gauges of the newest selected week's progress.
 
 ``ReviewRole(settings, store, telemetry).router`` is the one APIRouter (HTML pages under ``/review``, the
-negative-feedback triage pages under ``/review/triage``, JSON API under ``/review/api/v1``); ``roles()`` are the daemon loops: the gauges ``ragmon_review_items_due`` and
-``ragmon_review_items_reviewed`` every ``refresh_interval_seconds`` (labels also refresh them), the weekly
-selection of the last complete week once it has traffic (idempotent: a selected week is never changed), and the
-negative-feedback triage selection of the last complete week, run every hour so that thumbs-down events arriving
-within a day after the week are queued too (``triage.py``: the queue is provisional until a run after that grace
-makes it final; the week before is finished too if it was left provisional). The automatic seeds are derived
-from ``session_secret`` and the week when a secret is set, so every replica picks the same sample; otherwise they
-are random. Either way they are recorded with the selection.
+negative-feedback triage pages under ``/review/triage``, JSON API under ``/review/api/v1``); ``roles()`` are the daemon
+loops: the gauges ``ragmon_review_items_due`` and ``ragmon_review_items_reviewed`` every ``refresh_interval_seconds``
+(labels also refresh them), the weekly selection of the last complete week once it has traffic (idempotent: a selected
+week is never changed), and the negative-feedback triage selection of the last complete week, run every hour so that
+thumbs-down events arriving within a day after the week are queued too (``triage.py``: the queue is provisional until a
+run after that grace makes it final; the week before is finished too if it was left provisional). The automatic seeds
+are derived from ``session_secret`` and the week when a secret is set, so every replica picks the same sample; otherwise
+they are random. Either way they are recorded with the selection.
 
 ``check(settings)`` and ``build(settings, store, telemetry, ...) -> RoleParts`` have the shape every role
 package's ``role.py`` has; ``ragmon.process`` calls them for ``ragmon review``, ``ragmon demo --keep-serving`` and

@@ -134,7 +134,8 @@ def _records(path: Path, text: str) -> list[Any]:
             try:
                 out.append(json.loads(line))
             except ValueError as exc:
-                raise InputError(f"{path}: line {n} is not valid JSON ({exc}); use a JSON array, JSONL or CSV") from None
+                raise InputError(f"{path}: line {n} is not valid JSON ({exc}); "
+                                 "use a JSON array, JSONL or CSV") from None
     return out
 
 

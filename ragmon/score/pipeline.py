@@ -5,11 +5,11 @@ reserves its possible cost against the daily budget), ``start`` (the judge, in a
 ``max_in_flight`` calls: ``judge.scoring.score_trace``, the path the gate uses, with ``judge_attempts`` tries)
 and ``write`` (the finished traces' rows with the judge fingerprint, two columnar inserts with deduplication
 tokens, and a third of question types when a ``QuestionClassifier`` is given: it classifies each sampled trace
-in the same pool slot as the judge, docs/coverage.md). ``process`` runs all three over one batch. A judge that still fails — or returns verdicts the metrics
-reject — is written as ``status='failed'`` rows with the error and a NaN value: a failure, never a score.
-Retryable store errors are retried with backoff, others propagate (the caller must not commit those offsets).
-Which offsets may be committed is the caller's business (``ragmon.score.ledger``). ``decide``/``start``/``write``
-belong to one thread (the loop); the judge calls run in the pool's.
+in the same pool slot as the judge, docs/coverage.md). ``process`` runs all three over one batch. A judge that still
+fails — or returns verdicts the metrics reject — is written as ``status='failed'`` rows with the error and a NaN value:
+a failure, never a score. Retryable store errors are retried with backoff, others propagate (the caller must not commit
+those offsets). Which offsets may be committed is the caller's business (``ragmon.score.ledger``).
+``decide``/``start``/``write`` belong to one thread (the loop); the judge calls run in the pool's.
 """
 
 from __future__ import annotations
@@ -196,7 +196,8 @@ class LiveScorer:
                 rows = [(metric, None, "failed", outcome, {}) for metric in METRICS]
             for metric, value, status, error, details in rows:
                 for col, v in zip(SCORE_COLUMNS, (
-                    item.trace_id, item.query_id, meta["ts"], s.scored_at or s.decided_at, item.retriever, meta["retriever_version"],
+                    item.trace_id, item.query_id, meta["ts"], s.scored_at or s.decided_at, item.retriever,
+                    meta["retriever_version"],
                     item.variant, item.category, metric, math.nan if value is None else float(value), status,
                     error, self.judge.name, fp, json.dumps(details, sort_keys=True),
                 ), strict=True):

@@ -71,7 +71,8 @@ def traces_after(store: ScoreStore, since: datetime, until: datetime, after: tup
         f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL "
         f"WHERE ts >= {{since:{_TIME}}} AND ts < {{until:{_TIME}}} "
         + _failed_filter(store, failed_of)
-        + f"AND (ts, trace_id) > ({{last_ts:{_TIME}}}, {{last_id:String}}) ORDER BY ts, trace_id LIMIT {{limit:UInt32}}",
+        + f"AND (ts, trace_id) > ({{last_ts:{_TIME}}}, {{last_id:String}}) "
+        "ORDER BY ts, trace_id LIMIT {limit:UInt32}",
         {"since": since, "until": until, "last_ts": after[0], "last_id": after[1], "limit": limit,
          **({"fingerprint": failed_of} if failed_of else {})})
 

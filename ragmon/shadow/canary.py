@@ -2,9 +2,9 @@
 on both sides, with the same metric functions the offline gate uses (``ragmon.metrics.retrieval``).
 
 Matching is by question text, normalized the same way here and in SQL (``queries.NORMALIZED_QUESTION_SQL``:
-runs of ASCII whitespace → one space, trimmed, lower-cased): the golden set records the user's phrasing verbatim from the log, so a canary query
-replays it. Only golden cases with reference passages take part (cases that must be refused have nothing to
-retrieve). The query that finds them is ``queries.canary_sql``.
+runs of ASCII whitespace → one space, trimmed, lower-cased): the golden set records the user's phrasing verbatim from
+the log, so a canary query replays it. Only golden cases with reference passages take part (cases that must be refused
+have nothing to retrieve). The query that finds them is ``queries.canary_sql``.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def options_for(c: ShadowComparisonSettings, now: datetime) -> CompareOptions:
 
 
 def run_configured_comparisons(
-    store: ShadowStore, settings: Settings, telemetry: Any, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    store: ShadowStore, settings: Settings, telemetry: Any, *,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> list[ComparisonResult]:
     """Run every configured comparison once and update the gauges; return the results that succeeded."""
     results = []

@@ -125,7 +125,8 @@ def render_markdown(result: ComparisonResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-_CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
+_CSS = """\
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 .promote{color:#137333;font-weight:bold}.hold{color:#b06000;font-weight:bold}.reject{color:#c5221f;font-weight:bold}
 caption{caption-side:bottom;font-size:12px;color:#555;text-align:left}blockquote{color:#444}"""

@@ -180,7 +180,8 @@ class ClickHouseStore:
             except Exception as exc:  # noqa: BLE001 - translated at the boundary
                 raise self._translate(exc, "ClickHouse command failed") from None
 
-    def query(self, sql: str, parameters: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> Any:
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None,
+              settings: Mapping[str, Any] | None = None) -> Any:
         """Run a parameterized query (``{name:Type}`` placeholders); values never go into the SQL text."""
         with self._lock:
             try:
@@ -214,7 +215,8 @@ class ClickHouseStore:
             name: [] for name in result.column_names
         }
 
-    def insert_columns(self, table: str, columns: Mapping[str, Sequence[Any]], *, dedup_token: str | None = None) -> int:
+    def insert_columns(self, table: str, columns: Mapping[str, Sequence[Any]], *,
+                       dedup_token: str | None = None) -> int:
         """Insert one columnar batch; return its row count.
 
         ``dedup_token`` makes a retried insert of the same batch a no-op (ClickHouse insert deduplication);

@@ -86,7 +86,9 @@ def open_client(settings: StoreSettings) -> Any:
     except Exception as exc:  # noqa: BLE001 - translated at the boundary
         where = f"{dsn.host}:{dsn.port or (8443 if dsn.scheme == 'https' else 8123)}"
         raise translate(
-            exc, f"cannot reach the ClickHouse server at {where} (is it running, and is store.dsn / RAGMON_STORE__DSN right?)"
+            exc,
+            f"cannot reach the ClickHouse server at {where} (is it running, and is store.dsn / RAGMON_STORE__DSN "
+            "right?)"
         ) from None
     return client
 

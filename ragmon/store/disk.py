@@ -43,8 +43,10 @@ class DiskState:
         free = f"{self.free_bytes / MIB:,.0f} MiB free of {self.total_bytes / MIB:,.0f} MiB on {self.path}"
         if not self.low:
             return free
-        return (f"NOT_ENOUGH_SPACE: the store's disk has {free}, below the headroom of {self.min_free_bytes / MIB:,.0f} "
-                f"MiB (store.min_free_disk_mb); writes are paused and merges stopped until {self.resume_bytes / MIB:,.0f} "
+        return (f"NOT_ENOUGH_SPACE: the store's disk has {free}, below the headroom of "
+                f"{self.min_free_bytes / MIB:,.0f} "
+                "MiB (store.min_free_disk_mb); writes are paused and merges stopped until "
+                f"{self.resume_bytes / MIB:,.0f} "
                 "MiB are free: free space or grow the volume (docs/operations.md, 'The disk'); writes resume by "
                 "themselves, and will be tried again")
 

@@ -2,18 +2,18 @@
 
 Why this exists: the embedded engine ignores the errors of its file writes. Where ClickHouse throws
 ``CANNOT_WRITE_TO_FILE_DESCRIPTOR``, chDB (4.4, engine 26.9; observed, tests/integration/test_store_disk_full.py)
-goes on; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``. On a full disk (ENOSPC) an insert or a merge therefore goes on, renames a part of empty or short files into place and
-reports success: reads of the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks file") until the process ends, and
-the next start detaches the part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still
-on disk (ClickHouse then activates them again; ``old_parts_lifetime``, migration 0020, keeps them two minutes) or
-copies of them were kept.
+goes on; the only trace left is the profile event ``WriteBufferFromFileDescriptorWriteFailed``. On a full disk (ENOSPC)
+an insert or a merge therefore goes on, renames a part of empty or short files into place and reports success: reads of
+the table fail (``CANNOT_READ_ALL_DATA``, "Empty marks file") until the process ends, and the next start detaches the
+part as ``broken-on-start_…``, its rows gone unless the parts a merge replaced are still on disk (ClickHouse then
+activates them again; ``old_parts_lifetime``, migration 0020, keeps them two minutes) or copies of them were kept.
 
 ``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the
-merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is checked with
-``CHECK TABLE … PART`` once active. For a part that fails, hard-linked copies of the parts it replaced are kept in
-``detached/`` at once (remembered until used: detaching may have to wait for room, while the engine removes replaced
-parts after ``old_parts_lifetime``); then it is detached (kept as ``broken_<name>``, which ``ATTACH PARTITION`` never
-attaches), and the copies are attached. ``attach_kept`` attaches, at start-up, the copies a process kept before it
+merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is
+checked with ``CHECK TABLE … PART`` once active. For a part that fails, hard-linked copies of the parts it replaced are
+kept in ``detached/`` at once (remembered until used: detaching may have to wait for room, while the engine removes
+replaced parts after ``old_parts_lifetime``); then it is detached (kept as ``broken_<name>``, which ``ATTACH PARTITION``
+never attaches), and the copies are attached. ``attach_kept`` attaches, at start-up, the copies a process kept before it
 ended. A part
 that replaced nothing is an insert's: the rows are missing, and the insert still under way writes them again
 (``ragmon.store.write_guard``); found later, they are counted as lost. ``detached_report`` says, at start-up, which
@@ -178,7 +178,8 @@ class PartIntegrity:
 
     def write_failures(self) -> int:
         """How many file writes the engine has ignored since it started."""
-        rows = self.store.query(f"SELECT sum(value) FROM system.events WHERE event = '{FAILED_WRITES_EVENT}'").result_rows
+        rows = self.store.query("SELECT sum(value) FROM system.events "
+                                f"WHERE event = '{FAILED_WRITES_EVENT}'").result_rows
         return int(rows[0][0] or 0) if rows else 0
 
     def rose(self) -> bool:
@@ -255,7 +256,8 @@ class PartIntegrity:
             "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
             f"rows, path FROM system.parts WHERE {_USER_DATABASES}").result_rows
         return {(str(r[0]), str(r[1]), str(r[2])): Part(str(r[0]), str(r[1]), str(r[2]), bool(r[3]), str(r[4]),
-                                                        str(r[5]), int(r[6]), int(r[7]), int(r[8]), int(r[9]), str(r[10]))
+                                                        str(r[5]), int(r[6]), int(r[7]), int(r[8]), int(r[9]),
+                                                        str(r[10]))
                 for r in rows}
 
     def _merges(self) -> set[Key]:
@@ -284,8 +286,8 @@ class PartIntegrity:
             self.store.command(f"ALTER TABLE {table} DETACH PART '{_part_name(part.name)}'")
         except StoreError as exc:  # e.g. no room to detach, or being merged right now: the next look tries again
             copies = f"; copies of the {len(kept)} part(s) it replaced are kept in detached/" if kept else ""
-            return BrokenPart(part.database, part.table, part.name, part.rows, problem, part.min_block == part.max_block,
-                              error=f"detaching failed: {exc}{copies}")
+            return BrokenPart(part.database, part.table, part.name, part.rows, problem,
+                              part.min_block == part.max_block, error=f"detaching failed: {exc}{copies}")
         del self._kept[key]
         kept_as = _rename_free(detached, part.name, f"{BROKEN}_{part.name}")
         restored, restored_rows, waiting_rows = [], 0, 0
@@ -357,7 +359,8 @@ class PartIntegrity:
         for database, table, name, reason, path, partition, low, high in rows:
             database, table, name, path = str(database), str(table), str(name), str(path)
             low, high = _block_range(name, low, high)
-            inside = [p for p in active if (p.database, p.table) == (database, table) and p.partition_id == str(partition)
+            inside = [p for p in active
+                      if (p.database, p.table) == (database, table) and p.partition_id == str(partition)
                       and low <= p.min_block and p.max_block <= high] if low is not None else []
             report.append(DetachedBroken(database, table, name, str(reason), _count(path),
                                          path.rstrip("/") not in before, low is not None and low == high,
@@ -403,8 +406,10 @@ def broken_on_disk(data_dir: Path) -> set[str]:
 def _replaced(part: Part, parts: Any) -> list[Part]:
     """The parts ``part`` replaced that are still on disk: inactive, of its partition, inside its block range, of a
     lower level, with rows; the largest of them (one covering others is taken instead of them)."""
-    inside = [p for p in parts if (p.database, p.table) == (part.database, part.table) and not p.active and p.state == "Outdated"
-              and p.partition_id == part.partition_id and part.min_block <= p.min_block and p.max_block <= part.max_block
+    inside = [p for p in parts
+              if (p.database, p.table) == (part.database, part.table) and not p.active and p.state == "Outdated"
+              and p.partition_id == part.partition_id
+              and part.min_block <= p.min_block and p.max_block <= part.max_block
               and p.level < part.level and p.rows > 0 and os.path.isdir(p.path)]
     return sorted((p for p in inside if not any(q is not p and q.min_block <= p.min_block and p.max_block <= q.max_block
                                                  and q.level > p.level for q in inside)), key=lambda p: p.min_block)

@@ -106,7 +106,8 @@ def router(reader: Any, token: str) -> APIRouter:
                 value = await run_in_threadpool(reader.command, sql, parameters)
                 return _answer(200, value=wire.encode(value if isinstance(value, int | str | list) else None))
             result = await run_in_threadpool(reader.query, sql, parameters)
-            return _answer(200, columns=list(result.column_names), rows=[wire.encode(list(r)) for r in result.result_rows])
+            return _answer(200, columns=list(result.column_names),
+                           rows=[wire.encode(list(r)) for r in result.result_rows])
         except StoreError as exc:
             if "(READONLY)" in str(exc):  # a write, a setting or a table function reaching out: not a read
                 return _answer(403, error="refused: the read API runs queries read-only (no writes, settings, "

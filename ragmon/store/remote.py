@@ -112,7 +112,8 @@ class RemoteReadStore:
             response = self._http.post(PATH, content=json.dumps(body), headers={"Content-Type": "application/json"})
         except httpx.HTTPError as exc:
             raise RetryableStoreError(f"the running ragmon at {self.url} did not answer ({type(exc).__name__}: "
-                                      f"{exc or 'no detail'}); is it still running, and is read_api.url right?") from None
+                                      f"{exc or 'no detail'}); is it still running, and is read_api.url "
+                                      "right?") from None
         try:
             answer = response.json()
             error = answer.get("error") if isinstance(answer, dict) else "an answer that is not a JSON object"

@@ -5,9 +5,9 @@
 citations, …) as arrays too, followed by what is not in the document: the two derived columns whose exact
 values come from Python (``retriever_params`` is ``json.dumps(sort_keys=True)``, ``latency_total_ms`` a
 left-to-right float sum), the lineage (topic/partition/offset) and the trace's permission leaks, counted here
-with the batch's ``LeakRule`` (``leaks`` totals them per retriever, variant and stratum for the counter). ClickHouse parses the lines into
-``TRACE_JSON_STRUCTURE`` and maps them to the table with ``TRACE_JSON_SELECT`` (retrieved chunks sorted by rank,
-stably): no per-column Python lists, no Native serialization in Python. The rows stored are identical to
+with the batch's ``LeakRule`` (``leaks`` totals them per retriever, variant and stratum for the counter). ClickHouse
+parses the lines into ``TRACE_JSON_STRUCTURE`` and maps them to the table with ``TRACE_JSON_SELECT`` (retrieved chunks
+sorted by rank, stably): no per-column Python lists, no Native serialization in Python. The rows stored are identical to
 ``TraceColumns``' (tests/integration/test_trace_json.py).
 
 Why arrays rather than objects: ClickHouse parses a batch of positional rows in ~12 µs per 4 KB trace against
@@ -45,10 +45,12 @@ TRACE_JSON_STRUCTURE = (
     "retrieved Array(Tuple(chunk_id String, score Nullable(Float64), rank UInt32, doc_id String, doc_version String, "
     "text String, tenant String)), context Tuple(chunk_ids Array(String), tokens Nullable(UInt32)), "
     "answer String, behaviour String, citations Array(Tuple(sentence UInt32, chunk_id String, quote String)), "
-    "model Tuple(name String, version String), prompt Tuple(id String, version String), latency_ms Map(String, Float64), "
+    "model Tuple(name String, version String), prompt Tuple(id String, version String), latency_ms Map(String, "
+    "Float64), "
     "tokens Tuple(prompt UInt32, completion UInt32), cost_usd Float64, error String, "
     "feedback Tuple(rating Nullable(Int8), comment String), attributes Map(String, String)), "
-    "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset Int64, "
+    "retriever_params String, latency_total_ms Float64, source_topic String, source_partition Int32, source_offset "
+    "Int64, "
     "version UInt32, permission_leaks UInt16"
 )
 
