@@ -153,7 +153,8 @@ def test_a_trace_of_the_week_reads_back_as_a_trace_document(backend):
     assert [c["chunk_id"] for c in doc["retrieved"]] == [c["chunk_id"] for c in t["retrieved"]]
     assert [c["text"] for c in doc["retrieved"]] == [c["text"] for c in t["retrieved"]]
     assert doc["citations"] == [dict(c) for c in t["citations"]]
-    assert datetime.fromisoformat(doc["timestamp"]) == datetime.fromisoformat(t["timestamp"]).replace(microsecond=123_000)
+    assert (datetime.fromisoformat(doc["timestamp"])
+            == datetime.fromisoformat(t["timestamp"]).replace(microsecond=123_000))
     assert backend.store.trace(OTHER_WEEK, t["trace_id"]) is None
     assert backend.store.trace(WEEK, "nope") is None
 

@@ -113,8 +113,8 @@ def forget_admin(bootstrap: str) -> None:
 
 
 def ingest_cmd(topic: str, group: str, bootstrap: str) -> list[str]:
-    return [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", "--topic", topic, "--group-id", group,
-            "--bootstrap-servers", bootstrap, "--dead-letter-topic", f"{topic}.dlq", "--port", "0",
+    return [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", "--topic", topic, "--group-id",
+            group, "--bootstrap-servers", bootstrap, "--dead-letter-topic", f"{topic}.dlq", "--port", "0",
             "--max-batch-rows", "400", "--flush-interval-seconds", "0.5"]
 
 
@@ -135,7 +135,8 @@ def count_in_subprocess(chdb: Path) -> dict[str, Any]:
         "print(json.dumps({'final': int(s.command(f'SELECT count() FROM {t} FINAL')), "
         "'raw': int(s.command(f'SELECT count() FROM {t}')), "
         "'ids': [r[0] for r in s.query(f'SELECT trace_id FROM {t} FINAL').result_rows], "
-        "'positions': [list(r) for r in s.query(f'SELECT source_partition, source_offset FROM {t} FINAL').result_rows]}))"
+        "'positions': [list(r) for r in s.query(f'SELECT source_partition, source_offset FROM {t} "
+        "FINAL').result_rows]}))"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -287,7 +287,8 @@ def test_drift_reaches_the_ticket_receiver_grouped_by_stratum_with_its_links(ale
         assert {a["labels"]["stratum"] for a in notification["alerts"]} == {stratum}
         assert alert["status"] == "firing"
         annotations = alert["annotations"]
-        assert annotations["summary"] == f"Retrieval scores drifted: {feature} for hybrid@v1 (production, stratum {stratum})"
+        assert annotations["summary"] == (f"Retrieval scores drifted: {feature} for hybrid@v1 (production, stratum "
+                                          f"{stratum})")
         assert "ragmon drift report --html" in annotations["description"]
 
         # the runbook link: console.runbook_base_url (ragmon_links_info) + the alert's runbook, served

@@ -19,7 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # the installed console script, as a user runs it (its sys.path does not hold the working directory)
-RAGMON = [shutil.which("ragmon")] if shutil.which("ragmon") else [sys.executable, "-c", "from ragmon.cli.app import main; main()"]
+RAGMON = [shutil.which("ragmon")] if shutil.which("ragmon") else [sys.executable, "-c",
+                                                                  "from ragmon.cli.app import main; main()"]
 EXAMPLE_RETRIEVER = f"{REPO / 'examples' / 'retriever.py'}:search"
 
 # A retriever under test control: answers from a fixed table keyed by question; some questions misbehave.
@@ -160,10 +161,12 @@ def test_optional_thresholds_gate_too(tmp_path: Path, fixed: str) -> None:
 @pytest.mark.parametrize(
     ("cases", "expected"),
     [
-        ([gcase("gs-1", "q", "c", ["a"]), {"id": "gs-2", "question": "q", "category": "c", "expected_behaviour": "answer",
+        ([gcase("gs-1", "q", "c", ["a"]),
+          {"id": "gs-2", "question": "q", "category": "c", "expected_behaviour": "answer",
           "reference_passages": [{"doc_id": "d", "chunk_ids": []}]}],
          ["case 'gs-2' (#2)", "reference_passages[0].chunk_ids"]),
-        ([gcase("gs-7", "q", "c", ["a"], grades={"zz": 2})], ["case 'gs-7'", "grades name chunk ids not in chunk_ids: zz"]),
+        ([gcase("gs-7", "q", "c", ["a"], grades={"zz": 2})],
+         ["case 'gs-7'", "grades name chunk ids not in chunk_ids: zz"]),
         ([{"id": "gs-3", "question": "q", "category": "c", "expected_behaviour": "maybe"}],
          ["case 'gs-3'", "expected_behaviour"]),
         ([gcase("gs-4", "q", "c")], ["case 'gs-4'", "needs at least one reference passage"]),
@@ -232,7 +235,8 @@ def test_retriever_that_raises_or_returns_garbage_on_one_case(tmp_path: Path, fi
 
 
 def test_compare_same_and_different_golden_versions(tmp_path: Path, fixed: str) -> None:
-    cases = [gcase("c1", "good one", "s", ["a2"]), gcase("c2", "good two", "s", ["b1"]), gcase("c3", "bad two", "s", ["y"])]
+    cases = [gcase("c1", "good one", "s", ["a2"]), gcase("c2", "good two", "s", ["b1"]),
+             gcase("c3", "bad two", "s", ["y"])]
     runs = tmp_path / "runs"
     base = gate(tmp_path, golden_file(tmp_path / "g.json", cases), "--retriever", fixed, "--k", "3", *THRESHOLDS,
                 "--out", runs, "--format", "json")  # fmt: skip

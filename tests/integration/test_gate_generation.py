@@ -132,13 +132,15 @@ def test_generation_metrics_per_stratum_with_the_judge_fingerprint(system: Path)
     assert trace["context"]["chunk_ids"] == ["sky"] and [r["text"] for r in trace["retrieved"]][0].startswith("The sky")
     assert trace["retrieved"][0]["score"] == 3.0 and trace["latency_ms"]["generate"] >= 0
     # cases excluded from retrieval scoring were retrieved for the answerer, and stay excluded
-    assert queries["b3"]["excluded"] is True and queries["b3"]["generation"]["trace"]["retrieved"][0]["chunk_id"] == "noise"
+    assert (queries["b3"]["excluded"] is True
+            and queries["b3"]["generation"]["trace"]["retrieved"][0]["chunk_id"] == "noise")
 
     table = gate(system, golden, *RETRIEVAL, *ANSWERER, "--out", system / "runs")
     assert table.returncode == 0, table.stderr
     assert f"generation: heuristic judge, fingerprint {heuristic.fingerprint}" in table.stdout
     assert f"judge: heuristic, fingerprint {heuristic.fingerprint}" in table.stdout
-    lines = {ln.split("│")[1].strip(): ln for ln in table.stdout.split("generation:")[1].splitlines() if ln.count("│") > 5}
+    lines = {ln.split("│")[1].strip(): ln
+             for ln in table.stdout.split("generation:")[1].splitlines() if ln.count("│") > 5}
     assert "1/2 0.500" in lines["bad"] and "1/1 1.000" in lines["bad"]  # wrong refusals, missed refusals
     markdown = gate(system, golden, *RETRIEVAL, *ANSWERER, "--out", system / "runs", "--format", "markdown")
     assert "Generation: heuristic judge" in markdown.stdout and "| bad | 3 | 0 | 0.000 |" in markdown.stdout

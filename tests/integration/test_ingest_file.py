@@ -61,7 +61,8 @@ class Started:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", *args], cwd=ROOT,
             stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env=dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=str(ROOT), **env))
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=str(ROOT), **env))
         threading.Thread(target=self._collect, daemon=True).start()
 
     def _collect(self) -> None:
@@ -130,7 +131,8 @@ def test_a_file_loaded_twice_stores_each_trace_once_and_dead_letters_its_bad_lin
     assert letters == first_run * 2, "the second run dead-letters the same lines again, appended"
     too_long = next(d for d in first_run if d["reason"] == "too_large")
     assert too_long["line"] == len(lines) and too_long["source"]["topic"] == f"file:{path}"
-    assert hashlib.sha256(long_line).hexdigest() in too_long["detail"] and too_long["value"] == long_line[:1024].decode()
+    assert (hashlib.sha256(long_line).hexdigest() in too_long["detail"]
+            and too_long["value"] == long_line[:1024].decode())
     assert first["dead_letters"] == {r: sum(d["reason"] == r for d in first_run) for r in first["dead_letters"]}
 
 

@@ -68,7 +68,8 @@ def kill_at(cmd: list[str], env: dict[str, str], point: str, skip: int, jitter: 
         proc.wait(30)
     text = "".join(lines)
     log.write_text(text)
-    assert proc.returncode == -signal.SIGKILL, f"ingest was not killed at {point} (rc={proc.returncode}):\n{text[-3000:]}"
+    assert proc.returncode == -signal.SIGKILL, (f"ingest was not killed at {point} "
+                                                f"(rc={proc.returncode}):\n{text[-3000:]}")
     return text
 
 
@@ -88,7 +89,8 @@ def test_kill_9_in_every_crash_window_then_restart_stores_each_trace_exactly_onc
     logs = {}
     for point in ("before_insert", "during_insert", "after_insert"):
         jitter = rng.uniform(0, 0.03) if point == "during_insert" else 0.0
-        logs[point] = kill_at(cmd, ingest_env(chdb, faults), point, rng.randint(0, 1), jitter, tmp_path / f"{point}.log")
+        logs[point] = kill_at(cmd, ingest_env(chdb, faults), point, rng.randint(0, 1), jitter,
+                              tmp_path / f"{point}.log")
         assert f"ragmon-fault: {point}" in logs[point]  # the fault visibly happened
     after_kills = count_in_subprocess(chdb)
     assert len(set(after_kills["ids"])) < len(expected), "the kills must interrupt ingestion before the end"

@@ -196,7 +196,8 @@ def test_traces_at_the_ends_of_the_accepted_range_are_kept_and_found_the_rest_re
     found = store.query(f"SELECT trace_id FROM {table} FINAL WHERE ts >= {{since:DateTime64(3, 'UTC')}} ORDER BY ts",
                         parameters={"since": "2105-06-01 00:00:00"}).result_rows
     assert [r[0] for r in found] == ["late", "last"], "found by a time-range query (the sort key's toDate)"
-    letters = {dict(m.headers)["ragmon.source.offset"]: dict(m.headers) for m in read_topic(kafka_bootstrap, f"{topic}.dlq")}
+    letters = {dict(m.headers)["ragmon.source.offset"]: dict(m.headers)
+               for m in read_topic(kafka_bootstrap, f"{topic}.dlq")}
     assert sorted(letters) == [b"3", b"4", b"5"]
     assert all(h["ragmon.reason"] == b"invalid_value" and b"2106-02-07T06:28:15.999Z" in h["ragmon.detail"]
                for h in letters.values())

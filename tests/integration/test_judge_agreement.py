@@ -78,7 +78,8 @@ def test_the_command_prints_the_weekly_series_and_gates_on_low(store: ClickHouse
     for weeks_ago in (4, 3, 2):
         seed(store, "fp-drifting", weeks_ago, 46, 4)
     seed(store, "fp-drifting", 1, 30, 20)
-    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(), "RAGMON_STORE__DATABASE": store_settings.database,
+    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(),
+           "RAGMON_STORE__DATABASE": store_settings.database,
            "RAGMON_DRIFT__JUDGE_AGREEMENT__CALIBRATION_WEEKS": "3", "COLUMNS": "250", "RAGMON_CONFIG": None}
     runner = CliRunner()
     out = runner.invoke(app, ["drift", "judge-agreement", "--format", "json"], env=env)
@@ -94,7 +95,8 @@ def test_a_stratum_with_too_few_label_pairs_says_so_instead_of_a_dash(store: Cli
     for weeks_ago in (4, 3, 2, 1):
         seed(store, "fp", weeks_ago, 46, 4)
         seed(store, "fp", weeks_ago, 5, 1, category="consent")  # six label pairs a week: too few for a kappa
-    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(), "RAGMON_STORE__DATABASE": store_settings.database,
+    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(),
+           "RAGMON_STORE__DATABASE": store_settings.database,
            "RAGMON_DRIFT__JUDGE_AGREEMENT__CALIBRATION_WEEKS": "3", "COLUMNS": "300", "RAGMON_CONFIG": None}
     table = CliRunner().invoke(app, ["drift", "judge-agreement"], env=env)
     assert table.exit_code == 0, table.output

@@ -73,7 +73,8 @@ def test_one_leaking_trace_among_valid_ones_is_counted_stored_exported_and_liste
     listing = list_leaks(store, LeakRule.sharing(["public"]), since=now - timedelta(hours=1), until=now + timedelta(1))
     assert (listing.total_traces, listing.total_leaks) == (1, 1)
     [trace] = listing.traces
-    assert (trace.trace_id, trace.stratum, trace.user_tenant, trace.retriever) == (leaky, "billing", "acme", "hybrid@v1")
+    assert ((trace.trace_id, trace.stratum, trace.user_tenant, trace.retriever)
+            == (leaky, "billing", "acme", "hybrid@v1"))
     assert trace.chunks == (LeakedChunk("globex@9", "globex"),)
     assert SECRET not in json.dumps(listing.as_dict())  # never the chunk text
     empty = list_leaks(store, LeakRule(), since=now - timedelta(hours=1), until=now + timedelta(1), stratum="consent")

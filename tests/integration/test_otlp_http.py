@@ -163,7 +163,8 @@ def test_what_is_still_assembling_at_shutdown_is_read_again_from_the_spool_by_th
         spans = rag_spans(1, prefix="held")
         root_only = [s for s in spans if s.parent is None]  # waits 60 s for its children
         body = otlp_messages(root_only, 10, "proto")[0]
-        assert httpx.post(_url(process), content=body, headers={"Content-Type": "application/x-protobuf"}).status_code == 200
+        assert httpx.post(_url(process), content=body,
+                          headers={"Content-Type": "application/x-protobuf"}).status_code == 200
         wait_for(lambda: process.service("otlp").intake.pending() == 1, 30, "the trace assembling")
     finally:
         assert process.daemon.stop() == []

@@ -84,8 +84,8 @@ def _compare(rows: list[dict[str, Any]], sent: list[Sent]) -> None:
         assert row["attributes"]["service.name"] == SERVICE and "ragmon.otlp.incomplete" not in row["attributes"], where
         assert row["attributes"]["ragmon.otlp.conventions"] == "openinference", where
         # LangChain's retriever gives no scores, its fake chat model neither a model name nor token counts
-        assert row["attributes"].get("ragmon.otlp.unavailable", "") == ("score,model,tokens" if s.model == "" else ""), \
-            where
+        assert row["attributes"].get("ragmon.otlp.unavailable", "") \
+            == ("score,model,tokens" if s.model == "" else ""), where
         assert row["retriever_name"] == ("VectorStoreRetriever" if s.model == "" else "VectorIndexRetriever.retrieve")
         assert {"total", "retrieve"} <= set(row["latency_ms"]) and row["latency_total_ms"] > 0, where
         assert (row["retrieved_doc_ids"][0] != "") and (s.context == [] or row["latency_ms"]["rerank"] >= 0), where

@@ -131,7 +131,8 @@ def _arm(n: int, version: str, variant: str, category: str, start: datetime, *, 
                     seconds=10)).isoformat(), retriever={"name": "web", "version": "x", "variant": "production"},
                     attributes={"session.id": session}))
             else:
-                events.append({"query_id": qid, "kind": "reformulated", "time": (ts + timedelta(seconds=5)).isoformat()})
+                events.append({"query_id": qid, "kind": "reformulated",
+                               "time": (ts + timedelta(seconds=5)).isoformat()})
         # an event long after the join's bounded wait never counts
         events.append({"query_id": qid, "kind": "escalated", "time": (ts + timedelta(hours=3)).isoformat()})
     return traces, events
@@ -181,7 +182,8 @@ def test_ab_compare_rejects_a_cohort_that_reformulates_more_and_holds_a_small_on
     assert r.exit_code == 1 and "cohort is still too small in consent" in r.output
     assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybrid@v1",
                                     "--candidate-variant", "production"]).exit_code == 2
-    assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@", "--candidate", "hybrid@v2"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@",
+                                    "--candidate", "hybrid@v2"]).exit_code == 2
     typo = CliRunner().invoke(cli, ["ab", "compare", "--baseline", "hybrid@v1", "--candidate", "hybird@v2",
                                     "--since", "7h"], env={"COLUMNS": "300"})
     assert typo.exit_code == 4 and "no traces at all for hybird@v2 (canary)" in typo.output
@@ -208,7 +210,8 @@ def test_cli_kafka_outcomes_use_the_topic_flags_and_exit_when_idle(kafka_bootstr
     assert f"ragmon ingest --outcomes: {topic} @ {kafka_bootstrap}" in r.stderr and "/metrics" in r.stderr
     assert json.loads(stats.read_text())["stored"] == 40
     assert sum(committed(kafka_bootstrap, f"{topic}-g").values()) == len(values)
-    assert [dict(m.headers)["ragmon.reason"].decode() for m in read_topic(kafka_bootstrap, f"{topic}.dlq")] == ["schema"]
+    assert [dict(m.headers)["ragmon.reason"].decode()
+            for m in read_topic(kafka_bootstrap, f"{topic}.dlq")] == ["schema"]
     counted = subprocess.run([sys.executable, "-c", (
         "from pydantic import SecretStr; from ragmon.config import StoreSettings; from ragmon.store import "
         f"ClickHouseStore; s = ClickHouseStore.open(StoreSettings(dsn=SecretStr('chdb://{chdb}'))); "

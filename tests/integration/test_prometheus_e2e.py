@@ -67,7 +67,8 @@ def test_drift_alert_goes_pending_then_firing(tmp_path: Path, processes: list[Pr
                     f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
                    None, tmp_path / "prometheus.log")
     processes.append(prom)
-    until("Prometheus ready", lambda: prom.alive() and urllib.request.urlopen(f"{api}/-/ready", timeout=2).status == 200,
+    until("Prometheus ready",
+          lambda: prom.alive() and urllib.request.urlopen(f"{api}/-/ready", timeout=2).status == 200,
            60)
 
     def query(expr: str) -> list[dict[str, Any]]:

@@ -133,8 +133,8 @@ def test_hostile_requests_are_refused_and_write_nothing(daemon: Daemon) -> None:
     url, auth = f"{announced['url']}/api/v1/store/read", {"Authorization": f"Bearer {announced['token']}"}
 
     def post(body: object, headers: dict[str, str] | None = None, raw: bytes | None = None) -> httpx.Response:
-        return httpx.post(url, content=raw if raw is not None else json.dumps(body), headers=auth if headers is None else headers,
-                          timeout=30)
+        return httpx.post(url, content=raw if raw is not None else json.dumps(body),
+                          headers=auth if headers is None else headers, timeout=30)
 
     count = {"op": "query", "sql": "SELECT count() AS n FROM ragmon_demo.traces FINAL"}
     before = post(count).json()["rows"]

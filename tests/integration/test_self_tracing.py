@@ -29,7 +29,8 @@ def traced_env(endpoint: str, base: dict[str, str] | None = None, **extra: str) 
     return env
 
 
-def run_process(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_process(args: list[str], env: dict[str, str], cwd: Path,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -55,7 +56,8 @@ def test_ingest_exports_one_span_per_batch_write_dead_letter_produce_and_commit(
     with OtlpReceiver() as rx:
         env = traced_env(rx.endpoint, ingest_env(tmp_path / "chdb"),
                          OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
-        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.5"], env, ROOT, timeout=180)
+        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.5"], env, ROOT,
+                          timeout=180)
         assert out.returncode == 0, out.stderr[-2000:]
     inserts = rx.named("ragmon.ingest.insert")
     assert inserts and sum(s.attributes["ragmon.batch.traces"] for s in inserts) == len(ids)
@@ -81,7 +83,8 @@ def test_service_name_from_the_environment_wins(kafka_bootstrap: str, new_topic,
     produce(kafka_bootstrap, topic, values, partitions=1)
     with OtlpReceiver() as rx:
         env = traced_env(rx.endpoint, ingest_env(tmp_path / "chdb"), OTEL_SERVICE_NAME="ragmon-eu-west")
-        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT, timeout=180)
+        out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT,
+                          timeout=180)
         assert out.returncode == 0, out.stderr[-2000:]
     assert {s.resource["service.name"] for s in rx.spans} == {"ragmon-eu-west"}
 
@@ -119,7 +122,8 @@ def test_a_judge_call_is_a_genai_client_span_with_tokens_and_without_the_prompt(
 
 def test_a_gate_run_is_one_span_with_its_case_count(tmp_path: Path):
     with OtlpReceiver() as rx:
-        out = run_process([*RAGMON, "gate", str(ROOT / "examples/golden/dev.json"), "--retriever", "examples.retriever:search",
+        out = run_process([*RAGMON, "gate", str(ROOT / "examples/golden/dev.json"), "--retriever",
+                           "examples.retriever:search",
                    "--k", "3", "--depth", "8", "--min-coverage", "0.7", "--min-mrr", "0.6"],
                   traced_env(rx.endpoint), tmp_path)
         assert out.returncode == 1, out.stderr[-2000:]  # the README's example: 'returns' misses its threshold
@@ -144,7 +148,8 @@ def test_live_scoring_is_one_span_per_batch(kafka_bootstrap: str, new_topic, tmp
     values, ids = traces(f"score-{uuid.uuid4().hex[:6]}", 20)
     produce(kafka_bootstrap, topic, values, partitions=1)
     env = ingest_env(tmp_path / "chdb")
-    out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT, timeout=180)
+    out = run_process([*ingest_cmd(topic, f"g-{topic}", kafka_bootstrap), "--exit-when-idle", "1.0"], env, ROOT,
+                      timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     with OtlpReceiver() as rx:
         out = run_process([*RAGMON, "score", "--from-store", "--judge", "heuristic", "--rate", "1"],

@@ -175,7 +175,8 @@ def test_a_later_version_of_a_trace_wins_under_final(store: ClickHouseStore, sam
     assert len(rows) == 1 and rows[0]["answer"] == "the repaired answer"
     assert "ragmon.otlp.incomplete" not in rows[0]["attributes"] and rows[0]["session_id"] == "conv-9"
     assert math.isnan(rows[0]["top1_score"]) and math.isnan(rows[0]["mean_score"]) and rows[0]["n_results"] == 1
-    [doc] = [row_to_trace(r) for r in store.query_rows(f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL")]
+    [doc] = [row_to_trace(r) for r in store.query_rows(f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} "
+                                                       "FINAL")]
     assert doc["retrieved"][0]["score"] is None
 
 
@@ -230,7 +231,8 @@ def test_the_line_is_canonical_json_of_the_redacted_trace(name: str) -> None:
     # rows-equal tests above
     objects = [i for i, value in enumerate(trace) if isinstance(value, dict)]
     assert objects == [18, 23]  # latency_ms and attributes, the Map columns; everything else is an array or scalar
-    assert (topic, partition, offset, version, leaks) == ("t", 0, 1, 0, 0) and isinstance(params, str) and isinstance(total, float)
+    assert ((topic, partition, offset, version, leaks) == ("t", 0, 1, 0, 0)
+            and isinstance(params, str) and isinstance(total, float))
 
 
 def test_batch_files_left_by_a_killed_process_are_deleted_at_open(store: ClickHouseStore) -> None:
@@ -266,7 +268,8 @@ def test_on_linux_a_batch_never_touches_the_disk_outside_clickhouse(store: Click
         rows.add(_decoded(make_trace(trace_id=f"memfd-{i}")), SourcePosition("t", 0, i))
     assert store.insert_trace_rows(rows, dedup_token="memfd") == 3
     assert store.insert_trace_rows(rows, dedup_token="memfd") == 3  # the same token again: deduplicated
-    got = store.query_rows(f"SELECT trace_id FROM {store.table('traces')} WHERE trace_id LIKE 'memfd-%' ORDER BY trace_id")
+    got = store.query_rows(f"SELECT trace_id FROM {store.table('traces')} WHERE trace_id LIKE 'memfd-%' ORDER BY "
+                           "trace_id")
     assert [r["trace_id"] for r in got] == ["memfd-0", "memfd-1", "memfd-2"]
     assert not store._spool.exists()
 

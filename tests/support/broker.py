@@ -27,13 +27,15 @@ class Broker:
                         RAGMON_KAFKA_STATE=str(state), RAGMON_KAFKA_HEAP="-Xms128m -Xmx256m",
                         # after a kill -9 the controller waits for the dead incarnation's session to expire
                         # before the broker may register again: 4 s instead of Kafka's default 9 s
-                        RAGMON_KAFKA_EXTRA_PROPERTIES="broker.session.timeout.ms=4000 broker.heartbeat.interval.ms=1000")
+                        RAGMON_KAFKA_EXTRA_PROPERTIES="broker.session.timeout.ms=4000 "
+                                                      "broker.heartbeat.interval.ms=1000")
         self.env.pop("RAGMON_KAFKA_KEEP_DATA", None)
 
     def script(self, action: str, check: bool = True) -> str:
         out = subprocess.run([str(ROOT / "scripts" / "kafka-broker"), action], env=self.env, capture_output=True,
                              text=True, timeout=180)
-        assert out.returncode == 0 or not check, f"scripts/kafka-broker {action} failed (rc={out.returncode}):\n{out.stdout}{out.stderr}"
+        assert out.returncode == 0 or not check, (f"scripts/kafka-broker {action} failed "
+                                                  f"(rc={out.returncode}):\n{out.stdout}{out.stderr}")
         return out.stdout
 
     def answers(self) -> bool:

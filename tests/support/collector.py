@@ -25,7 +25,8 @@ DOC = ROOT / "docs" / "otlp.md"
 _BLOCK = re.compile(r"<!-- collector-config[^>]*-->\s*```yaml\n(.*?)```", re.DOTALL)
 
 
-NOT_BUILT = "the OpenTelemetry Collector is not built; build it with: scripts/otel-collector build (scripts/setup-system does)"
+NOT_BUILT = ("the OpenTelemetry Collector is not built; build it with: scripts/otel-collector build "
+             "(scripts/setup-system does)")
 
 
 def collector_path() -> Path | None:

@@ -20,7 +20,8 @@ def _without_ids(store: Any) -> Any:
 
     class Unidentified(BaseRetriever):
         def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> list[Document]:
-            return [Document(page_content=d.page_content, metadata=d.metadata) for d in store.similarity_search(query, 2)]
+            return [Document(page_content=d.page_content, metadata=d.metadata)
+                    for d in store.similarity_search(query, 2)]
 
     return Unidentified()
 

@@ -83,7 +83,8 @@ class Process:
 
     def alive(self) -> bool:
         if self.proc.poll() is not None:
-            raise AssertionError(f"{self.proc.args[0]} exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            raise AssertionError(f"{self.proc.args[0]} exited with "
+                                 f"{self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
         return True
 
 

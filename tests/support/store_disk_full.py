@@ -16,7 +16,8 @@ per process): ``python tests/support/store_disk_full.py SCENARIO MOUNT`` prints 
 
 Each prints what was acknowledged (``acked``: rows), how many writes the engine ignored (``ignored_writes``: the fault
 visibly happened), whether a read of every row and column works (``read_error``), the rows read with FINAL and the
-broken parts in ``detached/``. Imports only ragmon, so that it runs against any checkout (``PYTHONPATH``). Test plumbing.
+broken parts in ``detached/``. Imports only ragmon, so that it runs against any checkout (``PYTHONPATH``). Test
+plumbing.
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ def good_run() -> Run:
                 Attempt("page", "/review/", 10, 10.1, True, status=200),
                 Attempt("signout", "sign-out", 20, 20.1, True, status=303, write=True),
                 Attempt("session_ended", "cookie", 20.1, 20.2, True, status=303),
-                Attempt("label", "review label (form)", 51, 51.1, False, status=503, write=True)]  # during the disk fault
+                Attempt("label", "review label (form)", 51, 51.1, False, status=503,
+                        write=True)]  # during the disk fault
     faults = [Fault("disk", 50, 60, 70), Fault("sigterm", 100, 105, 110)]
     failures = [WriteFailure(55, "daemon-log", "store write failed"), WriteFailure(72, "metrics", "rose by 1")]
     # 9 given (4 native, 1 invalid, 2 queries, 2 non-queries); one trace still assembling at the SIGTERM is given
@@ -116,9 +117,11 @@ ONCE = "every trace stored once or dead-lettered"
     ("an invalid message not dead-lettered", lambda r: replace(r, letters=[]), "1 invalid messages not dead-lettered"),
     ("an invalid message dead-lettered for another reason",
      lambda r: replace(r, letters=[DeadLetter(TOPIC, 0, 7, "schema")]), "expected invalid_json, got schema"),
-    ("a valid trace dead-lettered", lambda r: replace(r, letters=[*r.letters, DeadLetter(TOPIC, 1, 9, "schema", ("n1",))]),
+    ("a valid trace dead-lettered",
+     lambda r: replace(r, letters=[*r.letters, DeadLetter(TOPIC, 1, 9, "schema", ("n1",))]),
      "1 valid traces dead-lettered"),
-    ("a trace nobody sent", lambda r: _stored(r, x=StoredTrace(1, False, "", TOPIC)), "1 traces stored that nobody sent"),
+    ("a trace nobody sent", lambda r: _stored(r, x=StoredTrace(1, False, "", TOPIC)),
+     "1 traces stored that nobody sent"),
 ])
 def test_traces_once_fails(what: str, doctor, says: str) -> None:
     run = doctor(good_run())
@@ -188,7 +191,8 @@ def test_scores_fail(what: str, scores, status) -> None:
 def test_a_judgement_failed_while_the_judge_failed_is_allowed() -> None:
     run = good_run()
     run.faults.append(Fault("judge_500", 140, 160, 161))
-    run = replace(run, stored=replace(run.stored, score_status=Counter({"ok": 2, "failed": 2}), score_failed={"n1": 170.0}))
+    run = replace(run,
+                  stored=replace(run.stored, score_status=Counter({"ok": 2, "failed": 2}), score_failed={"n1": 170.0}))
     assert _only_failing(run) == []
     late = replace(run, stored=replace(run.stored, score_failed={"n1": 160 + invariants.JUDGE_RETRY_SECONDS + 1}))
     assert _only_failing(late) == ["every sampled trace has its scores once"]

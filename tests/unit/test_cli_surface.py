@@ -345,7 +345,8 @@ def test_override_replaces_given_fields_and_reports_each_problem():
     assert (changed.server.port, changed.server.host, base.server.port) == (0, base.server.host, Settings().server.port)
     with pytest.raises(ConfigError) as caught:
         override(base, "ingest", max_batch_rows=0, flush_interval_seconds=-1.0)
-    assert [p.split(":")[0] for p in caught.value.problems] == ["ingest.max_batch_rows", "ingest.flush_interval_seconds"]
+    assert [p.split(":")[0] for p in caught.value.problems] == ["ingest.max_batch_rows",
+                                                                "ingest.flush_interval_seconds"]
 
 
 def test_demo_refuses_a_file_as_its_data_directory(tmp_path):

@@ -238,7 +238,8 @@ def test_config_show_masks_secrets_from_the_environment(monkeypatch: pytest.Monk
 
 
 def test_secrets_are_not_echoed_in_problem_lines(tmp_path: Path):
-    path = write(tmp_path, f"store:\n  dsn: [http://u:{DSN_PASSWORD}@h]\nkafka:\n  sasl_password: {{p: {SASL_PASSWORD}}}\n")
+    path = write(tmp_path,
+                 f"store:\n  dsn: [http://u:{DSN_PASSWORD}@h]\nkafka:\n  sasl_password: {{p: {SASL_PASSWORD}}}\n")
     problems = problems_of(path)
     assert len(problems) == 2
     assert not any(DSN_PASSWORD in p or SASL_PASSWORD in p for p in problems)
@@ -423,7 +424,8 @@ def test_sasl_without_its_mechanism_and_credentials_is_refused(monkeypatch: pyte
 
 
 def test_config_show_masks_credentials_inside_the_judge_url(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("RAGMON_JUDGE__BASE_URL", "https://judge:Pw-in-url@llm.example/openai?api-version=1&api-key=K3y-in-url")
+    monkeypatch.setenv("RAGMON_JUDGE__BASE_URL",
+                       "https://judge:Pw-in-url@llm.example/openai?api-version=1&api-key=K3y-in-url")
     result = CliRunner().invoke(app, ["config", "show", "--json"])
     assert result.exit_code == 0, result.output
     assert "Pw-in-url" not in result.output and "K3y-in-url" not in result.output

@@ -62,7 +62,8 @@ def test_cli_writes_and_checks(tmp_path: Path):
     assert runner.invoke(app, ["config", "reference", "--output", str(target)]).exit_code == 0
     assert target.read_text(encoding="utf-8") == config_reference.render()
     assert runner.invoke(app, ["config", "reference", "--check", "--output", str(target)]).exit_code == 0
-    target.write_text(target.read_text(encoding="utf-8").replace("RAGMON_SERVER__PORT", "RAGMON_PORT"), encoding="utf-8")
+    target.write_text(target.read_text(encoding="utf-8").replace("RAGMON_SERVER__PORT", "RAGMON_PORT"),
+                      encoding="utf-8")
     result = runner.invoke(app, ["config", "reference", "--check", "--output", str(target)])
     assert result.exit_code == 1 and "differs" in result.output
 

@@ -101,7 +101,8 @@ trace_docs = st.fixed_dictionaries(
         "tokens": _optional(prompt=counts, completion=counts),
         "cost_usd": non_negative,
         "error": st.text(max_size=50),
-        "feedback": st.none() | _optional(rating=st.none() | st.integers(-1, 1), comment=st.none() | st.text(max_size=50)),
+        "feedback": st.none() | _optional(rating=st.none() | st.integers(-1, 1),
+                                          comment=st.none() | st.text(max_size=50)),
         "attributes": st.dictionaries(labels, st.text(max_size=20), max_size=4),
     },
 )
@@ -500,7 +501,8 @@ def test_a_repeated_timestamp_key_is_checked_by_its_last_value_as_pydantic_reads
 
 
 def test_a_duplicate_key_takes_its_last_value_as_the_contract_model_does():
-    raw = encode(make_trace(trace_id="first")).replace(b'"trace_id": "first"', b'"trace_id": "first", "trace_id": "last"')
+    raw = encode(make_trace(trace_id="first")).replace(b'"trace_id": "first"',
+                                                       b'"trace_id": "first", "trace_id": "last"')
     nested = encode(make_trace()).replace(b'"name": "hybrid"', b'"name": "hybrid", "name": "other"')
     assert decode_trace(raw).trace.trace_id == Trace.model_validate_json(raw).trace_id == "last"
     assert decode_trace(nested).trace.retriever.name == Trace.model_validate_json(nested).retriever.name == "other"

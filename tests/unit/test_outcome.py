@@ -94,7 +94,8 @@ def test_hostile_bytes_never_raise(data: bytes) -> None:
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=10), inner, max_size=5),
                     max_leaves=20))
 @settings(max_examples=300, deadline=None)
 def test_hostile_json_never_raises(doc: object) -> None:

@@ -48,7 +48,8 @@ def test_a_check_that_raises_is_answered_by_its_exception_type_only():
 
 
 @pytest.mark.parametrize(("detail", "reason"), [
-    ("writes failing, consumption paused: DB::Exception: Table is in readonly mode", "writes failing, consumption paused"),
+    ("writes failing, consumption paused: DB::Exception: Table is in readonly mode",
+     "writes failing, consumption paused"),
     ("store answers", "store answers"),
     ("last poll 3.2s ago (limit 60s)", "last poll 3.2s ago (limit 60s)"),
 ])

@@ -25,7 +25,8 @@ def test_rows_and_parameters_travel_exactly() -> None:
 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.update(json.loads(request.content), auth=request.headers["authorization"])
-        return httpx.Response(200, json={"columns": ["ts", "n"], "rows": [wire.encode([when, 3]), wire.encode([when, 4])]})
+        return httpx.Response(200,
+                              json={"columns": ["ts", "n"], "rows": [wire.encode([when, 3]), wire.encode([when, 4])]})
 
     store = _store(answer)
     rows = store.query_rows("SELECT ts, n FROM {t:Identifier} WHERE ts >= {s:DateTime64(3)}", {"s": when})

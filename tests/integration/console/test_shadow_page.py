@@ -88,6 +88,7 @@ def test_the_stored_shadow_pair_is_compared_without_asking_once_per_check(store)
     insert_traces(store, generate_traces(50, seed=SEED + 1, candidate=CANDIDATE,
                                          start=datetime.now(UTC) - timedelta(seconds=120)))
     assert _counts(client.get("/review/console/shadow").text) == first
-    assert _counts(client.get("/review/console/shadow?baseline=hybrid@v1&candidate=dense@v2&since=23h").text)[0] == N + 50
+    assert _counts(client.get("/review/console/shadow?baseline=hybrid@v1&candidate=dense@v2&since=23h")
+                   .text)[0] == N + 50
     now[0] += 5  # the next check computes it again, once
     assert _counts(client.get("/review/console/shadow").text)[0] == N + 50

@@ -67,7 +67,8 @@ def insert_score(store: ClickHouseStore, trace: dict[str, Any], metric: str, val
 
 
 def review_settings(**overrides: Any) -> ReviewSettings:
-    users = [ReviewUser(username=n, password_hash=SecretStr(_HASHES[n]), token_sha256=SecretStr(token_digest(TOKENS[n])))
+    users = [ReviewUser(username=n, password_hash=SecretStr(_HASHES[n]),
+                        token_sha256=SecretStr(token_digest(TOKENS[n])))
              for n in PASSWORDS]
     # served over plain HTTP (TestClient, 127.0.0.1): a Secure cookie would never come back
     values: dict[str, Any] = {"users": users, "session_secret": SecretStr(SESSION_SECRET), "cookie_secure": False}

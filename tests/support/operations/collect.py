@@ -61,7 +61,8 @@ def _dump(dsn: str, database: str) -> dict[str, Any]:
     from ragmon.store import ClickHouseStore
 
     store = ClickHouseStore.open(StoreSettings(dsn=SecretStr(dsn), database=database))
-    return {name: [list(r.values()) for r in store.query_rows(sql.format(db=database))] for name, sql in QUERIES.items()}
+    return {name: [list(r.values()) for r in store.query_rows(sql.format(db=database))]
+            for name, sql in QUERIES.items()}
 
 
 def _doctor(dsn: str, database: str, spec: dict[str, Any]) -> None:

@@ -121,14 +121,16 @@ class Daemon:
                 life.last_scrape, life.scraped_at = counters, time.time()
                 total = failure_total(counters)
                 if last is not None and total > last:
-                    self.failures.append(WriteFailure(time.time(), "metrics", f"failure counters rose by {total - last:g}"))
+                    self.failures.append(WriteFailure(time.time(), "metrics",
+                                                      f"failure counters rose by {total - last:g}"))
                 last = total
 
         def ready() -> None:
             while not stop.wait(0.5):
                 self.ready_log.append((time.time(), self._ready()))
 
-        self._watchers = [threading.Thread(target=f, daemon=True, name=f"ops-daemon-{f.__name__}") for f in (scrape, ready)]
+        self._watchers = [threading.Thread(target=f, daemon=True, name=f"ops-daemon-{f.__name__}")
+                          for f in (scrape, ready)]
         for t in self._watchers:
             t.start()
 

@@ -99,14 +99,16 @@ def traces_once(run: Run) -> Check:
     not_whole = {t for t in whole if t in stored and (stored[t].incomplete or stored[t].answer != sent.otlp[t].answer)}
     if not_whole:
         problems.append(f"{len(not_whole)} OTLP queries stored but not whole (marked incomplete or another answer), "
-                        f"e.g. {_few(f'{t} ({sent.otlp[t].path}, LLM {sent.otlp[t].llm_seconds:.0f}s)' for t in not_whole)}")
+                        "e.g. "
+                        f"{_few(f'{t} ({sent.otlp[t].path}, LLM {sent.otlp[t].llm_seconds:.0f}s)' for t in not_whole)}")
     lost_partial = {t for t in partial if t not in stored and t not in lettered_ids}
     if lost_partial:
         problems.append(f"{len(lost_partial)} OTLP traces partly delivered neither stored nor dead-lettered, e.g. "
                         f"{_few(lost_partial)}")
     letters = {(d.partition, d.offset): d.reason for d in run.letters if d.topic not in ("otlp-http",)}
     no_letter = {po for po in sent.invalid if po not in letters}
-    wrong = {po: (sent.invalid[po], letters[po]) for po in sent.invalid if po in letters and letters[po] != sent.invalid[po]}
+    wrong = {po: (sent.invalid[po], letters[po])
+             for po in sent.invalid if po in letters and letters[po] != sent.invalid[po]}
     if no_letter:
         problems.append(f"{len(no_letter)} invalid messages not dead-lettered, e.g. at (partition, offset) "
                         f"{_few(no_letter)}")
@@ -124,7 +126,8 @@ def traces_once(run: Run) -> Check:
     paths = Counter(o.path for t, o in sent.otlp.items() if t in whole)
     summary = (f"{len(sent.native):,} native + {len(sent.seed):,} seed + {len(whole):,} OTLP queries "
                f"({', '.join(f'{p} {n}' for p, n in sorted(paths.items()))}; {slow_whole} with LLM calls ≥ 2 min): "
-               f"{len(native_seed | whole) - len(missing):,} stored, {len(missing):,} missing, {len(doubled):,} doubled; "
+               f"{len(native_seed | whole) - len(missing):,} stored, {len(missing):,} missing, {len(doubled):,} "
+               "doubled; "
                f"{len(sent.invalid) - len(no_letter)}/{len(sent.invalid)} invalid dead-lettered with their reason")
     return _check("every trace stored once or dead-lettered", problems, summary)
 
@@ -197,15 +200,18 @@ def accounting(run: Run, traces_topic: str) -> Check:
             if settled > n["consumed"]:
                 problems.append(f"lifetime {life.index} (kill -9), last scrape: {ends}: more outcomes than traces")
             # settled and committed between the last scrape and the kill: counted nowhere
-            slack_low += sum(max(0, life.committed_after_kill.get(p, 0) - o) for p, o in life.committed_before_kill.items())
+            slack_low += sum(max(0, life.committed_after_kill.get(p, 0) - o)
+                             for p, o in life.committed_before_kill.items())
         elif life.final is None:
             problems.append(f"lifetime {life.index} ({life.how}) printed no final counters: its account is incomplete")
     reread = max(0.0, consumed - released - given)
     excess = final - given
     if excess < -slack_low:
-        problems.append(f"the final outcomes of all lifetimes account for {final:,.0f} traces, {given - final:,.0f} fewer "
+        problems.append(f"the final outcomes of all lifetimes account for {final:,.0f} traces, {given - final:,.0f} "
+                        "fewer "
                         f"than the {given:,} given: traces vanished without an outcome"
-                        + (f" (beyond {slack_low} committed between the last scrape and the kill -9)" if slack_low else ""))
+                        + (f" (beyond {slack_low} committed between the last scrape and the kill -9)"
+                           if slack_low else ""))
     if excess > reread:
         problems.append(f"the final outcomes of all lifetimes account for {final:,.0f} traces, {excess:,.0f} more than "
                         f"the {given:,} given, more than the {reread:,.0f} read again after a kill explain: some "
@@ -240,7 +246,8 @@ def labels(run: Run) -> Check:
                 problems.append(f"triage label of {reviewer} on {trace_id}: saved {(label.cause, label.note)}, "
                                 f"stored {got_t}")
     kinds = Counter(k[0] for k in newest)
-    summary = (f"{len(run.labels)} saves acknowledged ({kinds.get('review', 0)} review, {kinds.get('triage', 0)} triage "
+    summary = (f"{len(run.labels)} saves acknowledged ({kinds.get('review', 0)} review, {kinds.get('triage', 0)} "
+               "triage "
                f"labels after overwrites): {len(newest) - len(problems)} stored as saved, {len(problems)} not")
     return _check("every label saved is there", problems, summary)
 
@@ -335,7 +342,7 @@ def people(run: Run) -> Check:
     return _check("pages load, sign-out ends the session", problems, summary)
 
 
-# -- 7. readiness after each fault --------------------------------------------------------------------------------------
+# -- 7. readiness after each fault -------------------------------------------------------------------------------
 
 def readiness(run: Run, bound_seconds: float) -> Check:
     problems, parts = [], []

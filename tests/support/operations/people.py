@@ -167,7 +167,8 @@ class Reviewers(threading.Thread):
                             step(*args)
                         except httpx.HTTPError as exc:
                             now = time.time()
-                            self.attempts.append(Attempt("page", "request", now, now, False, f"{type(exc).__name__}: {exc}"))
+                            self.attempts.append(Attempt("page", "request", now, now, False,
+                                                         f"{type(exc).__name__}: {exc}"))
                     if self.stop.wait(self.pause):
                         return
             self.rounds += 1

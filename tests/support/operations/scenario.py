@@ -307,7 +307,7 @@ class Harness:
         return Fault("disk", started, ended, recovered,
                      f"{filled}; /readyz failing {len(unready) / 2:.0f}s of the {ended - started:.0f}s")
 
-    # -- the end --------------------------------------------------------------------------------------------------------
+    # -- the end ---------------------------------------------------------------------------------------------------
 
     def _drain(self, daemon: Daemon, bootstrap: str) -> bool:
         """Wait until every consumer group of the daemon committed up to its topic's end."""
@@ -390,9 +390,11 @@ class Harness:
             daemon.start()
             self.gate.open()
             queue, triage = self._queues(week)
-            self.log(f"ragmon run ready at {self.base}; review week {week}: {len(queue)} queued, {len(triage)} in triage")
+            self.log(f"ragmon run ready at {self.base}; review week {week}: {len(queue)} queued, {len(triage)} in "
+                     "triage")
             apps = [OtlpApp("collector", collector.otlp_http,
-                            otlp_plan(plan.seconds, per_minute=plan.otlp_per_minute, slow=list(plan.slow), seed=plan.seed),
+                            otlp_plan(plan.seconds, per_minute=plan.otlp_per_minute, slow=list(plan.slow),
+                                      seed=plan.seed),
                             self.workdir),
                     OtlpApp("direct", f"http://127.0.0.1:{self.ports['otlp']}/v1/traces",
                             otlp_plan(plan.seconds, per_minute=plan.otlp_per_minute, slow=list(plan.slow),
@@ -451,7 +453,8 @@ class Harness:
             rec.sent.sampled = self._sampled()
             rec.stored = collect.read_store(f"chdb://{disk.path / 'chdb'}", "ragmon")
             if rec.stored.detached:
-                rec.notes.append(f"parts the engine detached (their rows are not read): {', '.join(rec.stored.detached)}")
+                rec.notes.append("parts the engine detached (their rows are not read): "
+                                 f"{', '.join(rec.stored.detached)}")
             rec.letters = (collect.read_letters(broker.bootstrap, DLQ)
                            + collect.read_letter_file(self.workdir / "otlp-dead-letters.jsonl"))
             rec.outcome_letters = collect.read_letters(broker.bootstrap, OUTCOMES_DLQ)
@@ -531,8 +534,8 @@ def _fingerprint(daemon: Daemon) -> str:
     return ""
 
 
-_NOISE = ("heartbeat_interval_ms is high", "kafka.coordinator", "kafka.cluster", "kafka.conn", "kafka.client", "kafka.net",
-          "does not exist on", "over plain HTTP", "No partition metadata")
+_NOISE = ("heartbeat_interval_ms is high", "kafka.coordinator", "kafka.cluster", "kafka.conn", "kafka.client",
+          "kafka.net", "does not exist on", "over plain HTTP", "No partition metadata")
 
 
 def _noise(text: str) -> bool:
@@ -554,8 +557,9 @@ def _summary(rec: Run, checks: list[invariants.Check], plan: Plan) -> dict[str, 
         "otlp_slow": sum(1 for o in rec.sent.otlp.values() if o.whole and o.llm_seconds >= 100),
         "lost": sum(1 for t in expected if t not in stored),
         "doubled": sum(1 for s in stored.values() if s.rows > 1),
-        "dead_letters": f"{sum(1 for po in rec.sent.invalid if any((d.partition, d.offset) == po for d in rec.letters))}"
-                        f"/{len(rec.sent.invalid)}",
+        "dead_letters":
+            f"{sum(1 for po in rec.sent.invalid if any((d.partition, d.offset) == po for d in rec.letters))}"
+            f"/{len(rec.sent.invalid)}",
         "labels": len(rec.labels),
         "labels_lost": next(len(c.details) for c in checks if c.name.startswith("every label")),
         "sampled": len(rec.sent.sampled),

@@ -86,7 +86,8 @@ class NativeTraffic(threading.Thread):
                            (trace["trace_id"], trace["query_id"]))
                 if i % 10 == 3:  # a shadow twin: the same query through the candidate retriever
                     twin = dict(trace, trace_id=f"ops-{i:07d}-shadow",
-                                retriever={"name": "hybrid", "version": "v2", "variant": "shadow", "parameters": {"k": 20}})
+                                retriever={"name": "hybrid", "version": "v2", "variant": "shadow",
+                                           "parameters": {"k": 20}})
                     self._send(i, json.dumps(twin).encode(), trace["query_id"].encode(), "native",
                                (twin["trace_id"], twin["query_id"]))
                 if self.malformed_every and i % self.malformed_every == self.malformed_every // 2:

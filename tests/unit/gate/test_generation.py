@@ -127,8 +127,10 @@ def test_one_case_answered_traced_and_scored_like_the_live_scorer() -> None:
     assert seen == [[Passage("c1", TEXTS["c1"]), Passage("c2", TEXTS["c2"])]]  # top k, with texts, best first
     trace = out.trace
     assert trace is not None and Trace.model_validate(trace).corpus_snapshot == "snap-1"
-    assert trace["trace_id"] == "gate:q1" and trace["query_id"] == "q1" and trace["context"]["chunk_ids"] == ["c1", "c2"]
-    assert [r["rank"] for r in trace["retrieved"]] == [1, 2] and trace["attributes"]["ragmon.gate.retriever_scores"] == "returned"
+    assert (trace["trace_id"] == "gate:q1" and trace["query_id"] == "q1"
+            and trace["context"]["chunk_ids"] == ["c1", "c2"])
+    assert ([r["rank"] for r in trace["retrieved"]] == [1, 2]
+            and trace["attributes"]["ragmon.gate.retriever_scores"] == "returned")
     live = score_trace(setup.judge, trace)
     assert {v.metric: v.value for v in live.values} == out.values and out.values["faithfulness"] == 1.0
 

@@ -32,7 +32,8 @@ def test_envelope(tmp_path: Path) -> None:
     path.write_text(json.dumps({"version": "", "set": "prod", "cases": [CASE]}))
     with pytest.raises(InputError) as info:
         load_golden(path)
-    assert "version: must be a non-empty string" in str(info.value) and "set: must be one of dev, release" in str(info.value)
+    assert ("version: must be a non-empty string" in str(info.value)
+            and "set: must be one of dev, release" in str(info.value))
 
 
 def test_every_bad_case_is_named_and_the_list_is_capped(tmp_path: Path) -> None:

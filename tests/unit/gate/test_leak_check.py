@@ -58,7 +58,8 @@ def test_a_case_without_tenant_is_not_checked_and_a_refuse_case_without_tenant_n
 
     check = LeakCheck.for_retriever(boom, None, LeakRule())
     assert run_case(case(tenant="", behaviour="refuse"), boom, 1, 1, leak_check=check).leak_checked is False
-    report = build_result([run_case(case(tenant=""), lambda q, k: ["a"], 1, 1, leak_check=check)], Thresholds(0.5, 0.5), 1, 1)
+    report = build_result([run_case(case(tenant=""), lambda q, k: ["a"], 1, 1, leak_check=check)], Thresholds(0.5, 0.5),
+                          1, 1)
     assert report.rows[-1].permission_leaks is None and report.passed  # nothing checked: '—', not 0
 
 

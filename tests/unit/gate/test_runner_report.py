@@ -43,8 +43,8 @@ def test_accepted_shapes() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [None, 42, "a,b", b"ab", {"a": 1}, [1, 2], [("a",)], [("a", float("nan"))], [("a", "high")], [("a", np.float32("inf"))], [""], [7],
-     [("a", 1.0), "b"], [["a", True]], ["x" * 300]],
+    [None, 42, "a,b", b"ab", {"a": 1}, [1, 2], [("a",)], [("a", float("nan"))], [("a", "high")],
+     [("a", np.float32("inf"))], [""], [7], [("a", 1.0), "b"], [["a", True]], ["x" * 300]],
 )  # fmt: skip
 def test_garbage_is_rejected_with_a_reason(value: Any) -> None:
     with pytest.raises(RetrieverOutputError):

@@ -71,7 +71,8 @@ def build(spans: list[Span]) -> dict[str, Any]:
 def test_openllmetry_llamaindex_query_is_stored_with_ids_scores_texts_tokens_and_model():
     doc = build(llamaindex_trace())
     assert doc["question"] == "How long do refunds take?" and doc["answer"] == "Five days."
-    assert [(d["chunk_id"], d["score"], d["text"], d["doc_id"], d["doc_version"], d["rank"]) for d in doc["retrieved"]] \
+    assert [(d["chunk_id"], d["score"], d["text"], d["doc_id"], d["doc_version"], d["rank"])
+            for d in doc["retrieved"]] \
         == [("n-refunds", 0.4, "Refunds take five days.", "refunds", "3", 1),
             ("n-invoices", 0.21, "Invoices by email.", "invoices", "3", 2)]
     assert doc["tokens"] == {"prompt": 77, "completion": 9} and doc["model"]["name"] == "gpt-4o-mini-2024"

@@ -79,7 +79,8 @@ def test_1_without_document_ids_chunk_ids_are_content_hashes_never_positions(rig
     assert len(rows) == 2
     ids = [cid for row in rows for cid in row["retrieved_chunk_ids"]]
     assert all(cid.startswith("sha256:") for cid in ids)
-    by_text = {t: cid for row in rows for t, cid in zip(row["retrieved_texts"], row["retrieved_chunk_ids"], strict=True)}
+    by_text = {t: cid for row in rows for t, cid in zip(row["retrieved_texts"], row["retrieved_chunk_ids"],
+                                                        strict=True)}
     assert len(set(by_text.values())) == len(by_text), "one id per chunk text, whatever its position"
 
 
@@ -130,7 +131,8 @@ def test_3_spans_after_the_trace_was_stored_make_a_new_version_that_replaces_it(
     r.source.append(T, 0, otlp_messages(early, 100, "proto"))
     r.drive(20)  # 6 s: stored after the settle wait, without an LLM call
     [first] = r.writer.rows
-    assert first["attributes"]["ragmon.otlp.incomplete"] == "true" and first["attributes"]["ragmon.otlp.missing"] == "llm"
+    assert (first["attributes"]["ragmon.otlp.incomplete"] == "true"
+            and first["attributes"]["ragmon.otlp.missing"] == "llm")
     assert first["retrieved_chunk_ids"] == sent.chunk_ids and first["tokens_prompt"] == 0
     r.source.append(T, 0, otlp_messages(llm, 100, "proto"))
     r.drive(10)

@@ -211,7 +211,8 @@ def test_embedding_vectors_are_not_decoded():
 
 @pytest.mark.parametrize(("attrs", "question"), [
     ({"input.value": "plain text?"}, "plain text?"),
-    ({"input.value": '{"message": "from a chat engine?"}', "input.mime_type": "application/json"}, "from a chat engine?"),
+    ({"input.value": '{"message": "from a chat engine?"}', "input.mime_type": "application/json"},
+     "from a chat engine?"),
     ({"input.value": '{"query_bundle": {"query_str": "nested?"}}', "input.mime_type": "application/json"}, "nested?"),
     ({"input.value": '"a JSON string?"', "input.mime_type": "application/json"}, "a JSON string?"),
     ({"input.value": '{"unknown": 1}', "input.mime_type": "application/json"}, "from the retriever?"),

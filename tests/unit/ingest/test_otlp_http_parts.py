@@ -30,7 +30,8 @@ def test_the_token_is_read_from_its_file_and_masked(tmp_path: Path, monkeypatch:
         load_settings()
 
 
-def source_in(directory: Path, max_queued_bytes: int = 10_000_000, max_spool_bytes: int = 10_000_000) -> HttpTraceSource:
+def source_in(directory: Path, max_queued_bytes: int = 10_000_000,
+              max_spool_bytes: int = 10_000_000) -> HttpTraceSource:
     return HttpTraceSource(max_queued_bytes, HttpSpool(directory, max_bytes=max_spool_bytes))
 
 
@@ -142,11 +143,13 @@ def test_ragmon_run_with_the_otlp_port_taken_says_which_setting_and_switch(tmp_p
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        settings = Settings(server={"port": 0}, otlp={"port": busy.getsockname()[1], "spool_dir": str(tmp_path / "spool"),
+        settings = Settings(server={"port": 0},
+                            otlp={"port": busy.getsockname()[1], "spool_dir": str(tmp_path / "spool"),
                                                       "dead_letters": str(tmp_path / "dead.jsonl")})
         process = build_process(settings, ["otlp"], store=Store())
         with pytest.raises(ConfigError) as info:
             process.serve()
     [line] = info.value.problems
-    assert line.startswith("otlp: cannot listen") and line.endswith("(or switch the role off: RAGMON_ROLES__OTLP=false)")
+    assert (line.startswith("otlp: cannot listen")
+            and line.endswith("(or switch the role off: RAGMON_ROLES__OTLP=false)"))
     assert process.server is None, "the shared port is released again"

@@ -78,7 +78,8 @@ def test_redaction_leaves_no_match_behind(text):
         assert re.search(pattern, cleaned) is None
 
 
-@given(st.text(alphabet=st.sampled_from("ab \u00e9\u0663\u0966\uff11" + "0123456789"), max_size=80) | st.text(max_size=80))
+@given(st.text(alphabet=st.sampled_from("ab \u00e9\u0663\u0966\uff11" + "0123456789"), max_size=80)
+       | st.text(max_size=80))
 def test_digit_prefilter_agrees_with_the_regex_on_any_text(text):
     """The phone pattern's prefilter is a necessary condition: it finds every \\d, Unicode digits included."""
     assert _has_digit(text) == (re.search(r"\d", text) is not None)

@@ -27,7 +27,8 @@ from ragmon.metrics import (
     verify_quote,
 )
 
-CHUNK = "Consent can be withdrawn\u00a0at any time.\nThe withdrawal takes effect for \u201cfuture\u201d messages \u2014 not retrospectively."
+CHUNK = ("Consent can be withdrawn\u00a0at any time.\nThe withdrawal takes effect for \u201cfuture\u201d messages "
+         "\u2014 not retrospectively.")
 
 
 @pytest.mark.parametrize(

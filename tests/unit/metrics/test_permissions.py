@@ -53,7 +53,8 @@ def test_the_count_is_the_number_of_leaked_chunks(user: str, chunks: list[tuple[
 def test_a_chunk_listed_with_two_owners_leaks_whatever_the_order() -> None:
     """One chunk id, its own tenant at one rank and another tenant at another: a leak (the foreign owner named),
     the same in the order the producer sent and in rank order — ingest counts one, the listing reads the other."""
-    for ids, tenants in ((["c1", "c2", "c1"], ["acme", "acme", "globex"]), (["c1", "c2", "c1"], ["globex", "acme", "acme"])):
+    for ids, tenants in ((["c1", "c2", "c1"], ["acme", "acme", "globex"]),
+                         (["c1", "c2", "c1"], ["globex", "acme", "acme"])):
         assert RULE.count("acme", ids, tenants) == 1
         assert RULE.leaked("acme", ids, tenants) == [LeakedChunk("c1", "globex")]
 

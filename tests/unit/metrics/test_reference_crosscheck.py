@@ -56,7 +56,8 @@ def reference(cases: list[tuple[list[str], dict[str, int], int]]) -> dict[int, d
         for i in indices:
             unique = dedupe(cases[i][0])
             run[f"q{i}"] = {doc: float(len(unique) - r) for r, doc in enumerate(unique)}
-        measures = {f"ndcg_cut.{k}", f"recall.{k}", f"P.{k}", f"success.{k}", "recip_rank", "map", "num_rel", "num_rel_ret"}
+        measures = {f"ndcg_cut.{k}", f"recall.{k}", f"P.{k}", f"success.{k}", "recip_rank", "map", "num_rel",
+                    "num_rel_ret"}
         result = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
         for i in indices:
             row = result.get(f"q{i}", {})
