@@ -72,7 +72,8 @@ def make_trace(rng: random.Random, now: datetime) -> dict:
         "citations": [{"sentence": 0, "chunk_id": context[0], "quote": sentence(rng, 6)}],
         "model": {"name": "gen-large", "version": "2026-10-01"},
         "prompt": {"id": "answer-with-citations", "version": "14"},
-        "latency_ms": {"retrieve": rng.uniform(10, 80), "rerank": rng.uniform(20, 90), "generate": rng.uniform(300, 2000)},
+        "latency_ms": {"retrieve": rng.uniform(10, 80), "rerank": rng.uniform(20, 90),
+                       "generate": rng.uniform(300, 2000)},
         "tokens": {"prompt": rng.randint(500, 3000), "completion": rng.randint(20, 300)},
         "cost_usd": rng.uniform(0.0005, 0.01),
         "attributes": {"channel": "web-chat", "locale": "en-GB"},
@@ -136,7 +137,8 @@ def main() -> None:
     )
     console.print(
         f"messages: {len(payloads):,} traces, {min(sizes):,}–{max(sizes):,} bytes (median "
-        f"{int(statistics.median(sizes)):,}), {min(chunks)}–{max(chunks)} chunks; best of {args.rounds} rounds, one core"
+        f"{int(statistics.median(sizes)):,}), {min(chunks)}–{max(chunks)} chunks; best of {args.rounds} rounds, one "
+        "core"
     )
     table = Table("decoder", "µs/trace", "traces/s", "MB/s", "× decode_trace")
     results = [(name, what, best_round(fn, invalid if "rejected" in name else payloads, args.rounds))

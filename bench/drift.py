@@ -167,8 +167,8 @@ def main() -> None:
             table.add_row("naive (all rows → numpy, summaries and tests in Python), same 8 features", f"{took:.2f}",
                           f"{rows:,}")
     console.print(table)
-    console.print(f"traces stored: {scanned:,}; drifted tests: "
-                  f"{', '.join(sorted({f'{r.group.retriever}/{r.group.stratum}/{r.feature}/{r.test}' for r in result.drifted})) or 'none'}")
+    drifted = sorted({f"{r.group.retriever}/{r.group.stratum}/{r.feature}/{r.test}" for r in result.drifted})
+    console.print(f"traces stored: {scanned:,}; drifted tests: {', '.join(drifted) or 'none'}")
     if not args.skip_naive:
         for test in ("window_mean", "window_quantiles"):
             diffs = []

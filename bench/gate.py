@@ -40,7 +40,8 @@ def golden_set(repeat: int, path: Path) -> int:
 def run_gate(golden: Path, out: Path, extra: list[str]) -> float:
     started = time.perf_counter()
     done = subprocess.run([*GATE, str(golden), "--retriever", "examples.retriever:search", "--k", "3",
-                           "--min-coverage", "0.5", "--min-mrr", "0.5", "--no-progress", "--format", "json", "--out", str(out), *extra],
+                           "--min-coverage", "0.5", "--min-mrr", "0.5", "--no-progress", "--format", "json", "--out",
+                           str(out), *extra],
                           cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
@@ -61,7 +62,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ragmon-bench-gate-") as tmp:
         golden = Path(tmp) / "golden.json"
         n = golden_set(args.repeat, golden)
-        variants = {"retrieval only": [], "with --answerer (heuristic judge)": ["--answerer", "examples.answerer:answer"]}
+        variants = {"retrieval only": [],
+                    "with --answerer (heuristic judge)": ["--answerer", "examples.answerer:answer"]}
         for name, extra in variants.items():
             times, size = [], 0
             for i in range(args.rounds):

@@ -109,7 +109,8 @@ def bare_consume(bootstrap: str, topic: str, n: int) -> float:
     fetch = KafkaSettings()  # the fetch sizes ragmon ingest uses by default (also the client's fastest here)
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"bare-{uuid.uuid4().hex[:6]}",
                              enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=5000,
-                             fetch_max_bytes=fetch.fetch_max_bytes, max_partition_fetch_bytes=fetch.max_partition_fetch_bytes)
+                             fetch_max_bytes=fetch.fetch_max_bytes,
+                             max_partition_fetch_bytes=fetch.max_partition_fetch_bytes)
     seen = 0
     first = None
     while seen < n:

@@ -195,7 +195,8 @@ def run_one(args: argparse.Namespace, in_flight: int) -> dict[str, Any]:
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.support.openai_server", "--latency-ms", str(args.latency_ms), "--jitter-ms",
          str(args.jitter_ms), "--error-rate", str(args.error_rate)] + (["--rpm", str(args.rpm)] if args.rpm else []),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()

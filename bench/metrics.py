@@ -43,7 +43,8 @@ def ours(rankings: list[list[str]], judgments: list[dict[str, int]], k: int) -> 
     out = []
     for ranked, grades in zip(rankings, judgments, strict=True):
         relevant = {d for d, g in grades.items() if g >= 1}
-        out.append((recall_at_k(ranked, relevant, k), precision_at_k(ranked, relevant, k), hit_at_k(ranked, relevant, k),
+        out.append((recall_at_k(ranked, relevant, k), precision_at_k(ranked, relevant, k),
+                    hit_at_k(ranked, relevant, k),
                     reciprocal_rank(ranked, relevant), ndcg_at_k(ranked, grades, k)))  # fmt: skip
     return out  # type: ignore[return-value]
 

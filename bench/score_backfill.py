@@ -15,9 +15,9 @@ ingest --file``; then each configuration runs the real command, ``ragmon score -
 
 Configurations (``--configs``, comma separated): ``default`` is the settings as shipped; a number N sets
 ``judge.max_in_flight`` to N (with whatever else the defaults say); ``Nfixed`` also turns
-``judge.adaptive_concurrency`` off (exactly N calls at once, as before the adaptive limit existed). Each (hang rate, configuration) gets a fresh
-provider process, so one run's hanging calls do not hold the next run's server threads. The machine's load is
-printed with the figures: on a shared machine, compare runs made together.
+``judge.adaptive_concurrency`` off (exactly N calls at once, as before the adaptive limit existed). Each (hang rate,
+configuration) gets a fresh provider process, so one run's hanging calls do not hold the next run's server threads. The
+machine's load is printed with the figures: on a shared machine, compare runs made together.
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ SELECT
     now64(3) AS ingested_at
 FROM (
     SELECT number, side, side = 's' AND cityHash64(number, 'e') % 100 = 0 AS err,
-           exp(log(40) + ((cityHash64(number, side, 'l') % 1000) / 1000.0 - 0.5) * 0.8) * if(side = 's', 1.2, 1.0) AS lat
+           exp(log(40) + ((cityHash64(number, side, 'l') % 1000) / 1000.0 - 0.5) * 0.8)
+             * if(side = 's', 1.2, 1.0) AS lat
     FROM numbers({{n:UInt64}}) ARRAY JOIN ['p', 's'] AS side
 )
 """
@@ -137,10 +138,12 @@ def main() -> None:
     console.print(f"peak resident memory of the process (chDB included): {peak_mb:,.0f} MB")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     console.print(f"load average during the run: {load:.1f} on {os.cpu_count()} cores")
+    billing = next(q.result.mean_difference
+                   for s in result.strata if s.stratum == "billing" for q in s.quality)  # type: ignore[union-attr]
     console.print(f"{n_traces:,} traces, {n_scores:,} score rows; result: {result.pairs:,} pairs, "  # type: ignore[union-attr]
                   f"overlap@10 {result.overall.agreement.mean_overlap:.3f}, "  # type: ignore[union-attr]
                   f"faithfulness Δ billing "
-                  f"{next(q.result.mean_difference for s in result.strata if s.stratum == 'billing' for q in s.quality):+.3f}, "  # type: ignore[union-attr]
+                  f"{billing:+.3f}, "
                   f"verdict {result.verdict.decision}")  # type: ignore[union-attr]
     if tmp is not None:
         tmp.cleanup()

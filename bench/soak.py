@@ -274,7 +274,8 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
         main_name = Path(f"/proc/{proc.pid}/comm").read_text().strip()
         print(f"soak: {args.rate:,.0f} traces/s for {minutes:g} min, topic {topic}, ingest pid {proc.pid}, "
               f"{os.cpu_count()} cores; Python threads = those named {main_name!r}; {' '.join(args.env)}", flush=True)
-        print(f"{'min':>3} {'traces':>7} {'py µs':>6} {'eng µs':>6} {'tot µs':>6} {'RSS MB':>6} {'anon':>5} {'parts':>5} "
+        print(f"{'min':>3} {'traces':>7} {'py µs':>6} {'eng µs':>6} {'tot µs':>6} {'RSS MB':>6} {'anon':>5} "
+              f"{'parts':>5} "
               f"{'lvl':>3} {'B/trace':>7} {'lag':>6} {'fresh p50/p99/max s':>19} {'load':>5}", flush=True)
         producer = Producer(args.bootstrap, topic, args.rate, minutes * 60)
         watch = Watch(admin, group)
@@ -315,11 +316,13 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
             fresh = watch.fresh[mark_fresh:]
             mark_fresh = len(watch.fresh)
             row = Minute(minute, stored, py / max(stored, 1) * 1e6, eng / max(stored, 1) * 1e6, rss_mb(proc.pid),
-                         rss_mb(proc.pid, "RssAnon"), len(parts), max((p[3] for p in parts), default=0), size / max(rows_on_disk, 1), rows_on_disk, lag,
+                         rss_mb(proc.pid, "RssAnon"), len(parts), max((p[3] for p in parts), default=0),
+                         size / max(rows_on_disk, 1), rows_on_disk, lag,
                          pick(fresh, 0.5), pick(fresh, 0.99), max(fresh, default=float("nan")), os.getloadavg()[0])
             rows.append(row)
             print(f"{row.minute:>3} {row.traces:>7,} {row.python_us:>6.0f} {row.engine_us:>6.0f} {row.total_us:>6.0f} "
-                  f"{row.rss_mb:>6.0f} {row.anon_mb:>5.0f} {row.parts:>5} {row.max_level:>3} {row.bytes_per_trace:>7.0f} {row.lag:>6,} "
+                  f"{row.rss_mb:>6.0f} {row.anon_mb:>5.0f} {row.parts:>5} {row.max_level:>3} "
+                  f"{row.bytes_per_trace:>7.0f} {row.lag:>6,} "
                   f"{row.fresh_p50:>5.2f} / {row.fresh_p99:>5.2f} / {row.fresh_max:>5.2f} {row.load1:>5.2f}",
                   flush=True)
         producer.stop.set()
@@ -327,8 +330,8 @@ def main() -> None:  # noqa: PLR0915 - one sequential script
         summary["data_dir_bytes_per_trace_end"] = round(dir_bytes(chdb) / max(watch.total(), 1))  # outdated parts too
         print(json.dumps(summary, indent=2))
         if args.json:
-            args.json.write_text(json.dumps({"args": {**vars(args), "json": str(args.json)}, "minutes": [asdict(r) for r in rows],
-                                             "summary": summary}, indent=2))
+            args.json.write_text(json.dumps({"args": {**vars(args), "json": str(args.json)},
+                                             "minutes": [asdict(r) for r in rows], "summary": summary}, indent=2))
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -358,19 +361,22 @@ def summarize(rows: list[Minute], watch: Watch, sent: int, rate: float, minutes:
     return {
         "offered_per_s": rate, "minutes": minutes, "sent": sent, "committed": watch.total(),
         "steady_minutes": [steady[0].minute, steady[-1].minute] if steady else [],
-        "cpu_us_per_trace": round(py + eng, 1), "python_us_per_trace": round(py, 1), "engine_us_per_trace": round(eng, 1),
-        "traces_per_cpu_second": round(1e6 / max(py + eng, 1e-9)),
+        "cpu_us_per_trace": round(py + eng, 1), "python_us_per_trace": round(py, 1),
+        "engine_us_per_trace": round(eng, 1), "traces_per_cpu_second": round(1e6 / max(py + eng, 1e-9)),
         "rss_mb_steady_min_max": [round(min(r.rss_mb for r in steady)), round(max(r.rss_mb for r in steady))],
         "rss_mb_peak_sampled": round(max(r.rss_mb for r in rows)) if rows else None,
         "anon_rss_mb_steady_min_max": [round(min(r.anon_mb for r in steady)), round(max(r.anon_mb for r in steady))],
         "rss_mb_per_hour_steady": round((steady[-1].rss_mb - steady[0].rss_mb) / max(len(steady) - 1, 1) * 60, 1),
         "parts_end": last.parts if last else None, "max_level_end": last.max_level if last else None,
-        "bytes_per_trace_end": round(bpt), "rows_on_disk_end": last.rows_on_disk if last else None, "disk_gib_per_day_at_rate": round(bpt * rate * 86400 / 2**30, 1),
-        "freshness_p50_p99_max_s": [round(pick(watch.fresh, q), 2) for q in (0.5, 0.99)] + [round(max(watch.fresh, default=0), 2)],
+        "bytes_per_trace_end": round(bpt), "rows_on_disk_end": last.rows_on_disk if last else None,
+        "disk_gib_per_day_at_rate": round(bpt * rate * 86400 / 2**30, 1),
+        "freshness_p50_p99_max_s": [round(pick(watch.fresh, q), 2) for q in (0.5, 0.99)]
+                                   + [round(max(watch.fresh, default=0), 2)],
         "freshness_p99_worst_minute_s": round(max((r.fresh_p99 for r in rows), default=float("nan")), 2),
         "lag_max_messages": max((r.lag for r in rows), default=0),
         "load1_mean": round(statistics.mean(r.load1 for r in rows), 2) if rows else None,
-        "cpu_seconds_by_thread_name": dict(sorted(((k, round(v, 1)) for k, v in by_name.items()), key=lambda kv: -kv[1])[:15]),
+        "cpu_seconds_by_thread_name": dict(sorted(((k, round(v, 1)) for k, v in by_name.items()),
+                                                  key=lambda kv: -kv[1])[:15]),
     }
 
 
