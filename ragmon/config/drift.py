@@ -87,7 +87,10 @@ class DriftSettings(Section):
     interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
     windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
     alpha: float = Field(
-        0.05, gt=0, lt=1, description="False-discovery rate of one check (Benjamini–Hochberg over all its tests)."
+        0.05, gt=0, lt=1,
+        description="Per-check significance: Benjamini–Hochberg within each stratum at alpha / strata (a stratum "
+        "without drift alarms in at most that share of checks, whatever the others hold; a check without drift in "
+        "at most alpha).",
     )
     min_samples: int | None = Field(
         None, ge=1, description="Minimum observations per window for every test (default: each test's own, 30–200)."

@@ -8,8 +8,10 @@ per-window series of every (group, feature) — window 0 the newest — and whic
    two, three, … hours instead of not at all; the result carries ``pooled = j``. A rare rate is pooled (up to
    ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block large enough
    the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
-2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: BH over the whole
-   check, effect and sample-size gates) — the per-check verdict, whose false-alarm rate is ``alpha``;
+2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: Benjamini–Hochberg
+   within each stratum, Bonferroni across strata, effect and sample-size gates) — the per-check verdict, whose
+   false-alarm rate is at most ``alpha``, and at most ``alpha / strata`` in a stratum without drift whatever the
+   others hold;
 3. runs the **CUSUM** (``sequential``) of each (group, feature) over the primary window test's z-scores of the
    last ``lookback`` windows, each against its own reference, with the threshold set by the daily false-alarm
    budget over the series assessed in this check — the persistent-drift verdict that pages.
@@ -59,6 +61,16 @@ class Entry:
     tests: Sequence[Planned]
     series: Series
     detector: Detector | None = None
+    #: the stratum (retriever, variant, stratum) the entry's tests are adjusted within; None: the key's first
+    #: element for a tuple key (``(group, feature)``), else the key
+    stratum: Hashable = None
+
+    @property
+    def family(self) -> Hashable:
+        """The multiple-testing family of this entry's tests (``decide``)."""
+        if self.stratum is not None:
+            return self.stratum
+        return self.key[0] if isinstance(self.key, tuple) and self.key else self.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +122,8 @@ def assess(entries: Sequence[Entry], detector: Detector | None = None, *, curren
     entry's windows are compared by its own detector when it has one."""
     detector = detector or Detector()
     prepared = [(e, *_prepare(e, e.detector or detector, current)) for e in entries]
-    candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples)
-                  for _, _, comparisons in prepared for p, cmp in comparisons]
+    candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples, e.family)
+                  for e, _, comparisons in prepared for p, cmp in comparisons]
     decisions = iter(decide(candidates))
     rows: list[tuple[Entry, Planned, Comparison, Decision, int]] = []
     for entry, pooled, comparisons in prepared:

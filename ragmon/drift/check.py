@@ -2,7 +2,7 @@
 
 ``DriftChecker.run_once`` summarises every window of the reference period and the current window in
 ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
-Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
+Benjamini–Hochberg within each stratum, the CUSUM of each feature), writes one row per result with every
 parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the
 ``ragmon_drift_*`` gauges (``export``), including when each feature family of each group was last assessed
 (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
@@ -123,7 +123,8 @@ class DriftChecker:
             by_name = {p.feature.name: p for p in feature_plans}
             for (group, name), by_w in sorted(windowed.items(), key=lambda kv: kv[0]):
                 fp = by_name[name]
-                entry = Entry((group, name), fp.tests, to_series(by_w, fp.feature.kind, length), detector)
+                entry = Entry((group, name), fp.tests, to_series(by_w, fp.feature.kind, length), detector,
+                              stratum=_group_key(group))
                 entries.append(entry)
                 plans[id(entry)] = wp
         return entries, plans, dropped_total
