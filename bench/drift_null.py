@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragmon.config import DriftSettings  # noqa: E402
 from ragmon.drift.assess import Assessed, Detector, Entry, Planned, assess  # noqa: E402
-from ragmon.drift.by_query import adjust_by_query  # noqa: E402
+from ragmon.drift.by_query import adjust_by_query, rate_by_query  # noqa: E402
 from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
 from ragmon.drift.series import Series  # noqa: E402
 from ragmon.drift.summary import ContinuousSummary, RateSummary  # noqa: E402
@@ -86,8 +86,8 @@ class History:
             self.hours += 1
 
     def add(self, s: int, draw: Draw) -> None:
-        keys = draw.queries[~draw.empty] if draw.queries is not None else None
         for name, values in draw.features().items():
+            keys = draw.questions(name)
             if self.by_query and FEATURES[name].by_query and keys is not None:
                 self.raw.setdefault((s, name), []).append((keys, values))
             else:
@@ -113,9 +113,12 @@ class History:
             if name in plans:
                 end = len(windows) - current
                 newest_first = windows[max(0, end - detector.history):end][::-1]
-                adjusted = adjust_by_query(newest_first, range(1, min(detector.reference, len(newest_first) - 1) + 1))
-                out.append(Entry((s, name), plans[name],
-                                 Series.from_summaries([_summary(v, "continuous") for v in adjusted])))
+                reference = range(1, min(detector.reference, len(newest_first) - 1) + 1)
+                if FEATURES[name].kind == "rate":
+                    summaries = rate_by_query(newest_first, reference)
+                else:
+                    summaries = [_summary(v, "continuous") for v in adjust_by_query(newest_first, reference)]
+                out.append(Entry((s, name), plans[name], Series.from_summaries(summaries)))
         return out
 
 

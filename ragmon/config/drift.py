@@ -118,9 +118,10 @@ class DriftSettings(Section):
     )
     by_query: bool = Field(
         True,
-        description="Test top1_score, mean_score and top2_gap as each trace's score against its own question's "
-        "reference level (questions keyed by their trimmed, lower-cased text), so popular questions trending "
-        "from hour to hour do not read as drift. Off: the scores as served.",
+        description="Test every feature of a trace (scores, n_results, latency, cost, empty shortlists, refusals) "
+        "as its value against its own question's reference level (questions keyed by their trimmed, lower-cased "
+        "text), so a popular question with its own habits trending from hour to hour does not read as drift. Off: "
+        "the values as served.",
     )
     index_lag_seconds: float = Field(
         3600.0, ge=0, le=30 * 86400,

@@ -233,4 +233,5 @@ def _shift(series: Series, start: int) -> Series:
     s = slice(start, None)
     return Series(series.kind, series.n[s],
                   None if series.mean is None else series.mean[s], None if series.std is None else series.std[s],
-                  None if series.q is None else series.q[s], None if series.k is None else series.k[s])
+                  None if series.q is None else series.q[s], None if series.k is None else series.k[s],
+                  None if series.var is None else series.var[s])

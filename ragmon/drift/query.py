@@ -107,28 +107,39 @@ def _sketch_columns(alias: str, value: str) -> list[str]:
 
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
 MIN_ASKS = 2
+#: a rate's question level is shrunk towards its group's share by this many asks (``by_query.RATE_PRIOR_ASKS``)
+RATE_PRIOR_ASKS = 0.5
 #: a trace without a question (an empty one, e.g. a span that did not record its input) has no level
 _ASKED = "question_hash != cityHash64('')"
 
 
 def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str) -> str:
     """The reference levels as one row set to join, per (group, question, window parity) for questions asked at
-    least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's mean less its group's mean (0 where the
-    question has fewer than ``MIN_ASKS`` finite values of that feature). The group means join the levels, not the
-    traces: one join of the traces instead of two (0.2–0.3 s of 6 at 10 M traces)."""
+    least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's level less its group's mean (0 where the
+    question has fewer than ``MIN_ASKS`` finite values of that feature); a rate's level is shrunk towards the group's
+    share by ``RATE_PRIOR_ASKS`` asks, and ``lv_v{i}`` is its Bernoulli variance less the group's,
+    ``level(1 − level) − M(1 − M)``. The group means join the levels, not the traces: one join of the traces instead
+    of two (0.2–0.3 s of 6 at 10 M traces)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
     rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
     question = (rows.replace("{key}", f"cityHash64(drift_group, question_hash, {_INDEX} % 2) AS key,")
                 + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
     means = ", ".join(f"avgIf(r{i}, isFinite(r{i})) AS gm{i}" for i, _ in features)
-    levels = ", ".join(f"if(countIf(isFinite(r{i})) >= {MIN_ASKS}, avgIf(r{i}, isFinite(r{i})), nan) AS lm{i}"
-                       for i, _ in features)
-    keep = " OR ".join(f"countIf(isFinite(r{i})) >= {MIN_ASKS}" for i, _ in features)
-    deltas = ", ".join(f"if(isFinite(lm{i}), lm{i} - gm{i}, 0) AS lv_d{i}" for i, _ in features)
+    sums = ", ".join(f"countIf(isFinite(r{i})) AS c{i}, sumIf(r{i}, isFinite(r{i})) AS s{i}" for i, _ in features)
+    keep = " OR ".join(f"c{i} >= {MIN_ASKS}" for i, _ in features)
+    deltas = []
+    for i, f in features:
+        if f.kind == "rate":
+            level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / (c{i} + {RATE_PRIOR_ASKS!r}))"
+            deltas.append(f"if(c{i} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
+            deltas.append(f"if(c{i} >= {MIN_ASKS}, {level} * (1 - {level}) - gm{i} * (1 - gm{i}), 0) AS lv_v{i}")
+        else:
+            deltas.append(f"if(c{i} >= {MIN_ASKS}, s{i} / c{i} - gm{i}, 0) AS lv_d{i}")
     # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
-    return (f"SELECT key AS lv_key, {deltas} FROM (SELECT any(g) AS g, key, {levels} FROM ({question}) GROUP BY key "
-            f"HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m USING g")
+    return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM (SELECT any(g) AS g, key, {sums} FROM ({question}) "
+            f"GROUP BY key HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m "
+            f"USING g")
 
 
 def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True) -> str:
@@ -140,11 +151,12 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     the same in numpy). The levels are aggregated over the reference and joined to the traces by a 64-bit key
     (``drift_group``, ``question_hash``, parity; a hash join). A question asked fewer than ``MIN_ASKS`` times in
     those windows, or never, and a trace with an empty question are summarised as served (the join's default
-    delta is 0), so traffic that never repeats a question is summarised as it is. (Looking the levels up with
-    ``transform`` over arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces;
-    the join, about 3 s.)
+    delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its count as
+    served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' ``lv_v`` (``f{i}__dv``): ``aggregate``
+    turns them into the adjusted count and its sampling variance. (Looking the levels up with ``transform`` over
+    arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces; the join, about 3 s.)
     """
-    adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query and f.kind == "continuous"]
+    adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
     inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     middle = [_GROUP_KEYS, "w"]
@@ -154,6 +166,10 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             inner.append(f"toFloat64({f.expr}) AS v{i}")
             middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
             outer.extend(_sketch_columns(f"f{i}", f"v{i}"))
+        elif i in adjusted_at:
+            inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
+            middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_v{i} AS e{i}"])
+            outer.extend([f"sum(x{i}) AS f{i}__k", f"sum(a{i}) AS f{i}__ka", f"sum(e{i}) AS f{i}__dv"])
         else:
             inner.append(f"toUInt8({f.expr}) AS v{i}")
             middle.append(f"v{i}")
@@ -240,11 +256,20 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
 
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
+        rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
         for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query), params):
             g, w = _group(row), int(row["w"])
             for i, f in enumerate(on_traces):
-                put(g, f.name, w, _continuous(row, f"f{i}") if f.kind == "continuous"
-                    else RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
+                if f.kind == "continuous":
+                    put(g, f.name, w, _continuous(row, f"f{i}"))
+                elif by_query and f.by_query:
+                    rates.setdefault((g, f.name), {})[w] = (int(row["n_rows"]), float(row[f"f{i}__k"]),
+                                                            float(row[f"f{i}__ka"]), float(row[f"f{i}__dv"]))
+                else:
+                    put(g, f.name, w, RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
+        for (g, name), by_w in rates.items():
+            for w, summary in adjusted_rates(by_w, p).items():
+                put(g, name, w, summary)
     chunk_features = [f for f in features if f.source == "chunks"]
     if chunk_features:
         sql = chunks_sql(traces, store.table("corpus_versions"), p)
@@ -257,6 +282,26 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
             put(_group(row, str(row["judge_fingerprint"])), on_scores[str(row["metric"])], int(row["w"]),
                 _continuous(row, "s"))
     return acc
+
+
+def adjusted_rates(by_w: dict[int, tuple[int, float, float, float]], p: WindowPlan) -> dict[int, RateSummary]:
+    """A rate adjusted for the question, per window (index as the query returned it): (traces, count as served,
+    adjusted count, Σ lv_v) → ``RateSummary(n, adjusted count, var)`` with ``var = n·M(1 − M) + Σ lv_v``, M the
+    share over the reference windows (the group mean the levels were taken against). No reference traffic: the
+    counts as served (nothing was adjusted)."""
+    reference = [w - p.offset if w > 0 and p.offset else w for w in by_w]
+    trials = hits = 0.0
+    for w, (n, k, _, _) in zip(reference, by_w.values(), strict=True):
+        if 1 <= w <= p.reference:
+            trials, hits = trials + n, hits + k
+    if trials <= 0:
+        return {w: RateSummary(n, _whole(k)) for w, (n, k, _, _) in by_w.items()}
+    m = hits / trials
+    return {w: RateSummary(n, ka, max(0.0, n * m * (1 - m) + dv)) for w, (n, _, ka, dv) in by_w.items()}
+
+
+def _whole(k: float) -> float:
+    return float(round(k)) if abs(k - round(k)) < 1e-9 else k
 
 
 def to_series(by_window: dict[int, Summary], kind: str, length: int) -> Series:

@@ -61,7 +61,7 @@ def _shifted(before: Series, now: Series) -> bool:
     if before.kind != now.kind or len(before) != len(now) or len(now) < 2:
         return False
     for a, b in ((before.n, now.n), (before.mean, now.mean), (before.std, now.std), (before.q, now.q),
-                 (before.k, now.k)):
+                 (before.k, now.k), (before.var, now.var)):
         if (a is None) != (b is None):
             return False
         if a is not None and b is not None and not np.array_equal(a[:-1], b[1:], equal_nan=True):

@@ -11,7 +11,9 @@ holds them with their default thresholds.
   reference quantile function. The p-value is the smallest of the three times three (Bonferroni); a level
   where the reference has an atom (a discrete feature: no density) is left out.
 * ``window_rate`` — a rate's window share; sampling variance p̄(1−p̄)/n with p̄ over the reference (Laney's
-  p′ chart). Effect: Cohen's h between the seasonal baseline and the current share.
+  p′ chart), or, adjusted for the question, ``Σ p_q(1 − p_q) / n²`` over the window's traces (``RateSummary.var``);
+  the p-value is the beta-binomial tail of a count with that much sampling variance. Effect: Cohen's h between the
+  seasonal baseline and the current share.
 
 Pure: no I/O, no clock.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as _sp
+from scipy import special as _special
 
 from ragmon.drift import stats
 from ragmon.drift.baseline import Baseline, compare
@@ -98,31 +100,69 @@ def window_rate(c: Comparison) -> TestOutcome:
     if pbar <= 0 or pbar >= 1:  # a share never seen to vary: half an event of continuity
         pbar = (hits + 0.5) / (trials + 1)
     n = np.maximum(s.n, 1)
-    b = _baseline(c, s.k / n, pbar * (1 - pbar) / n)  # type: ignore[operator]
+    # each window's sampling variance: Σ p_q(1 − p_q) over its traces when adjusted for the question, else p̄(1 − p̄)
+    # a trace; a question that always returns nothing varies by nothing
+    var = s.var if s.var is not None else np.full(len(s), np.nan)
+    total = np.where(np.isfinite(var), var, pbar * (1 - pbar) * n)
+    b = _baseline(c, s.k / n, total / (n * n))  # type: ignore[operator]
     expected = min(max(b.expected, 0.0), 1.0)
-    k, trials = int(s.k[c.current]), int(s.n[c.current])  # type: ignore[index]
+    k, trials = float(s.k[c.current]), int(s.n[c.current])  # type: ignore[index]
     # a share never seen to move at this hour (all 0 or all 1) is taken as half an event off it
     floor = 0.5 / (float(s.n[c.same_slot_indices].sum()) + 1)  # type: ignore[index]
-    z, p = _beta_binomial(k, trials, min(max(expected, floor), 1 - floor), b.tau ** 2 + b.expected_var)
-    return TestOutcome(z, p, stats.cohens_h(expected, b.value), _details(b, z_normal=b.z))
+    # the count as a binomial whose share varies as the window's does: as many trials as that takes (the count
+    # itself when not adjusted); a window of questions that always do the same is worth many trials
+    ratio = min(max(pbar * (1 - pbar) * trials / max(float(total[c.current]), 1e-12), 1e-3), 100.0)
+    n_eff = max(1, int(round(trials * ratio)))
+    share = min(max(k / trials, 0.0), 1.0) if trials else 0.0
+    z, p = _beta_binomial(share * n_eff, n_eff, min(max(expected, floor), 1 - floor), b.tau ** 2 + b.expected_var)
+    # an adjusted share can fall a little outside [0, 1]
+    effect = stats.cohens_h(expected, min(max(b.value, 0.0), 1.0))
+    return TestOutcome(z, p, effect, _details(b, z_normal=b.z, effective_trials=n_eff))
 
 
-def _beta_binomial(k: int, n: int, mean: float, between_var: float) -> tuple[float, float]:
+def _beta_binomial(k: float, n: int, mean: float, between_var: float) -> tuple[float, float]:
     """Two-sided tail of ``k`` of ``n`` when the window's true share varies around ``mean`` with variance
     ``between_var`` (beta-binomial; binomial when it does not vary). Exact for the small counts of rare events,
     where a normal approximation would call three empty shortlists in 30 traces a one-in-a-million event.
     Returns (z, p): p = 2·min(P(K ≤ k), P(K ≥ k)); z = Φ⁻¹ of the mid-p P(K < k) + P(K = k)/2, which is centred
-    on 0 for a discrete count, as the CUSUM needs (the p-value's own normal equivalent is not)."""
+    on 0 for a discrete count, as the CUSUM needs (the p-value's own normal equivalent is not). A count that is not
+    a whole number (adjusted for the question) is interpolated between the whole numbers on either side of it."""
     mu = min(max(mean, 1e-12), 1 - 1e-12)
-    if between_var > 0:
-        size = max(mu * (1 - mu) / between_var - 1, 1e-3)  # α + β of the beta the share is drawn from
-        dist = _sp.betabinom(n, mu * size, (1 - mu) * size)
-    else:
-        dist = _sp.binom(n, mu)
-    below, at = float(dist.cdf(k - 1)) if k > 0 else 0.0, float(dist.pmf(k))
-    p = float(min(1.0, 2 * min(below + at, 1 - below)))
-    mid = min(max(below + at / 2, 1e-300), 1 - 1e-16)
-    return float(_sp.norm.ppf(mid)), p
+    size = max(mu * (1 - mu) / between_var - 1, 1e-3) if between_var > 0 else math.inf  # α + β of the beta
+
+    def tails(whole: int) -> tuple[float, float]:
+        below, at, above = _count_tails(whole, n, mu, size)  # P(K < k), P(K = k), P(K > k)
+        p = min(1.0, 2 * min(below + at, above + at))
+        # z = Φ⁻¹(mid-p), from the shorter tail (1 − a tiny upper tail would round to 1)
+        if below <= above:
+            return p, float(_special.ndtri(max(below + at / 2, 1e-300)))
+        return p, float(-_special.ndtri(max(above + at / 2, 1e-300)))
+
+    k = min(max(k, 0.0), float(n))
+    low = math.floor(k)
+    p, z = tails(low)
+    if k > low:
+        frac = k - low
+        p_high, z_high = tails(low + 1)
+        p, z = (1 - frac) * p + frac * p_high, (1 - frac) * z + frac * z_high
+    return z, float(p)
+
+
+def _count_tails(k: int, n: int, mu: float, size: float) -> tuple[float, float, float]:
+    """(P(K < k), P(K = k), P(K > k)) of a beta-binomial count of ``n`` trials whose share is Beta(mu·size,
+    (1 − mu)·size), binomial(n, mu) when ``size`` is infinite — what ``scipy.stats.betabinom`` gives, each tail summed
+    directly in log space rather than as one minus the other (scipy's distribution objects cost about a millisecond a
+    call)."""
+    if math.isinf(size):
+        below = float(_special.bdtr(k - 1, n, mu)) if k > 0 else 0.0
+        above = float(_special.bdtrc(k, n, mu)) if k < n else 0.0
+        return below, max(0.0, 1.0 - below - above), above
+    a, b = mu * size, (1 - mu) * size
+    j = np.arange(0, n + 1)
+    log_pmf = (_special.gammaln(n + 1) - _special.gammaln(j + 1) - _special.gammaln(n - j + 1)
+               + _special.betaln(j + a, n - j + b) - _special.betaln(a, b))
+    pmf = np.exp(log_pmf)
+    return float(pmf[:k].sum()), float(pmf[k]), float(pmf[k + 1:].sum())
 
 
 def _level_index(level: float) -> int:
