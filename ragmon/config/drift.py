@@ -62,6 +62,22 @@ class DriftSequentialSettings(Section):
     )
 
 
+class DriftWatchSettings(Section):
+    enabled: bool = Field(
+        True,
+        description="Between checks, look at the window in progress every interval_seconds and page on a large "
+        "shift within minutes (docs/drift.md, 'Pages within minutes').",
+    )
+    interval_seconds: float = Field(
+        300.0, ge=30, le=86400, description="Time between looks at the window in progress (from each check on)."
+    )
+    budget_share: float = Field(
+        0.5, gt=0, lt=1,
+        description="Share of drift.sequential.false_alarms_per_day the looks may spend (the CUSUM gets the rest): "
+        "spent over each window's looks, Pocock-type.",
+    )
+
+
 class JudgeAgreementSettings(Section):
     enabled: bool = Field(
         True, description="Track judge-vs-human agreement (Cohen's kappa) week by week in the drift role and export "
@@ -102,6 +118,10 @@ class DriftSettings(Section):
     )
     sequential: DriftSequentialSettings = Field(
         default_factory=DriftSequentialSettings, description="The persistent-drift rule (CUSUM) that pages."
+    )
+    watch: DriftWatchSettings = Field(
+        default_factory=DriftWatchSettings,
+        description="Pages within minutes: the window in progress watched between checks.",
     )
     max_pool_windows: int = Field(
         24, ge=1, le=168,

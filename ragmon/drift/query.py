@@ -65,7 +65,8 @@ def plan_parameters(p: WindowPlan) -> dict[str, Any]:
     ref, cur = p.windows.reference, p.windows.current
     end = ms(p.end)
     lo = end - p.history * p.length * 1000 if not p.pinned else min(ms(ref.start), ms(cur.start))
-    return {"end": end, "win": p.length * 1000, "lo": lo, "hi": end, "cs": ms(cur.start), "rs": ms(ref.start),
+    hi = min(end, ms(p.until)) if p.until is not None else end
+    return {"end": end, "win": p.length * 1000, "lo": lo, "hi": hi, "cs": ms(cur.start), "rs": ms(ref.start),
             "re": ms(ref.end), "snapshot": ref.corpus_snapshot or ""}
 
 

@@ -45,6 +45,8 @@ class DriftResult:
     persistent: bool = False            # the CUSUM is at or over its threshold
     direction: str = ""                 # up | down: which side the CUSUM accumulates on
     details: dict[str, object] = field(default_factory=dict)  # the test's own figures (baseline, spread, …)
+    cusum_run: int = 0                  # windows (blocks) since that side was last 0: the shift's estimated start
+    window_seconds: int = 3600          # the length of one window of this feature
 
     @property
     def assessed(self) -> bool:
