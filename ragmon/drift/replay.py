@@ -48,9 +48,9 @@ class ZReuse:
             before = self.series.get(entry.key)
             if before is not None and _shifted(before, entry.series):
                 same.add(entry.key)
-        for (key, pooled, at), value in self.cache.items():
+        for (key, pooled, at, test), value in self.cache.items():
             if pooled == 1 and key in same:
-                carried[(key, 1, at + 1)] = value
+                carried[(key, 1, at + 1, test)] = value
         self.cache, self.series = carried, series
         return carried
 
