@@ -109,10 +109,14 @@ class Paging:
         self.watch_onsets += len(raised)
         return raised
 
-    def check(self, results: list[Assessed], at: float) -> set:
+    def check(self, results: list[Assessed], final: set, at: float) -> set:
+        """The check closes the window: its looks' alarms end; persistent drift and the final look's alarms page
+        until the next check."""
         persistent = {r.key for r in results if r.cusum is not None and r.cusum.alarm}
-        raised = self._update(persistent, set(), at)  # the check closes the window: its watch alarms end
-        self.cusum_onsets += len(raised)
+        before = self.paging()
+        raised = self._update(persistent, final, at)
+        self.cusum_onsets += len(raised & persistent - before)
+        self.watch_onsets += len(raised - persistent)
         return raised
 
 
@@ -120,6 +124,7 @@ class Paging:
 class HourResult:
     looks: list[tuple[float, set, set]]  # (time, keys alarmed, keys looked at)
     results: list[Assessed]
+    final: set  # keys the final look at the complete window alarmed
 
 
 def run_hour(history: History, plans: dict[str, list[Planned]], det: Detector, *, watch: bool = True,
@@ -141,7 +146,12 @@ def run_hour(history: History, plans: dict[str, list[Planned]], det: Detector, *
             looks.append((at, {x.key for x in looked if x.alarm}, {x.key for x in looked}))
             if on_look is not None and on_look(at, looks[-1][1]):
                 break
-    return HourResult(looks, assess(check.entries(), det))
+    entries = check.entries()
+    final: set = set()
+    if watch:
+        final = {x.key for x in look(entries, elapsed_seconds=None, interval_seconds=LOOK_SECONDS,
+                                     false_alarms_per_day=WATCH_BUDGET, detector=det) if x.alarm}
+    return HourResult(looks, assess(entries, det), final)
 
 
 def null_run(shape: str, size: int, series: int, days: int, seed: int, *, by_query: bool = True,
@@ -166,7 +176,7 @@ def null_run(shape: str, size: int, series: int, days: int, seed: int, *, by_que
                 for key in paging.look(alarms, at):
                     day_onsets[h // 24, key[0]] = True
                     features[f"watch {key[1]}"] = features.get(f"watch {key[1]}", 0) + 1
-            for key in paging.check(hour.results, history.hours / 24):
+            for key in paging.check(hour.results, hour.final, history.hours / 24):
                 day_onsets[h // 24, key[0]] = True
                 features[f"cusum {key[1]}"] = features.get(f"cusum {key[1]}", 0) + 1
             checks += 1
@@ -255,10 +265,11 @@ def power_run(shape: str, size: int, trials: int, seed: int, scenario: str, hist
             end = history.hours / 24
             mine = [r for r in results if r.key[0] == 0 and r.key[1] in sc.features]
             hit_check = hit_check or any(r.decision.drifted for r in mine)
-            if first is None and any(r.cusum is not None and r.cusum.alarm for r in mine):
+            if first is None and (any(r.cusum is not None and r.cusum.alarm for r in mine)
+                                  or any(k[0] == 0 and k[1] in sc.features for k in hour.final)):
                 first = end
             sick = sick or any((r.decision.drifted or (r.cusum is not None and r.cusum.alarm))
-                               for r in results if r.key[0] != 0)
+                               for r in results if r.key[0] != 0) or any(k[0] != 0 for k in hour.final)
         hit = first is not None
         paged += hit
         by_check += hit_check

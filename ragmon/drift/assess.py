@@ -187,16 +187,18 @@ def _rare_share(series: Series, current: int, reference: int) -> float:
     return min(share, 1 - share)
 
 
-def cusum_planned(planned: Planned, comparison: Comparison) -> Planned:
+def cusum_planned(planned: Planned, comparison: Comparison, tests: Sequence[Planned] = ()) -> Planned:
     """The test the CUSUM accumulates for an entry whose primary test is ``planned`` (``registry.CUSUM_TESTS``): for
-    a continuous feature, of its window mean and median the one whose z-score a shift moves more — the smaller
-    spread, between windows and within the current one, ``τ² + v₀`` — the median only where the reference has a
-    density there; a rate's share. Chosen from the reference's spreads and the current window's size, never from
+    a continuous feature whose distribution's shape is tested (a quantile test among ``tests``: the retrieval
+    scores), of its window mean and median the one whose z-score a shift moves more — the smaller spread, between
+    windows and within the current one, ``τ² + v₀`` — the median only where the reference has a density there; else
+    its mean (a count's drift is a share of traces moving to 0, which the median does not see); a rate's share. Chosen from the reference's spreads and the current window's size, never from
     its value, and once per check, so a check accumulates one statistic over its look-back. On independent draws
     the mean is the sharper (the median's sampling variance is π/2 times the mean's for normal scores); on traffic
     that mixes recurring questions, adjusted tightly, with new ones and bursts the adjustment cannot reach, the
     median (its spread between windows was half the mean's on composite traffic)."""
-    if comparison.kind != "continuous" or not has_median_density(comparison):
+    shaped = any(p.test.name in ("window_quantiles", "window_median") for p in tests)
+    if comparison.kind != "continuous" or not shaped or not has_median_density(comparison):
         return planned
     median = Planned(get_test("window_median"), planned.threshold, planned.effect_threshold, planned.min_samples)
     try:
@@ -219,7 +221,7 @@ def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Compa
     if primary is None:
         return None
     planned, comparison = primary
-    planned = cusum_planned(planned, comparison)
+    planned = cusum_planned(planned, comparison, entry.tests)
     steps = max(1, d.lookback // pooled)
     zs: list[float] = []
     persistence = 1.0

@@ -104,14 +104,14 @@ class DriftChecker:
         started = time.monotonic()
         result = self._check(at, reuse)
         return CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
-                           result.groups_dropped, result.last_assessed)
+                           result.groups_dropped, result.last_assessed, result.looked)
 
     def _run_once(self) -> CheckResult:
         started = time.monotonic()
         try:
             result = self._check(self.clock())
             result = CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
-                                 result.groups_dropped, self._last_assessed(result))
+                                 result.groups_dropped, self._last_assessed(result), result.looked)
             self._store(result)
             self._after_check(result)
         except Exception:
@@ -212,18 +212,23 @@ class DriftChecker:
         return result
 
     def _after_check(self, result: CheckResult) -> None:
-        """A check closes the window the looks watched: watch alarms end; persistent drift pages (kept with when it
-        was first raised, by a look or an earlier check)."""
+        """A check closes the window the looks watched: their alarms end; persistent drift and the final look's
+        alarms page (each kept with when it was first raised, by a look or an earlier check) until the next check."""
         persistent = {(r.group, r.feature): r for r in result.results if r.persistent}
+        final = {x.key: x for x in result.looked if x.alarm}
         pages = {}
-        for key, r in persistent.items():
-            page = self._pages.get(key)
-            if page is None:
+        for key in persistent.keys() | final.keys():
+            page = self._pages.get(key)  # type: ignore[arg-type]
+            if page is None and key in persistent:
+                r = persistent[key]
                 onset = result.checked_at - timedelta(seconds=r.window_seconds * max(1, r.cusum_run) * r.pooled)
                 page = Page(result.checked_at, onset, "cusum")
+            elif page is None:
+                x = final[key]
+                page = Page(result.checked_at, result.checked_at - timedelta(seconds=x.elapsed_seconds), "watch")
             pages[key] = page
-        self._pages = pages
-        self._watched = {}
+        self._pages = pages  # type: ignore[assignment]
+        self._watched = {x.key: x for x in result.looked}
         if self.telemetry is not None:
             self._publish_watch(result.checked_at)
 
@@ -254,7 +259,10 @@ class DriftChecker:
                           cache=reuse.advance(entries, plans) if reuse is not None else None)
         by_key = {e.key: plans[id(e)] for e in entries}
         results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
-        return CheckResult(check_id, now, results, 0.0, dropped)
+        # the watch's final look, on the complete window: it spends what the window's looks left of its budget
+        looked = tuple(watch_look(entries, elapsed_seconds=None, interval_seconds=self.settings.watch.interval_seconds,
+                                  false_alarms_per_day=self.watch_budget)) if self.settings.watch.enabled else ()
+        return CheckResult(check_id, now, results, 0.0, dropped, looked=looked)
 
     def _cap_groups(self, windowed: Windowed) -> tuple[Windowed, int]:
         """Keep the ``max_groups`` busiest groups (bounded label cardinality); count the rest."""

@@ -152,10 +152,7 @@ class History:
 
     def check(self, plans: Mapping[str, Sequence[Planned]], detector: Detector, current: int = 0) -> Check:
         """The check at the end of the window ``current`` windows before the newest (0: the newest)."""
-        # the CUSUM accumulates a continuous feature's median (``assess.cusum_planned``): every one needs its quantiles
-        quantiles = frozenset(n for n, ps in plans.items()
-                              if n in FEATURES and (FEATURES[n].kind == "continuous"
-                                                    or any(p.test.name not in _MOMENTS_ONLY for p in ps)))
+        quantiles = frozenset(n for n, ps in plans.items() if any(p.test.name not in _MOMENTS_ONLY for p in ps))
         rest: dict[tuple[int, str], list[Summary]] = {}
         levels: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
         now: list[Window] = []

@@ -66,6 +66,12 @@ class CheckResult:
     #: (retriever name, version, variant, stratum, feature family) → when a check last assessed a feature of that
     #: family in the group (live checks only; ``features.FAMILIES``)
     last_assessed: dict[tuple[str, str, str, str, str], datetime] = field(default_factory=dict)
+    #: the watch's final look at the complete window (``ragmon.drift.watch.Looked``; empty with the watch off)
+    looked: tuple = ()
+
+    @property
+    def watch_alarms(self) -> tuple:
+        return tuple(x for x in self.looked if x.alarm)
 
     @property
     def drifted(self) -> tuple[DriftResult, ...]:
