@@ -153,7 +153,8 @@ class DriftChecker:
             else:
                 wp = plan(windows, since + timedelta(seconds=windows.current_seconds), lookback=0, until=now)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
-                                 index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query)
+                                 index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query,
+                                 sketched=sketched(feature_plans))
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)
             detector = self.detector(wp)
@@ -325,6 +326,16 @@ class DriftChecker:
                  r.pooled, r.cusum, r.cusum_threshold, int(r.persistent), settings]
                 for r in result.results]
         self.store.insert_rows("drift_checks", rows, columns)
+
+
+#: the tests that read only a window's count and moments (or count of events); any other reads its quantiles
+MOMENT_TESTS = frozenset({"window_mean", "window_rate"})
+
+
+def sketched(plans: Iterable[FeaturePlan]) -> set[str]:
+    """The features whose every window needs a quantile sketch: a test of theirs reads quantiles (and then the CUSUM
+    may accumulate their median, ``assess.cusum_planned``)."""
+    return {fp.feature.name for fp in plans if any(t.test.name not in MOMENT_TESTS for t in fp.tests)}
 
 
 def to_result(check_id: str, now: datetime, a: Assessed, wp: WindowPlan) -> DriftResult:

@@ -19,7 +19,8 @@ distribution, and FINAL would multiply the cost of a scan over days of traffic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -96,14 +97,24 @@ def span_condition(traces: str, p: WindowPlan, *, has_snapshot: bool) -> str:
     return f"{_SPAN} AND ({_CURRENT} OR ({pinned}))"
 
 
-def _sketch_columns(alias: str, value: str) -> list[str]:
+def _sketch_columns(alias: str, value: str, sketch_windows: str = "") -> list[str]:
+    """Count, mean, standard deviation and the quantile sketch of a value per group and window; with
+    ``sketch_windows`` (a condition on ``w``) the sketch only in the windows it selects (NaN in the others)."""
     ok = f"isFinite({value})"
     return [
         f"countIf({ok}) AS {alias}__n",
         f"avgIf({value}, {ok}) AS {alias}__mean",
         f"stddevPopIf({value}, {ok}) AS {alias}__std",
-        f"quantilesTDigestIf({_LEVELS_SQL})({value}, {ok}) AS {alias}__q",
+        f"quantilesTDigestIf({_LEVELS_SQL})({value}, {ok}{f' AND {sketch_windows}' if sketch_windows else ''}) "
+        f"AS {alias}__q",
     ]
+
+
+def _display_windows(p: WindowPlan) -> str:
+    """The windows a feature whose tests read only counts and moments needs a sketch of: the current window and
+    the reference windows at its slot — what a report overlays (``Comparison.reference_summary``). A t-digest per
+    row of every window cost about as much as the question adjustment at 10 M traces."""
+    return f"(w % {p.period} = 0)" if p.period > 1 else ""
 
 
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
@@ -143,7 +154,8 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
             f"USING g")
 
 
-def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True) -> str:
+def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True,
+               sketched: Collection[str] | None = None) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature, per group and window.
 
     With ``by_query``, a ``Feature.by_query`` feature is summarised as each trace's value less its question's level
@@ -156,6 +168,9 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' ``lv_v`` (``f{i}__dv``): ``aggregate``
     turns them into the adjusted count and its sampling variance. (Looking the levels up with ``transform`` over
     arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces; the join, about 3 s.)
+    ``sketched``: the continuous features whose quantile sketch every window needs (a test reads their quantiles:
+    ``window_quantiles``, the CUSUM's median); the others get one only where a report shows it
+    (``_display_windows``). None: every feature in every window.
     """
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
@@ -166,7 +181,8 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
             middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
-            outer.extend(_sketch_columns(f"f{i}", f"v{i}"))
+            every = sketched is None or f.name in sketched
+            outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
         elif i in adjusted_at:
             inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
             middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_v{i} AS e{i}"])
@@ -232,8 +248,9 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
     n = int(row[f"{alias}__n"])
     if n == 0:
         return ContinuousSummary.empty()
+    q = tuple(float(v) for v in row[f"{alias}__q"])
     return ContinuousSummary(n, float(row[f"{alias}__mean"]), float(row[f"{alias}__std"]),
-                             tuple(float(v) for v in row[f"{alias}__q"]))
+                             q if all(math.isfinite(v) for v in q) else ())  # no sketch in this window
 
 
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
@@ -242,9 +259,11 @@ def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
 
 
 def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
-              index_lag_seconds: float = 3600.0, by_query: bool = True) -> Windowed:
+              index_lag_seconds: float = 3600.0, by_query: bool = True,
+              sketched: Collection[str] | None = None) -> Windowed:
     """Run the queries these features need; every (group, feature)'s summary per window index (renumbered for
-    a pinned reference). ``by_query``: summarise ``Feature.by_query`` features per question (``traces_sql``)."""
+    a pinned reference). ``by_query``: summarise ``Feature.by_query`` features per question (``traces_sql``);
+    ``sketched``: the features whose every window needs a quantile sketch (None: all)."""
     params = {**plan_parameters(p), "lag": int(index_lag_seconds * 1000)}
     traces = store.table("traces")
     acc: Windowed = {}
@@ -258,7 +277,7 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
         rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
-        for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query), params):
+        for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched), params):
             g, w = _group(row), int(row["w"])
             for i, f in enumerate(on_traces):
                 if f.kind == "continuous":

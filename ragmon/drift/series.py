@@ -138,8 +138,12 @@ def _mixture(q: np.ndarray, weights: np.ndarray) -> tuple[float, ...]:
     """Quantiles at ``LEVELS`` of the mixture of the distributions whose quantiles are the rows of ``q``."""
     if q.shape[0] == 1:
         return tuple(float(v) for v in q[0])
-    if not np.isfinite(q).any():  # no sketches (a simulation whose tests do not read them)
+    sketched = np.isfinite(q).all(axis=1)  # windows without a sketch (none read, or no traffic) do not count
+    if not sketched.any():
         return ()
+    q, weights = q[sketched], weights[sketched]
+    if q.shape[0] == 1:
+        return tuple(float(v) for v in q[0])
     rows = np.maximum.accumulate(q, axis=1)
     grid = np.unique(rows)
     w = weights / weights.sum()
