@@ -72,7 +72,7 @@ def detector() -> Detector:
 
 def _plans(shape: str) -> dict[str, list[Planned]]:
     names = [f for f in FEATURES if FEATURES[f].source == "traces"]
-    if shape in ("doc_updates", "composite"):
+    if shape == "doc_updates" or shape.startswith("composite"):
         names.append("newest_version_share")
     plans = plan_features(DriftSettings(features=names))
     return {p.feature.name: [Planned(t.test, t.threshold, t.effect_threshold, t.min_samples) for t in p.tests]

@@ -219,7 +219,8 @@ def simulate(
         "query types varies), trending (popular queries come and go), seasonal (mix and volume follow the day), "
         "doc_updates (documents get new versions; with --stale-index the index stops picking them up), composite "
         "(all of these together: recurring questions with their own habits, bursts of new ones, weekends, a daily "
-        "document update). Without "
+        "document update), composite_churn (composite whose daily update also moves the scores of the questions "
+        "whose documents changed). Without "
         "it: independent draws generated inside ClickHouse (fast, for volume).", show_default=False)] = None,
     per_hour: Annotated[int, typer.Option(min=1, max=100_000, help="--shape: traces per stratum per hour (the "
                                           "daily mean for seasonal).")] = 500,
@@ -259,7 +260,7 @@ def simulate(
             raise fail(f"--shape {shape!r} is not one of {', '.join(SHAPES)}")
         if not (math.isfinite(scale) and 0 < scale <= 10) or not 0 <= extra_empty <= 1:
             raise fail("--scale must be within (0, 10] and --extra-empty within [0, 1]")
-        if stale_index and shape not in ("doc_updates", "composite"):
+        if stale_index and shape not in ("doc_updates", "composite", "composite_churn"):
             raise fail("--stale-index needs --shape doc_updates or composite")
         if drift_hours > days * 24 + 1:
             raise fail(f"--drift-hours must be at most the {days * 24 + 1} hours simulated")

@@ -19,7 +19,10 @@ the unit tests, ``ragmon drift simulate --shape``):
   an empty shortlist (``HABIT_EMPTY``) or *always* a refusal (``HABIT_REFUSE``); 30 % new questions; bursts of new
   questions (``BURST_*``: a new topic asked many times for a few hours); hour-of-day and weekend seasonality of
   the volume and the mix; a daily document update (``DAILY_UPDATE_HOUR``) that a healthy index serves within
-  minutes and that moves the scores of the questions whose documents changed.
+  minutes;
+* ``composite_churn`` — ``composite`` whose daily update also moves the score level of the questions whose
+  documents changed (``DAILY_UPDATED_QUESTIONS`` of them, by ``DAILY_UPDATE_SD``): a popular question then scores
+  differently from its reference level for up to a week, which the question adjustment cannot tell from drift.
 
 A stratum has four query types with different score levels, empty-shortlist and refusal rates. Per trace
 (``Draw``): a query level (type level + the query's own offset), five chunk scores (level + noise − a rank
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SHAPES = ("iid", "mix", "trending", "seasonal", "doc_updates", "composite")
+SHAPES = ("iid", "mix", "trending", "seasonal", "doc_updates", "composite", "composite_churn")
 K = 5  # chunks per non-empty shortlist
 #: per query type: score level offset, empty-shortlist rate, refusal rate, mean share of traffic
 TYPE_OFFSET = np.array([-0.06, -0.02, 0.02, 0.06])
@@ -70,8 +73,8 @@ BURST_QUESTIONS = 20        # ... spread over 20 new questions (Zipf 1.0)
 WEEKEND_VOLUME = 0.6        # volume on Saturdays and Sundays (days 5 and 6 of each week)
 WEEKEND_MIX = np.array([1.4, 1.0, 0.9, 0.8])  # the weekend's tilt of the type mix
 DAILY_UPDATE_HOUR = 3       # the daily document update, at 03:00
-DAILY_UPDATED_QUESTIONS = 0.02  # share of recurring questions whose documents the daily update changes ...
-DAILY_UPDATE_SD = 0.03          # ... moving their score level by this much
+DAILY_UPDATED_QUESTIONS = 0.02  # composite_churn: share of recurring questions whose documents the daily update
+DAILY_UPDATE_SD = 0.03          # changes, moving their score level by this much
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +255,7 @@ class Stratum:
         self._query_offsets = self.rng.normal(0.0, QUERY_SD, size=(len(TYPE_SHARE), POOL_SIZE))
         # start from the walk's stationary distribution, so the first simulated hours are like any other
         self._log_pop = self.rng.normal(0.0, TREND_SD / np.sqrt(1 - TREND_PHI ** 2), size=(len(TYPE_SHARE), POOL_SIZE))
-        if self.shape == "composite":
+        if self.shape.startswith("composite"):
             self._pool = _Pool.draw(self.rng, COMPOSITE_POOL)
             self._next_query = COMPOSITE_POOL
 
@@ -260,10 +263,10 @@ class Stratum:
         if self.shape in ("iid", "trending", "doc_updates"):
             return TYPE_SHARE
         mean = TYPE_SHARE
-        if self.shape in ("seasonal", "composite"):  # questions of each type peak at a different time of day
+        if self.shape in ("seasonal", "composite", "composite_churn"):  # types peak at different times of day
             phase = np.array([0.0, 6.0, 12.0, 18.0])
             mean = TYPE_SHARE * np.exp(0.5 * np.sin(2 * np.pi * (hour_of_day + phase) / 24))
-            if self.shape == "composite" and _weekend(day):
+            if self.shape.startswith("composite") and _weekend(day):
                 mean = mean * WEEKEND_MIX
             mean = mean / mean.sum()
         return self.rng.dirichlet(MIX_CONCENTRATION * mean)
@@ -271,10 +274,10 @@ class Stratum:
     def volume(self, n: int, hour_of_day: int, day: float = 0.0) -> int:
         """Traces in a window of nominal size ``n`` at this hour (the seasonal and composite shapes' volume follows
         the day, the composite's also the week)."""
-        if self.shape not in ("seasonal", "composite"):
+        if self.shape not in ("seasonal", "composite", "composite_churn"):
             return n
         factor = 1 + 0.6 * np.sin(2 * np.pi * (hour_of_day - 8) / 24)
-        if self.shape == "composite" and _weekend(day):
+        if self.shape.startswith("composite") and _weekend(day):
             factor *= WEEKEND_VOLUME
         return max(1, int(round(n * factor)))
 
@@ -284,7 +287,7 @@ class Stratum:
 
     def draw(self, n: int, hour_of_day: int, day: float, shift: Shift = NO_SHIFT) -> Draw:
         """One window of ``n`` traces (before ``volume``) starting at ``day`` (days since the start)."""
-        if self.shape == "composite":
+        if self.shape.startswith("composite"):
             draw = self._draw_composite(n, hour_of_day, day, shift)
             return self._versions(draw, shift) if self.corpus is not None else draw
         rng = self.rng
@@ -326,8 +329,8 @@ class Stratum:
         rng, pool = self.rng, self._pool
         assert pool is not None
         hour = int(round(day * 24))
-        if hour_of_day == DAILY_UPDATE_HOUR and int(day) != self._updated_day:  # the documents of a few questions
-            self._updated_day = int(day)
+        if self.shape == "composite_churn" and hour_of_day == DAILY_UPDATE_HOUR and int(day) != self._updated_day:
+            self._updated_day = int(day)  # the update changed the documents of a few questions: their scores move
             moved = rng.random(pool.offsets.size) < DAILY_UPDATED_QUESTIONS
             pool.offsets[moved] += rng.normal(0.0, DAILY_UPDATE_SD, int(moved.sum()))
         pool.log_pop = TREND_PHI * pool.log_pop + rng.normal(0.0, TREND_SD, size=pool.log_pop.size)
@@ -417,6 +420,6 @@ def strata(shape: str, count: int, seed: int, *, days: float = 30.0) -> list[Str
     ``composite``: one corpus with ``days`` of updates, shared by the strata; the composite's updated daily)."""
     seeds = np.random.SeedSequence(seed).spawn(count + 1)
     corpus = (Corpus(days, np.random.default_rng(seeds[-1]),
-                     daily_at=DAILY_UPDATE_HOUR / 24 if shape == "composite" else None)
-              if shape in ("doc_updates", "composite") else None)
+                     daily_at=DAILY_UPDATE_HOUR / 24 if shape.startswith("composite") else None)
+              if shape == "doc_updates" or shape.startswith("composite") else None)
     return [Stratum(shape, 0.55 + 0.05 * i, np.random.default_rng(s), corpus) for i, s in enumerate(seeds[:-1])]
