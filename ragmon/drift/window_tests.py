@@ -129,12 +129,14 @@ def window_rate(c: Comparison) -> TestOutcome:
     if trials <= 0:
         raise NotTestable("no reference window has traffic")
     pbar = hits / trials
-    if pbar <= 0 or pbar >= 1:  # a share never seen to vary: half an event of continuity
+    never = pbar <= 0 or pbar >= 1
+    if never:  # a share never seen to vary: half an event of continuity
         pbar = (hits + 0.5) / (trials + 1)
     n = np.maximum(s.n, 1)
     # each window's sampling variance: Σ p_q(1 − p_q) over its traces when adjusted for the question, else p̄(1 − p̄)
-    # a trace; a question that always returns nothing varies by nothing
-    var = s.var if s.var is not None else np.full(len(s), np.nan)
+    # a trace; a question that always returns nothing varies by nothing. A share the reference never saw move has
+    # no question level to learn from (every level is 0 or 1): the continuity share's variance applies, as unadjusted
+    var = s.var if s.var is not None and not never else np.full(len(s), np.nan)
     total = np.where(np.isfinite(var), var, pbar * (1 - pbar) * n)
     b = _baseline(c, s.k / n, total / (n * n))  # type: ignore[operator]
     expected = min(max(b.expected, 0.0), 1.0)

@@ -219,3 +219,15 @@ def test_composite_traffic_without_drift_does_not_alarm_and_a_collapse_does() ->
     results = assess(history.check(plans, DETECTOR).entries(), DETECTOR)
     assert any(r.decision.drifted for r in results if r.key == (0, "top1_score"))
     assert not any(r.decision.drifted for r in results if r.key[0] != 0)
+
+
+def test_a_rate_never_seen_to_move_adjusted_for_the_question_is_not_drift() -> None:
+    """No empty shortlist in the whole history: adjusted for the question, every level is 0 and every window's
+    sampling variance Σ p(1 − p) is 0. The window test takes the continuity share's variance, as it does unadjusted
+    (the demo's four strata were PERSISTENT on empty_shortlist_rate with z = −4.5 and effect 0 when the adjusted
+    variance of 0 made a window of 300 traces count as 30,000)."""
+    plans = _plans(["empty_shortlist_rate"])
+    n = np.full(DETECTOR.history, 300)
+    never = Series("rate", n, k=np.zeros(DETECTOR.history), var=np.zeros(DETECTOR.history))
+    (result,) = assess([Entry(("g", "empty_shortlist_rate"), plans["empty_shortlist_rate"], never)], DETECTOR)
+    assert abs(result.decision.outcome.statistic) < 1 and not result.cusum.alarm
