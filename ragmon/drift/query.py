@@ -137,17 +137,23 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
     question = (rows.replace("{key}", f"cityHash64(drift_group, question_hash, {_INDEX} % 2) AS key,")
                 + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
-    means = ", ".join(f"avgIf(r{i}, isFinite(r{i})) AS gm{i}" for i, _ in features)
-    sums = ", ".join(f"countIf(isFinite(r{i})) AS c{i}, sumIf(r{i}, isFinite(r{i})) AS s{i}" for i, _ in features)
-    keep = " OR ".join(f"c{i} >= {MIN_ASKS}" for i, _ in features)
+    # a value that is always finite (a count, a rate, latency, cost) needs no count of its own: one count() serves
+    means = ", ".join(f"avg(r{i}) AS gm{i}" if f.always_finite else f"avgIf(r{i}, isFinite(r{i})) AS gm{i}"
+                      for i, f in features)
+    sums = ", ".join(["count() AS c_all", *(f"sum(r{i}) AS s{i}" if f.always_finite else
+                                            f"countIf(isFinite(r{i})) AS c{i}, sumIf(r{i}, isFinite(r{i})) AS s{i}"
+                                            for i, f in features)])
+    counts = {i: "c_all" if f.always_finite else f"c{i}" for i, f in features}
+    keep = " OR ".join(sorted({f"{counts[i]} >= {MIN_ASKS}" for i, _ in features}))
     deltas = []
     for i, f in features:
+        c = counts[i]
         if f.kind == "rate":
-            level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / (c{i} + {RATE_PRIOR_ASKS!r}))"
-            deltas.append(f"if(c{i} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
-            deltas.append(f"if(c{i} >= {MIN_ASKS}, {level} * (1 - {level}) - gm{i} * (1 - gm{i}), 0) AS lv_v{i}")
+            level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / ({c} + {RATE_PRIOR_ASKS!r}))"
+            deltas.append(f"if({c} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
+            deltas.append(f"if({c} >= {MIN_ASKS}, {level} * (1 - {level}) - gm{i} * (1 - gm{i}), 0) AS lv_v{i}")
         else:
-            deltas.append(f"if(c{i} >= {MIN_ASKS}, s{i} / c{i} - gm{i}, 0) AS lv_d{i}")
+            deltas.append(f"if({c} >= {MIN_ASKS}, s{i} / {c} - gm{i}, 0) AS lv_d{i}")
     # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
     return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM (SELECT any(g) AS g, key, {sums} FROM ({question}) "
             f"GROUP BY key HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m "
