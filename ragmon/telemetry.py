@@ -85,7 +85,9 @@ class Telemetry:
             "ragmon_ingest_messages_consumed_total", "Messages read from the traces topic.", ["topic"], registry=r
         )
         self.ingest_traces_stored = Counter(
-            "ragmon_ingest_traces_stored_total", "Traces written to the store (acknowledged inserts).", registry=r
+            "ragmon_ingest_traces_stored_total", "Trace rows written to the store (acknowledged inserts), per delivery: "
+            "a trace delivered again is written, and counted, again (the store keeps it once under FINAL; "
+            "ragmon_permission_leaks_total counts a trace once).", registry=r
         )
         self.ingest_dead_letters = Counter(
             "ragmon_ingest_dead_letters_total", "Messages sent to the dead-letter topic, by reason.", ["reason"],
@@ -109,7 +111,8 @@ class Telemetry:
             "Dead letters too large for the dead-letter topic, produced cut (reason too_large).", registry=r,
         )
         self.ingest_unknown_fields = Counter(
-            "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields.", registry=r
+            "ragmon_ingest_unknown_fields_total", "Valid traces that carried unknown top-level fields, per delivery (a "
+            "producer-evolution signal: a trace delivered again counts again).", registry=r
         )
         self.ingest_redactions = Counter(
             "ragmon_ingest_redactions_total", "Redactions applied before storage, by pattern.", ["pattern"],
@@ -131,7 +134,13 @@ class Telemetry:
             "dead-lettered.", registry=r,
         )
         self.outcomes_stored = Counter(
-            "ragmon_outcomes_stored_total", "Outcome events written to the store (acknowledged inserts).", registry=r
+            "ragmon_outcomes_stored_total", "Outcome events new to the store (acknowledged inserts); an event stored "
+            "already (a replay, a file loaded again) counts in ragmon_outcomes_already_stored_total instead.",
+            registry=r,
+        )
+        self.outcomes_already_stored = Counter(
+            "ragmon_outcomes_already_stored_total", "Valid outcome events read again that the store already held "
+            "(same event_id): re-deliveries, counted once in the store.", registry=r,
         )
         self.outcomes_dead_letters = Counter(
             "ragmon_outcomes_dead_letters_total", "Outcome events sent to ab.outcomes_dead_letter_topic, by reason.",
@@ -171,8 +180,9 @@ class Telemetry:
         self.permission_leaks = Counter(
             "ragmon_permission_leaks_total",
             "Retrieved chunks of another tenant (neither the user's nor ingest.shared_tenants) in stored traces, by "
-            "retriever (name@version), variant and stratum; counted on every trace. Target: zero. List them with "
-            "`ragmon leaks list`.", ["retriever", "variant", "stratum"], registry=r,
+            "retriever (name@version), variant and stratum; checked on every trace, counted once per trace: a trace "
+            "delivered again (a retry, a replay) is not counted again. Target: zero. List them with `ragmon leaks "
+            "list`.", ["retriever", "variant", "stratum"], registry=r,
         )
         self.ingest_otlp_incomplete = Counter(
             "ragmon_ingest_otlp_incomplete_traces_total",
@@ -261,6 +271,12 @@ class Telemetry:
             "ragmon_judge_adaptive_limit_requests_per_second",
             "Request rate the judge allows itself: the smaller of judge.requests_per_minute / 60 and the rate "
             "learnt from 429 answers (AIMD); +Inf while neither applies.", registry=r,
+        )
+        self.judge_concurrency_limit = Gauge(
+            "ragmon_judge_concurrency_limit",
+            "Judge HTTP requests allowed at once: the limit learnt from the endpoint's latency (it grows while "
+            "answers come back as fast, shrinks when they slow down), at most judge.max_in_flight; "
+            "judge.max_in_flight itself when judge.adaptive_concurrency is off.", registry=r,
         )
         self.judge_queue_wait = Histogram(
             "ragmon_judge_queue_wait_seconds",
@@ -463,3 +479,17 @@ class Telemetry:
             "ragmon_shadow_runs_total", "Configured comparison runs, by outcome (ok, error).", ["outcome"],
             registry=r,
         )
+
+    def counter_totals(self, *prefixes: str) -> dict[str, float]:
+        """The current value of every counter whose name starts with one of ``prefixes``, one entry per labelled
+        series, keyed as Prometheus prints it (``ragmon_ingest_dead_letters_total{reason="schema"}``): what a
+        process reports when it stops, since its counters die with it."""
+        totals = {}
+        for family in self.registry.collect():
+            if family.type != "counter" or not family.name.startswith(prefixes):
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                    totals[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
+        return totals

@@ -5,8 +5,10 @@ happened within ``join_wait_seconds`` after the trace; traces younger than the w
 may still come), deriving reformulation (an explicit ``reformulated`` event, or the same session asking again
 within ``reformulation_seconds``), the per-stratum intervals (``ab.stats``) and the verdict: **reject** when an
 interval lies wholly on the harmful side beyond its tolerance, **promote** when every interval rules such harm
-out, **hold** otherwise, and hold with "cohort too small" below ``min_per_arm`` traces in either arm. The SQL is
-``ab.queries``. Must not write to the store.
+out, **hold** otherwise — a measure without data (no feedback, nothing judged) holds, by the rule ``shadow
+compare`` shares (``ragmon.metrics.promotion``) — and hold with "cohort too small" below ``min_per_arm`` traces in
+either arm. Feedback is judged against its own tolerance (``max_feedback_drop``), sized for its −1..1 scale. The
+SQL is ``ab.queries``. Must not write to the store.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import bisect
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragmon.ab.queries import AbStore, arm_traces, outcomes_of, quality_of, session_asks
 from ragmon.ab.stats import Delta, mean_delta, rate_delta
+from ragmon.metrics.promotion import verdict
 
 RATES = ("citation_opened", "reformulated", "escalated", "resolved")
 #: rates where more is worse; every other measure is better higher, except latency
@@ -59,6 +62,8 @@ class AbOptions:
     max_rate_harm: float = 0.02
     max_latency_increase_ms: float = 50.0
     max_quality_drop: float = 0.02
+    #: on feedback's −1..1 scale (0.1: five points of thumbs-up share when every value is ±1)
+    max_feedback_drop: float = 0.1
     confidence: float = 0.95
 
     @classmethod
@@ -68,7 +73,7 @@ class AbOptions:
         a = settings
         return cls(baseline, candidate, since, until, a.join_wait_seconds, a.reformulation_seconds,
                    min_per_arm or a.min_per_arm, a.max_rate_harm, a.max_latency_increase_ms, a.max_quality_drop,
-                   confidence)
+                   a.max_feedback_drop, confidence)
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ class AbResult:
     strata: tuple[StratumResult, ...]
     decision: str
     too_small: tuple[str, ...] = field(default=())
-    #: the span of the candidate's traces in the window; the baseline is compared over it only (None: no cohort)
+    #: the span of the candidate's traces in the window (aware, UTC); the baseline is compared over it only (None:
+    #: no cohort)
     cohort: tuple[datetime, datetime] | None = None
     #: the arms with no trace at all in the window (a typo in a name or version looks like this)
     empty_arms: tuple[str, ...] = field(default=())
@@ -125,17 +131,25 @@ def judge(name: str, d: Delta, tolerance: float) -> Measure:
     return Measure(name, d, tolerance, status)
 
 
+def _utc(t: datetime) -> datetime:
+    """A time read from the store (UTC, returned without a zone by some drivers) as an aware UTC datetime."""
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
 def _traces(store: AbStore, arm: Arm, o: AbOptions, end: datetime) -> list[dict[str, Any]]:
     rows = arm_traces(store, arm.name, arm.version, arm.variant, o.since, end)
+    for r in rows:
+        r["ts"] = _utc(r["ts"])
     wait = timedelta(seconds=o.join_wait_seconds)
     events: dict[str, list[dict]] = defaultdict(list)
     for e in outcomes_of(store, [r["query_id"] for r in rows], o.since, o.until):
+        e["time"] = _utc(e["time"])
         events[e["query_id"]].append(e)
     asks: dict[str, list[datetime]] = defaultdict(list)
     if o.reformulation_seconds > 0:
         sessions = sorted({r["session_id"] for r in rows if r["session_id"]})
         for a in session_asks(store, sessions, o.since, o.until):
-            asks[a["session_id"]].append(a["ts"])
+            asks[a["session_id"]].append(_utc(a["ts"]))
     for r in rows:
         ts = r["ts"]
         mine = [e for e in events.get(r["query_id"], ()) if ts <= e["time"] < ts + wait]
@@ -157,7 +171,7 @@ def _stratum(name: str, base: list[dict], cand: list[dict], quality: dict[str, d
                        len(cand), o.confidence)
         measures.append(judge(kind, d, o.max_rate_harm))
     fb = mean_delta([v for r in base for v in r["feedback"]], [v for r in cand for v in r["feedback"]], o.confidence)
-    measures.append(judge("feedback", fb, o.max_quality_drop))
+    measures.append(judge("feedback", fb, o.max_feedback_drop))
     lat = mean_delta([r["latency_total_ms"] for r in base if math.isfinite(r["latency_total_ms"])],
                      [r["latency_total_ms"] for r in cand if math.isfinite(r["latency_total_ms"])], o.confidence)
     measures.append(judge("latency_ms", lat, o.max_latency_increase_ms))
@@ -170,15 +184,29 @@ def _stratum(name: str, base: list[dict], cand: list[dict], quality: dict[str, d
         reason = (f"cohort too small: {len(base)} baseline and {len(cand)} candidate traces, need at least "
                   f"{o.min_per_arm} in each arm")
         return StratumResult(name, len(base), len(cand), tuple(measures), HOLD, (reason,))
-    harm = [m for m in measures if m.status == "harm"]
-    unsure = [m for m in measures if m.status == "inconclusive"]
-    if harm:
-        decision, reasons = REJECT, tuple(f"{m.name} worse beyond {m.tolerance:g}" for m in harm)
-    elif unsure:
-        decision, reasons = HOLD, tuple(f"{m.name} inconclusive" for m in unsure)
+    decision = verdict(m.status for m in measures)  # type: ignore[misc]
+    if decision == REJECT:
+        reasons = tuple(f"{m.name} worse beyond {m.tolerance:g}" for m in measures if m.status == "harm")
+    elif decision == HOLD:
+        reasons = tuple(_why_not(m) for m in measures if m.status != "ok")
     else:
-        decision, reasons = PROMOTE, ("no measure worse beyond its tolerance",)
+        reasons = ("every measure ok: its interval rules out harm beyond its tolerance",)
     return StratumResult(name, len(base), len(cand), tuple(measures), decision, reasons)
+
+
+#: what each measure is counted from, for the reason a measure has no data
+_SOURCE = {"feedback": "feedback events with a value", "latency_ms": "traces with a total latency",
+           **{m: f"traces judged for {m} (one judge fingerprint)" for m in QUALITY}}
+
+
+def _why_not(m: Measure) -> str:
+    """Why a measure holds: inconclusive (the interval straddles the tolerance) or no data (and how little)."""
+    d = m.delta
+    if m.status == "inconclusive":
+        return f"{m.name} inconclusive: the interval crosses the tolerance {m.tolerance:g}"
+    need = "at least 1 trace" if m.name in RATES else "at least 2 values"
+    return (f"{m.name}: no data ({d.n_baseline} baseline and {d.n_candidate} candidate "
+            f"{_SOURCE.get(m.name, 'traces')}; {need} in each arm)")
 
 
 def compare(store: AbStore, o: AbOptions) -> AbResult:

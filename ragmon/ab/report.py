@@ -1,4 +1,5 @@
-"""Rendering an ``AbResult``: a rich table for the terminal, JSON for pipelines. Layout only: no statistics."""
+"""Rendering an ``AbResult``: a rich table for the terminal, JSON for pipelines (every number at full precision,
+every time ISO 8601 with its UTC offset). Layout only: no statistics."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ FORMATS = ("table", "json")
 
 
 def _num(x: float) -> float | None:
-    return round(x, 6) if math.isfinite(x) else None
+    """A statistic for the JSON at full precision (the table rounds); NaN (no data) is null."""
+    return x if math.isfinite(x) else None
 
 
 def to_json(result: AbResult) -> str:
@@ -30,7 +32,7 @@ def to_json(result: AbResult) -> str:
         "parameters": {"join_wait_seconds": o.join_wait_seconds, "reformulation_seconds": o.reformulation_seconds,
                        "min_per_arm": o.min_per_arm, "max_rate_harm": o.max_rate_harm,
                        "max_latency_increase_ms": o.max_latency_increase_ms, "max_quality_drop": o.max_quality_drop,
-                       "confidence": o.confidence},
+                       "max_feedback_drop": o.max_feedback_drop, "confidence": o.confidence},
         "strata": [{
             "stratum": s.stratum, "n_baseline": s.n_baseline, "n_candidate": s.n_candidate, "decision": s.decision,
             "reasons": list(s.reasons),

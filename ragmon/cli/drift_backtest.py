@@ -27,7 +27,7 @@ NAMED = 10
 
 def run_backtest(settings: Settings, start: datetime, end: datetime, output: str, show_all: bool,
                  open_store: Callable[[Settings], Any]) -> None:
-    from ragmon.cli.drift_cmd import applied_drift_settings
+    from ragmon.cli.drift_applied import applied_drift_settings
     from ragmon.drift.backtest import backtest
     from ragmon.drift.check import DriftChecker
 

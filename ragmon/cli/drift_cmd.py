@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ragmon.cli import judge_drift_cmd
 from ragmon.cli.common import EXIT_NO_EVIDENCE, console, err_console, exit_if_stuck, fail, settings_of
+from ragmon.cli.drift_applied import applied_drift_settings
 from ragmon.cli.options import (
     FormatOption,
     LogLevelOption,
@@ -324,17 +325,6 @@ def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, s
                                            start=start, end=now - timedelta(seconds=1)))
     console.print(f"inserted {total:,} synthetic traces ({reference_per_day:,}/day × 7 reference, {current:,} "
                   f"current, score shift {shift:+g})")
-
-
-def applied_drift_settings(store: Any, own: Any) -> Any:
-    """The daemon's drift settings, as its latest stored check recorded them, with what this command's configuration
-    sets explicitly (``ragmon.drift.applied``); says which on stderr."""
-    from ragmon.drift.applied import applied_settings
-
-    applied = applied_settings(store, own)
-    if applied.check_id is not None or applied.unreadable:
-        err_console.print(applied.describe(), highlight=False, soft_wrap=True, markup=False)
-    return applied.settings
 
 
 def _with(spec: Any, **changes: Any) -> Any:

@@ -112,7 +112,8 @@ def _notes(golden: GoldenFile, runs: list[Any], retriever_corpus: str | None, se
             notes.append(f"case {run.case_id!r}: {run.error} (scored as retrieving nothing)")
         elif run.returned_more:
             notes.append(f"case {run.case_id!r}: the retriever returned more than the {len(run.ranking)} asked; "
-                         "extra results were ignored")  # fmt: skip
+                         "the extra results were not scored" + (", but were checked for permission leaks"
+                                                                  if run.leak_checked else ""))  # fmt: skip
     return notes
 
 

@@ -208,6 +208,13 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
     if not loop.source.finished():  # read to its end and every line committed (as for traces)
         raise fail(f"stopped before the end of {file} ({stats.last_error or 'interrupted'}): run the same command "
                    "again; what was stored is not stored twice", EXIT_UNAVAILABLE if loop.paused or loop.source.read_error else EXIT_INTERRUPTED)
+    if stats.consumed and not stats.stored and not stats.already_stored:  # not one outcome event in the input
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(stats.dead_letters.items()))
+        what = (f"{stats.traces} of them are traces (trace.v1): load a trace file with `ragmon ingest --file {file}`, "
+                "without --outcomes" if stats.traces else
+                "see each line's reason in the dead letters, and the fields of schemas/outcome.v1 in docs/ab.md")
+        raise fail(f"none of the {stats.consumed} lines of {file} is an outcome event: every one was dead-lettered "
+                   f"({reasons}) to {dead_letter_path}; {what}", EXIT_USAGE)
 
 
 def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle: float | None) -> None:
@@ -233,8 +240,8 @@ def _serve_outcomes(settings: Settings, stats_json: Path | None, exit_when_idle:
 
 
 def _outcome_summary(stats: Any, stats_json: Path | None) -> None:
-    summary = json.dumps({"consumed": stats.consumed, "stored": stats.stored, "dead_letters": dict(stats.dead_letters),
-                          "batches": stats.batches, "retries": stats.retries})
+    summary = json.dumps({"consumed": stats.consumed, "stored": stats.stored, "already_stored": stats.already_stored,
+                          "dead_letters": dict(stats.dead_letters), "batches": stats.batches, "retries": stats.retries})
     err_console.print(f"ragmon ingest --outcomes: {summary}", highlight=False, soft_wrap=True, markup=False)
     if stats_json is not None:
         stats_json.write_text(summary + "\n", encoding="utf-8")

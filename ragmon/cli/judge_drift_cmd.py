@@ -1,7 +1,8 @@
 """``ragmon drift judge-agreement``: the judge's agreement with reviewers week by week, as the drift role computes it.
 
 Prints, per judge fingerprint, label and stratum, the calibrated kappa, each later week's kappa with its 95%
-interval, and whether the latest week is low (what ``RagmonJudgeAgreementLow`` alerts on). Exit codes: 0 printed
+interval, and whether the latest week is low (what ``RagmonJudgeAgreementLow`` alerts on); a cell that cannot say
+ok or low says why (too few label pairs, calibration weeks to come, an undefined kappa). Exit codes: 0 printed
 (``--fail-when-low``: 1 when a cell is low); 3 the store is unavailable.
 """
 
@@ -47,7 +48,9 @@ def judge_agreement(
 
         console.print_json(json.dumps([{"fingerprint": t.fingerprint, "label": t.label, "stratum": t.stratum,
                                         "calibrated": week(t.calibrated), "weeks": [week(w) for w in t.weeks],
-                                        "drop_interval": t.drop_interval, "low": t.low} for t in trends]))
+                                        "skipped_weeks": [{"week": w, "n": n} for w, n in t.skipped],
+                                        "drop_interval": t.drop_interval, "low": t.low,
+                                        "no_verdict": t.no_verdict} for t in trends]))
     elif not trends:
         console.print("no review labels paired with judge scores yet: label traces in the review UI and score them")
     else:
@@ -55,10 +58,13 @@ def judge_agreement(
                       title="judge agreement with reviewers, week by week", title_justify="left")
         for t in trends:
             cal = t.calibrated
+            why = t.no_verdict
             table.add_row(escape(t.fingerprint), t.label, escape(t.stratum),
-                          "not yet" if cal is None else f"{_kappa(cal.kappa, cal.interval)} ({cal.week}, n={cal.n})",
-                          ", ".join(f"{w.week} {_kappa(w.kappa, w.interval)} (n={w.n})" for w in t.weeks) or "—",
-                          "[bold red]LOW[/]" if t.low else "ok")  # fmt: skip
+                          f"— ({escape(why)})" if cal is None and why else "not yet" if cal is None
+                          else f"{_kappa(cal.kappa, cal.interval)} ({cal.week}, n={cal.n})",
+                          ", ".join(f"{w.week} {_kappa(w.kappa, w.interval)} (n={w.n})" for w in t.weeks)
+                          or (f"— ({escape(why)})" if why and cal is not None else "—"),
+                          "[bold red]LOW[/]" if t.low else "no verdict" if why else "ok")  # fmt: skip
         console.print(table)
     if fail_when_low and any(t.low for t in trends):
         raise typer.Exit(1)

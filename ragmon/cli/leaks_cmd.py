@@ -59,17 +59,20 @@ def list_(
     store = open_store(settings)  # through the running daemon when it holds the embedded store
     listing = list_leaks(store, LeakRule.sharing(settings.ingest.shared_tenants), since=start, until=end,
                          limit=limit, stratum=stratum, retriever=retriever)  # fmt: skip
+    warnings = []
+    if not listing.total_traces and (stratum or retriever) and not traces_matching(
+            store, since=start, until=end, stratum=stratum, retriever=retriever):  # a typo is not an all-clear
+        named = " and ".join(f"{k} {v!r}" for k, v in (("stratum", stratum), ("retriever", retriever)) if v)
+        warnings.append(f"no trace at all of {named} in that window: check the name (`ragmon store status`, the "
+                        "console's traces page)")
+    for warning in warnings:  # on stderr in both formats; the JSON carries them too
+        err_console.print(f"warning: {warning}", highlight=False, markup=False)
     if fmt == Format.json:
-        console.print_json(json.dumps(listing.as_dict()))
+        console.print_json(json.dumps({**listing.as_dict(), "warnings": warnings}))
         return
     window = f"between {start.isoformat(timespec='seconds')} and {end.isoformat(timespec='seconds')}"
     if not listing.total_traces:
         console.print(f"no permission leaks {window}", highlight=False)
-        if (stratum or retriever) and not traces_matching(store, since=start, until=end, stratum=stratum,
-                                                          retriever=retriever):
-            named = " and ".join(f"{k} {v!r}" for k, v in (("stratum", stratum), ("retriever", retriever)) if v)
-            err_console.print(f"warning: no trace at all of {named} in that window: check the name "
-                              "(`ragmon store status`, the console's traces page)", highlight=False, markup=False)
         return
     table = Table("time", "trace", "retriever", "variant", "stratum", "user tenant", "leaked chunk (tenant)",
                   title=f"{listing.total_traces:,} leaking trace(s), {listing.total_leaks:,} leaked chunk(s) {window}")

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
 
-from ragmon.cli.common import EXIT_FATAL, console, exit_if_stuck, fail, settings_of
+from ragmon.cli.common import EXIT_FATAL, console, err_console, exit_if_stuck, fail, settings_of
 from ragmon.cli.options import LogLevelOption, configure_logging
 from ragmon.config import mask_dsn, override, secret_value
 
@@ -29,8 +30,10 @@ def run(
     OTLP/HTTP POST /v1/traces on otlp.host:otlp.port (4318). Without Kafka, switch ingest and score off
     (RAGMON_ROLES__INGEST=false RAGMON_ROLES__SCORE=false) and send traces to /v1/traces.
     A role that cannot start is reported at start-up, one line per problem, with the setting to change.
-    SIGTERM/SIGINT stops every role within process.shutdown_grace_seconds. A role that can never work as
-    configured (a topic compressed with a codec whose library is missing) stops the process with exit code 5.
+    SIGTERM/SIGINT stops every role within process.shutdown_grace_seconds; the last line on stderr then gives
+    what this process consumed, stored, dead-lettered and skipped (its counters, which restart at zero). A role
+    that can never work as configured (a topic compressed with a codec whose library is missing) stops the
+    process with exit code 5.
     """
     from ragmon.process import Process, serve_roles
 
@@ -47,6 +50,9 @@ def run(
                       + otlp, highlight=False, soft_wrap=True)
 
     process = serve_roles(settings, title="ragmon", started=started)
+    # what this process did, for reconciling across restarts (its counters restart at zero), as `ragmon ingest` does
+    totals = process.telemetry.counter_totals("ragmon_ingest_", "ragmon_outcomes_", "ragmon_score_")
+    err_console.print(f"ragmon run stopped: {json.dumps(totals)}", highlight=False, soft_wrap=True)
     fatal = process.fatal_errors()
     if fatal:  # one role can never work as configured: every role was stopped, and the exit code says so
         raise fail("; ".join(f"{name} stopped: {why}" for name, why in fatal.items()), EXIT_FATAL)

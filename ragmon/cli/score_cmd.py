@@ -45,7 +45,12 @@ def score(
         "each, nothing was read, judged or waiting to be stored, and every offset read was committed (batch jobs, "
         "tests). Exit 3 if no partition is assigned for twice kafka.session_timeout_ms (another member holds them "
         "all; a killed one holds them until its session times out).", show_default=False)] = None,
-    page_size: Annotated[int, typer.Option(help="With --from-store: traces per page and per insert.")] = 500,
+    page_size: Annotated[int, typer.Option(help="With --from-store: traces read per page and at most per insert; the "
+                                           "next page is read while the judges still work on the last one.")] = 500,
+    only_failed: Annotated[bool, typer.Option(
+        "--only-failed", help="With --from-store: score again only the traces whose scores by this judge (its "
+        "fingerprint) are stored as failed, e.g. after a judge outage outlasted judge.deadline_seconds; the new "
+        "rows replace the failed ones.")] = False,
     host: Annotated[str | None, typer.Option(
         help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)] = None,
     port: Annotated[int | None, typer.Option(
@@ -67,6 +72,8 @@ def score(
         raise fail(f"--judge {judge!r} is not one of heuristic, openai", EXIT_USAGE)
     if page_size < 1:
         raise fail("--page-size must be at least 1", EXIT_USAGE)
+    if only_failed and not from_store:
+        raise fail("--only-failed scores stored traces again: use it with --from-store", EXIT_USAGE)
     configure_logging(log_level, quiet=("kafka", "httpx"))
     settings = override(settings_of(ctx), "judge", kind=judge)
     settings = override(settings, "sampling", rate=rate)
@@ -92,8 +99,12 @@ def score(
     scorer.announce()
     from ragmon.score.sources import StoreScoreSource
 
-    total = StoreScoreSource(store, start, end).count()
-    if total == 0:
+    total = StoreScoreSource(store, start, end, failed_of=scorer.judge.fingerprint if only_failed else None).count()
+    if total == 0 and only_failed:
+        err_console.print(f"no trace between {start.isoformat()} and {end.isoformat()} has scores of judge "
+                          f"{scorer.judge.fingerprint} stored as failed: nothing to score again", highlight=False,
+                          soft_wrap=True)
+    elif total == 0:
         err_console.print(f"no stored traces between {start.isoformat()} and {end.isoformat()}: widen --since/"
                           "--until, or ingest traces first (ragmon ingest)", highlight=False, soft_wrap=True)
     from rich.progress import Progress
@@ -101,7 +112,8 @@ def score(
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task(f"scoring {total:,} stored traces", total=total or None)
         result: BatchResult = backfill(scorer, store, start, end, page_size=page_size,
-                                       progress=lambda n, _r: bar.update(task, completed=n))
+                                       flush_interval_seconds=settings.score.flush_interval_seconds,
+                                       only_failed=only_failed, progress=lambda _n, r: bar.update(task, completed=sum(r.decisions.values())))
     _summary(result, scorer.judge, time.monotonic() - started)
 
 

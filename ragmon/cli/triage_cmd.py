@@ -39,11 +39,11 @@ def triage(
     """Queue the week's thumbs-down production traces for triage in the review UI (/review/triage), then report
     triaged causes per stratum for the last --weeks weeks with the trend.
 
-    Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items; selecting a week again changes nothing. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random review sample never reads feedback; triage is kept apart from it.
+    Every thumbs-down trace of the week is queued, or a seeded random sample of --max-items. Negative feedback events count up to a day after the week, so until a selection runs after that the queue is provisional (a warning says so): selecting the week again adds what arrived since; after that it changes nothing. The review role of a running daemon does this every hour. Reviewers give each one cause from the failure taxonomy (docs/review.md). The weekly random review sample never reads feedback; triage is kept apart from it.
     """
     from ragmon.cli.store_open import open_store
     from ragmon.review.records import parse_week, previous_week
-    from ragmon.review.triage import CAUSES, select_triage
+    from ragmon.review.triage import CAUSES, select_triage, selection_warning
     from ragmon.review.triage_report import triage_report
 
     now = datetime.now(UTC)
@@ -54,10 +54,9 @@ def triage(
         raise fail(str(exc)) from None
     if start > now:
         raise fail(f"--week {week} has not started yet; the last complete week is {previous_week(now)}")
-    if end > now and not no_select:
-        err_console.print(f"warning: {week} is not over: its queue is chosen now, and thumbs-down traces arriving "
-                          "later this week will not be added (selecting a week again changes nothing). Queue a week "
-                          "once it has ended (the default: the last complete week).", highlight=False, markup=False)
+    warning = None if no_select else selection_warning(week, now)
+    if warning:  # the week, or the day after it when late feedback still counts, is not over
+        err_console.print(f"warning: {warning}", highlight=False, markup=False)
     store = open_store(settings_of(ctx), writes=not no_select)  # a report alone reads through a running daemon
     try:
         selected = None if no_select else select_triage(store, week, max_items=max_items, seed=seed, now=now)
@@ -68,11 +67,17 @@ def triage(
         payload = report.as_dict()
         if selected is not None:
             payload["selection"] = {"week": week, "queued": len(selected.items), "thumbs_down": selected.population,
-                                    "seed": selected.seed, "already_selected": selected.already_selected}
+                                    "seed": selected.seed, "already_selected": selected.already_selected,
+                                    "added": selected.added, "final": selected.final,
+                                    "final_after": selected.final_after.isoformat() if selected.final_after else None}
         console.print_json(json.dumps(payload))
         return
     if selected is not None:
-        state = "already queued, nothing changed" if selected.already_selected else "queued"
+        state = ("queued" if not selected.already_selected
+                 else f"already queued, {selected.added} late one(s) added" if selected.added
+                 else "already queued, nothing changed")
+        if selected.items and not selected.final:
+            state += " (provisional: see the warning)"
         console.print(f"{week}: {len(selected.items)} of {selected.population} thumbs-down production trace(s) {state} "
                       f"(seed {selected.seed}); triage them at /review/triage/{week}", highlight=False, soft_wrap=True)
     table = Table("cause", "stratum", *report.weeks, "share", "trend (pp)",

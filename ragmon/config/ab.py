@@ -34,4 +34,9 @@ class AbSettings(Section):
     max_rate_harm: float = Field(0.02, ge=0, le=1, description="Tolerated worsening of an outcome rate (0.02 = two "
                                  "percentage points) before a stratum is rejected.")
     max_latency_increase_ms: float = Field(50.0, ge=0, description="Tolerated increase of mean total latency (ms).")
-    max_quality_drop: float = Field(0.02, ge=0, le=1, description="Tolerated drop of a judged quality mean.")
+    max_quality_drop: float = Field(0.02, ge=0, le=1, description="Tolerated drop of a judged quality mean (0..1).")
+    max_feedback_drop: float = Field(
+        0.1, ge=0, le=2, description="Tolerated drop of the mean feedback value, on its -1..1 scale (0.1 = five "
+        "points of thumbs-up share when every value is 1 or -1). Two identical arms need about 1,500 feedback "
+        "events each for 'ok' at 0.1 (docs/ab.md lists what each measure needs).",
+    )

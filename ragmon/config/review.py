@@ -88,3 +88,7 @@ class ReviewSettings(Section):
     stratify: bool = Field(False, description="Guarantee min_per_stratum traces per category in the sample.")
     min_per_stratum: int = Field(0, ge=0, le=10_000, description="Minimum per category when stratify is on.")
     refresh_interval_seconds: float = Field(60.0, gt=0, le=3600, description="How often the review gauges are recomputed.")
+    triage_max_items: int = Field(
+        200, ge=1, le=100_000, description="Thumbs-down traces the daemon's weekly triage selection queues (all of "
+        "them, or a seeded random sample of this many); as `ragmon review triage --max-items`.",
+    )

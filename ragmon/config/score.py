@@ -48,9 +48,16 @@ class JudgeSettings(Section):
         10_000, ge=0, le=10_000_000, description="Verdicts kept in memory per (trace content hash, fingerprint); 0 disables."
     )
     max_in_flight: int = Field(
-        8, ge=1, le=512,
-        description="Judge calls at once (threads) in the score role, score --from-store, calibrate --rejudge and "
-        "gate --answerer. The heuristic judge runs one at a time whatever this says (it is CPU-bound).",
+        64, ge=1, le=512,
+        description="Most judge calls at once (threads, connections) in the score role, score --from-store, "
+        "calibrate --rejudge and gate --answerer. With adaptive_concurrency the judge finds how many of them the "
+        "endpoint serves without queueing (from 8, growing while answers come back as fast, shrinking when they "
+        "slow down); without it, exactly this many. The heuristic judge runs one at a time whatever this says "
+        "(it is CPU-bound).",
+    )
+    adaptive_concurrency: bool = Field(
+        True, description="Learn the calls at once from the endpoint's latency, up to max_in_flight (see "
+        "docs/judges.md); off: always max_in_flight.",
     )
     requests_per_minute: float | None = Field(
         None, gt=0,

@@ -91,7 +91,7 @@ def load_drift_page(store: RowStore, group: dict[str, str], now: datetime) -> Dr
     asked = any(group.values())
     plots, seen = [], set()
     for row in rows:
-        key = (row["retriever_name"], row["variant"], row["category"], row["feature"])
+        key = (row["retriever_name"], row["variant"], row["stratum"], row["feature"])
         if key in seen or not (asked or row["drifted"] or row["persistent"]):
             continue
         seen.add(key)
@@ -105,7 +105,7 @@ def traces_link(row: dict[str, Any]) -> str:
     """The trace list's query string for the row's group in the check's current window."""
     return TraceFilter(since=iso_time(row["current_start"]), until=iso_time(row["current_end"]),
                        retriever=str(row["retriever_name"]), variant=str(row["variant"]),
-                       stratum=str(row["category"])).query()
+                       stratum=str(row["stratum"])).query()
 
 
 

@@ -2,8 +2,12 @@
 
 Owns reading a golden case's question type (its first tag in the configured list; a case without one is
 counted as untagged and left out), building the per-stratum comparison (``ragmon.coverage.stats``) plus an
-``all`` row over every stratum, the exit code, and setting the ``ragmon_golden_coverage_*`` gauges. The SQL is
-``ragmon.coverage.queries``. Must not classify traces (the score role does) or write to the store.
+``all`` row over every stratum, the exit code, and setting the ``ragmon_golden_coverage_*`` gauges. Traces
+without a category form the ``uncategorized`` stratum (the category ``ragmon review export --golden`` gives
+their golden cases): compared like any stratum when the golden set has cases of it, otherwise reported as
+``no_category`` — in ``all`` only, not a divergence: the golden set cannot hold a case without a category, so
+no refresh of it could make such a stratum match. The SQL is ``ragmon.coverage.queries``. Must not classify
+traces (the score role does) or write to the store.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ragmon.contracts.golden import GoldenCase
 from ragmon.coverage.queries import CoverageStore, latest_fingerprint, type_counts
 from ragmon.coverage.stats import (
     DIVERGED,
+    NO_CATEGORY,
     NO_GOLDEN,
     TOO_SMALL,
     CoverageThresholds,
@@ -53,9 +58,14 @@ class CoverageResult:
     def exit_code(self) -> int:
         if self.diverged:
             return EXIT_DIVERGED
-        if all(s.status == TOO_SMALL for s in self.strata):
+        if all(s.status in (TOO_SMALL, NO_CATEGORY) for s in self.strata):
             return EXIT_TOO_SMALL
         return EXIT_MATCHES
+
+    @property
+    def uncategorized_traffic(self) -> int:
+        """Classified traces without a category that no stratum compared (in ``all`` only)."""
+        return sum(s.traffic for s in self.strata if s.status == NO_CATEGORY)
 
     def under_represented(self) -> tuple[str, ...]:
         """Every type a diverged stratum under-represents, most under-represented first (for golden-set growth)."""
@@ -97,6 +107,8 @@ def check_coverage(store: CoverageStore, cases: Sequence[GoldenCase], question_t
     traffic = {k or UNCATEGORIZED: v for k, v in traffic.items()}
     strata = [compare_stratum(name, golden.get(name, {}), traffic.get(name, {}), types, thresholds)
               for name in sorted(set(golden) | set(traffic))]
+    strata = [replace(s, status=NO_CATEGORY, under_represented=())
+              if s.stratum == UNCATEGORIZED and not s.golden_cases and s.traffic else s for s in strata]
     all_golden: Counter = sum(golden.values(), Counter())
     all_traffic: Counter = Counter()
     for counts in traffic.values():

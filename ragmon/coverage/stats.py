@@ -18,6 +18,8 @@ from scipy.stats import chi2_contingency
 
 #: a stratum's outcome: the golden set describes traffic, no longer does, or one side is too small to say
 MATCHES, DIVERGED, TOO_SMALL, NO_GOLDEN = "matches", "diverged", "too_small", "no_golden_cases"
+#: traffic without a category and no golden case of the ``uncategorized`` stratum: compared in ``all`` only
+NO_CATEGORY = "no_category"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragmon.contracts.golden import GoldenCase
 from ragmon.contracts.trace import Behaviour
@@ -129,25 +129,42 @@ def normalise_output(value: object, limit: int) -> tuple[tuple[str, ...], tuple[
 
     Reads at most ``limit + 1`` items, so an endless generator cannot hang the gate.
     """
-    ids, scores, more, _ = normalise_ranking(value, limit)
-    return ids, scores, more
+    r = normalise_ranking(value, limit)
+    return r.ids, r.scores, r.more
 
 
-def normalise_ranking(
-    value: object, limit: int
-) -> tuple[tuple[str, ...], tuple[float, ...] | None, bool, tuple[str | None, ...]]:
-    """:func:`normalise_output` plus each chunk's tenant as returned (None when the item carries none)."""
+#: items of a ranking longer than asked that the permission-leak check reads (an endless generator stops here)
+MAX_LEAK_SCAN = 1000
+
+
+class Ranking(NamedTuple):
+    """What a retriever returned: the first ``limit`` ids (scored) with their scores, whether it returned more,
+    and every item read — ids and tenants as returned (None: the item carries none) — for the leak check, which
+    judges the ranking before truncation."""
+
+    ids: tuple[str, ...]
+    scores: tuple[float, ...] | None
+    more: bool
+    read_ids: tuple[str, ...]
+    read_tenants: tuple[str | None, ...]
+
+
+def normalise_ranking(value: object, limit: int, *, scan: int = 0) -> Ranking:
+    """:func:`normalise_output` plus every item read with its tenant: ``limit + 1`` items, or up to ``scan``
+    when that is more (the leak check reads past ``limit``: a leak beyond k is still a leak)."""
     if value is None or isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise RetrieverOutputError(f"returned {type(value).__name__}; expected a list of chunk ids or (id, score) pairs")
-    items = [_item(v, i) for i, v in enumerate(itertools.islice(value, limit + 1))]
-    more = len(items) > limit
-    items = items[:limit]
+    read = [_item(v, i) for i, v in enumerate(itertools.islice(value, max(limit + 1, scan)))]
+    more = len(read) > limit
+    items = read[:limit]
     ids = tuple(c for c, _, _ in items)
     has_scores = [s is not None for _, s, _ in items]
     if any(has_scores) and not all(has_scores):
         raise RetrieverOutputError("some items carry a score and some do not; return all pairs or all ids")
     scores = tuple(s for _, s, _ in items) if items and all(has_scores) else None  # type: ignore[misc]
-    return ids, scores, more, tuple(t for _, _, t in items)
+    if not scan:
+        read = read[:limit]
+    return Ranking(ids, scores, more, tuple(c for c, _, _ in read), tuple(t for _, _, t in read))
 
 
 def describe(exc: BaseException) -> str:
@@ -173,9 +190,12 @@ def run_case(
         # a generator does its work while it is read, so the clock stops after reading it
         returned = (retriever(case.question, depth, tenant=case.tenant) if check is not None and check.passes_tenant
                     else retriever(case.question, depth))  # type: ignore[call-arg]  # fmt: skip
-        ids, scores, more, tenants = normalise_ranking(returned, depth)
+        ranking = normalise_ranking(returned, depth, scan=MAX_LEAK_SCAN if check is not None else 0)
+        ids, scores, more = ranking.ids, ranking.scores, ranking.more
         latency_ms = (clock() - started) * 1000.0
-        leaks = check.leaked(case.tenant, ids, check.tenants(ids, tenants)) if check is not None else ()
+        # the whole ranking the retriever returned, not the part asked for: a leak past k is a leak (docs/leaks.md)
+        leaks = (check.leaked(case.tenant, ranking.read_ids, check.tenants(ranking.read_ids, ranking.read_tenants))
+                 if check is not None else ())
     except (Exception, SystemExit) as exc:  # user code: one bad case must not stop the run
         error = (f"retriever returned garbage: {exc}" if isinstance(exc, RetrieverOutputError)
                  else str(exc) if isinstance(exc, TenantLookupError) else describe(exc))  # fmt: skip

@@ -92,6 +92,8 @@ class Batch:
         self.stored = False
         self.dead_letters_sent = False
         self._token: str | None = None
+        #: trace id → permission leaks already stored before this batch's first write (None: not asked yet)
+        self.leaks_before: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -1,7 +1,10 @@
 """Outcome events (schemas/outcome.v1) from their own topic or a file into ``outcomes``, with the trace guarantees.
 
 Owns the outcome loop: poll → decode (``decode_outcome``) → batch → insert with a deduplication token derived
-from the batch's source positions → dead letters acknowledged → commit the batch's offsets. Offsets are
+from the batch's source positions → dead letters acknowledged → commit the batch's offsets. Before a batch's
+first write it asks the store which of its events are already there (by ``event_id``, the table's deduplication
+key), so ``stored`` counts events new to the store and ``already_stored`` the re-deliveries (a replay, a file
+loaded again), as FINAL reads them: a second load of the same file stores nothing and says so. Offsets are
 committed only after both the insert and the dead letters were acknowledged, so a crash replays at most the
 uncommitted tail, which collapses under FINAL (one row per ``event_id``). While the store or the dead-letter sink
 fails, the source is paused and the same batch is retried on the ``Backoff`` schedule; memory stays bounded by
@@ -25,7 +28,7 @@ from typing import Any
 
 from ragmon.config import AbSettings
 from ragmon.contracts.decode import Rejection
-from ragmon.contracts.outcome import Outcome, decode_outcome
+from ragmon.contracts.outcome import Outcome, decode_outcome, looks_like_a_trace
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
 from ragmon.ingest.backoff import Backoff
@@ -42,7 +45,12 @@ COLUMNS = ("event_id", "query_id", "kind", "time", "value", "received_at", "sour
 @dataclass
 class OutcomeStats:
     consumed: int = 0
+    #: events new to the store (a re-delivered event is not counted again: ``already_stored``)
     stored: int = 0
+    #: valid events that were in the store already, or twice in what was read (re-deliveries)
+    already_stored: int = 0
+    #: dead-lettered messages that are trace documents (trace.v1), not outcome events: the wrong input
+    traces: int = 0
     batches: int = 0
     retries: int = 0
     dead_letters: Counter = field(default_factory=Counter)
@@ -56,6 +64,10 @@ class _Batch:
     #: partition → (first offset, next offset to commit)
     ranges: dict[Partition, tuple[int, int]] = field(default_factory=dict)
     started: float = 0.0
+    #: how many of ``outcomes`` were stored before this batch, asked once before its first write (a retry after
+    #: a lost acknowledgement must not find its own rows and call them old)
+    known: int | None = None
+    traces: int = 0
 
     def __len__(self) -> int:
         return len(self.outcomes) + len(self.letters)
@@ -141,6 +153,8 @@ class OutcomeLoop:
         if isinstance(result, Rejection):
             batch.letters.append(DeadLetter(msg.topic, msg.partition, msg.offset, msg.value, result.reason,
                                             result.detail, msg.headers))
+            if result.reason == "schema" and looks_like_a_trace(msg.value):
+                batch.traces += 1
         else:
             batch.outcomes.append((result, f"{msg.topic}/{msg.partition}/{msg.offset}"))
 
@@ -149,6 +163,8 @@ class OutcomeLoop:
         batch = self._batch
         try:
             if batch.outcomes:
+                if batch.known is None:
+                    batch.known = _already_stored(self.store, [o for o, _ in batch.outcomes])
                 self.store.insert_columns("outcomes", _columns(batch.outcomes), dedup_token=batch.token())
             sent = self.sink.send(batch.letters)
             offsets = {p: end for p, (_, end) in batch.ranges.items()}
@@ -165,12 +181,16 @@ class OutcomeLoop:
                 self.source.pause()
             self._failing = True
             return {}
-        self.stats.stored += len(batch.outcomes)
+        old = batch.known or 0
+        self.stats.stored += len(batch.outcomes) - old
+        self.stats.already_stored += old
+        self.stats.traces += batch.traces
         self.stats.batches += 1
         self.stats.dead_letters.update(d.reason for d in sent)
         if self.telemetry is not None:
             self.telemetry.outcomes_consumed.inc(len(batch))
-            self.telemetry.outcomes_stored.inc(len(batch.outcomes))
+            self.telemetry.outcomes_stored.inc(len(batch.outcomes) - old)
+            self.telemetry.outcomes_already_stored.inc(old)
             for d in sent:
                 self.telemetry.outcomes_dead_letters.labels(d.reason).inc()
         self._batch = _Batch()
@@ -185,6 +205,18 @@ class OutcomeLoop:
             return {}
         offsets = self._flush()
         return {p: o for p, o in offsets.items() if p in partitions}
+
+
+def _already_stored(store: Any, outcomes: list[Outcome]) -> int:
+    """How many of ``outcomes`` the store holds already, or repeat an earlier one of the list (by ``event_id``,
+    looked up through the table's key: query id, kind, event id)."""
+    keys = sorted({(o.query_id, o.kind.value, o.identity) for o in outcomes})
+    rows = store.query_rows(
+        f"SELECT DISTINCT event_id FROM {store.table('outcomes')} "
+        "WHERE (query_id, kind, event_id) IN {keys:Array(Tuple(String, String, String))}", {"keys": keys})
+    found = {r["event_id"] for r in rows}
+    new = {o.identity for o in outcomes} - found
+    return len(outcomes) - len(new)
 
 
 def _columns(outcomes: list[tuple[Outcome, str]]) -> dict[str, list[Any]]:

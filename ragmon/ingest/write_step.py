@@ -3,7 +3,8 @@
 Owns: the writer thread (one write in flight, so decoding the next batch overlaps the insert while memory
 stays bounded by two batches; inline writes without ``concurrent``), keeping a failed batch for its retry on
 the ``Backoff`` schedule, the insert's and the dead letters' telemetry and spans, and exporting the redaction
-and permission-leak counts once a batch is stored. Each part of a batch is written once: a retry after the
+and permission-leak counts once a batch is stored (leaks once per trace: before a batch's first write it asks
+the writer which of its leaking traces are stored already — a re-delivery — and counts only what they add). Each part of a batch is written once: a retry after the
 insert succeeded only produces the dead letters. A failing write never ends the loop: an exception nobody
 classified is logged with its traceback and treated as permanent. An acknowledged batch goes to the next step (the commit). It must not
 poll, pause or commit: the loop pauses the source while ``blocked``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
@@ -27,6 +28,7 @@ from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.stats import IngestStats
 from ragmon.ingest.writer import TraceWriter
+from ragmon.store.trace_json import LeakRow
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
@@ -37,6 +39,22 @@ class AcknowledgedSink(Protocol):
     """The step after writing (the commit): takes a batch whose rows and dead letters were acknowledged."""
 
     def submit(self, batch: Batch) -> None: ...
+
+
+def new_leaks(rows: Iterable[LeakRow], before: Mapping[str, int]) -> dict[tuple[str, str, str], int]:
+    """The leaked chunks these traces add to what the store held: a trace counts once however often it is
+    delivered (in earlier batches or twice in this one), and a new version of it only with the leaks it adds.
+    By the counter's labels (retriever, variant, stratum)."""
+    most: dict[str, LeakRow] = {}
+    for r in rows:
+        if r.trace_id not in most or r.leaks > most[r.trace_id].leaks:
+            most[r.trace_id] = r
+    out: dict[tuple[str, str, str], int] = {}
+    for trace_id, r in most.items():
+        added = r.leaks - before.get(trace_id, 0)
+        if added > 0:
+            out[r.labels] = out.get(r.labels, 0) + added
+    return out
 
 
 class WriteStep:
@@ -130,6 +148,8 @@ class WriteStep:
         """Insert the rows (once), then produce the dead letters (once). Raises; may run in the writer thread."""
         if not batch.stored and len(batch):
             token = batch.dedup_token()
+            if batch.leaks_before is None:  # once, before the first attempt: a retry would find its own rows
+                batch.leaks_before = self._writer.stored_leaks(batch.rows.leaking) if batch.rows.leaking else {}
             self._faults.hit("before_insert", rows=len(batch), token=token)
             batch.stamp()  # ingested_at: when the rows are written, not when the batch opened
             started = time.perf_counter()
@@ -187,12 +207,17 @@ class WriteStep:
         """The batch is acknowledged: export the redaction counts, reset the schedule, hand the batch on."""
         for pattern, n in self._redaction_counts().items():
             self._t.ingest_redactions.labels(pattern).inc(n)
-        if batch.rows.leaks:  # the stored rows carry the per-trace counts; on-call lists them from there
-            for labels, n in batch.rows.leaks.items():
+        if batch.rows.leaking:  # the stored rows carry the per-trace counts; on-call lists them from there
+            new = new_leaks(batch.rows.leaking, batch.leaks_before or {})
+            for labels, n in new.items():
                 self._t.permission_leaks.labels(*labels).inc(n)
-            log.warning("permission leaks: %d chunk(s) of another tenant in this batch (%s); list the traces with "
-                        "`ragmon leaks list`", sum(batch.rows.leaks.values()),
-                        ", ".join(f"{r} {v} {s or '-'}" for r, v, s in sorted(batch.rows.leaks)))
+            if new:
+                log.warning("permission leaks: %d chunk(s) of another tenant in this batch (%s); list the traces "
+                            "with `ragmon leaks list`", sum(new.values()),
+                            ", ".join(f"{r} {v} {s or '-'}" for r, v, s in sorted(new)))
+            else:
+                log.info("permission leaks: %d trace(s) delivered again, counted when first stored",
+                         len({r.trace_id for r in batch.rows.leaking}))
         if self._waiting is batch:
             self._waiting = None
         self._backoff.reset()

@@ -6,11 +6,12 @@ errors: ``write`` either returns after the store acknowledged, or raises a ``Sto
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragmon.errors import PermanentStoreError, RetryableStoreError
-from ragmon.store.trace_json import TraceRows
+from ragmon.store.trace_json import LeakRow, TraceRows
 
 
 class TraceWriter(Protocol):
@@ -22,12 +23,19 @@ class TraceWriter(Protocol):
 
     def write(self, rows: TraceRows, dedup_token: str) -> int: ...
 
+    def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]:
+        """The largest permission-leak count already stored for each of these traces (absent: not stored), so
+        a re-delivered trace is not counted again. Blocking; raises ``StoreError`` like ``write``."""
+        ...
+
 
 class TraceInserter(Protocol):
     """What ``StoreTraceWriter`` needs of a store (``ClickHouseStore`` has it): one blocking insert of a batch
-    into ``traces``, deduplicated by the token; raises ``StoreError``."""
+    into ``traces``, deduplicated by the token, and the leak counts stored for some traces; raise ``StoreError``."""
 
     def insert_trace_rows(self, rows: TraceRows, *, dedup_token: str | None = None) -> int: ...
+
+    def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]: ...
 
 
 class StoreTraceWriter:
@@ -38,6 +46,9 @@ class StoreTraceWriter:
 
     def write(self, rows: TraceRows, dedup_token: str) -> int:
         return self._store.insert_trace_rows(rows, dedup_token=dedup_token)
+
+    def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]:
+        return self._store.stored_leaks(rows)
 
 
 @dataclass
@@ -73,6 +84,16 @@ class InMemoryTraceWriter:
             self.fail_after_write -= 1
             raise RetryableStoreError("in-memory ack lost (test)")
         return n
+
+    def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]:
+        if self.fail_next > 0:  # the store is down for reads too
+            raise (PermanentStoreError if self.permanent else RetryableStoreError)("in-memory store down (test)")
+        wanted = {r.trace_id for r in rows}
+        out: dict[str, int] = {}
+        for row in self.rows:
+            if row["trace_id"] in wanted:
+                out[row["trace_id"]] = max(out.get(row["trace_id"], 0), int(row["permission_leaks"]))
+        return out
 
     def trace_ids(self) -> list[str]:
         return [r["trace_id"] for r in self.rows]

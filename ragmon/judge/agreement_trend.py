@@ -13,7 +13,9 @@ binarized verdict and gives:
   drop that a week's sampling noise does not explain.
 
 SE is the large-sample one, SE = √(p_o(1−p_o) / (n(1−p_e)²)) (Cohen 1960): adequate at the tens to hundreds of
-labels a week gives; an undefined kappa (one label used throughout) has none.
+labels a week gives; an undefined kappa (one label used throughout) has none. A cell that can say neither ok nor
+low says why (``no_verdict``): calibration weeks still to come, too few label pairs (and how many), an undefined
+kappa.
 Pure: no I/O, no clock.
 """
 
@@ -68,6 +70,11 @@ class AgreementTrend:
     weeks: tuple[WeekAgreement, ...]  # after the calibration, oldest first, each with at least min_pairs pairs
     calibration_weeks: int
     min_pairs: int
+    #: weeks of the fingerprint and label with pairs (over all strata), and this cell's pairs in the calibration
+    labelled_weeks: int = 0
+    calibration_pairs: int = 0
+    #: weeks after the calibration left out for having fewer than min_pairs pairs in this cell: (week, pairs)
+    skipped: tuple[tuple[str, int], ...] = ()
 
     @property
     def latest(self) -> WeekAgreement | None:
@@ -80,6 +87,25 @@ class AgreementTrend:
         if cal is None or last is None or cal.interval is None or last.interval is None:
             return None
         return math.hypot(cal.interval, last.interval)  # each interval is 1.96·SE: their root-sum-square is too
+
+    @property
+    def no_verdict(self) -> str | None:
+        """Why the cell can say neither ok nor low (None: it can)."""
+        cal, last, n = self.calibrated, self.latest, self.min_pairs
+        if cal is None:
+            if self.labelled_weeks < self.calibration_weeks:
+                return f"not calibrated yet: {self.labelled_weeks} of {self.calibration_weeks} calibration weeks labelled"
+            return f"not calibrated: {self.calibration_pairs} label pairs in the calibration weeks, fewer than {n}"
+        if cal.kappa is None:
+            return "calibrated kappa undefined: one answer throughout the calibration weeks (reviewers or judge)"
+        if last is None:
+            if self.skipped:
+                weeks = ", ".join(f"{w} {k}" for w, k in self.skipped)
+                return f"no week since the calibration has {n} label pairs or more (fewer than {n}: {weeks})"
+            return "no labelled week since the calibration yet"
+        if last.kappa is None:
+            return f"kappa undefined in {last.week}: one answer throughout (reviewers or judge)"
+        return None
 
     @property
     def low(self) -> bool:
@@ -118,5 +144,8 @@ def agreement_trends(weekly_pairs: Iterable[tuple[str, Pair]], *, calibration_we
             calibrated = _agreement(cal_pairs, span)
         later = [_agreement(by_week[w], w) for w in sorted(by_week)
                  if w not in calibration and len(by_week[w]) >= min_pairs]  # fmt: skip
-        out.append(AgreementTrend(fingerprint, label, stratum, calibrated, tuple(later), calibration_weeks, min_pairs))
+        skipped = tuple((w, len(by_week[w])) for w in sorted(by_week)
+                        if w not in calibration and len(by_week[w]) < min_pairs)  # fmt: skip
+        out.append(AgreementTrend(fingerprint, label, stratum, calibrated, tuple(later), calibration_weeks, min_pairs,
+                                  len(all_weeks), len(cal_pairs), skipped))
     return out

@@ -1,12 +1,20 @@
-"""Keeping judge calls under the provider's limits: token buckets and an adaptive (AIMD) request rate.
+"""Keeping judge calls under the provider's limits: token buckets, an adaptive (AIMD) request rate and an adaptive
+concurrency.
 
 ``TokenBucket`` refills continuously at a per-minute rate with one second of burst; a request may take more than
 is left (the bucket goes into debt), so a large prompt waits its turn instead of forever. ``AdaptiveRate`` is the
 request rate the provider tolerates, learnt from its answers: unlimited until the first 429, then cut to 90 % of
 the rate actually sent (multiplicative decrease, at most once per round of calls: answers to requests sent before
 the last cut say nothing about the new rate) and raised again by 1 % of that learnt limit per second while calls
-succeed and the limit is what holds them back (additive increase). ``CallLimiter`` combines them with the
-configured ``requests_per_minute`` and ``tokens_per_minute`` and a global pause on ``Retry-After``.
+succeed and the limit is what holds them back (additive increase). ``AdaptiveConcurrency`` is how many calls the
+endpoint serves at once without queueing them, learnt from its latency (a gradient limit, as Netflix's
+concurrency-limits ``Gradient2``): it starts at ``INITIAL_CONCURRENCY``, grows by about √limit per round of
+answers while they come back within ``LATENCY_TOLERANCE`` of the long-run average and callers wait for a slot, and
+shrinks in proportion when answers slow down (an endpoint that queues: a self-hosted model with a few slots),
+between 1 and the ceiling (``judge.max_in_flight``). Answers slower than the tolerance do not enter the long-run
+average (queueing must not become the norm it is measured against); they raise it by a small step instead. Only answered calls teach it: a timeout or a 5xx says nothing about
+queueing, and a 429 is the rate's business. ``CallLimiter`` combines them with the configured
+``requests_per_minute`` and ``tokens_per_minute`` and a global pause on ``Retry-After``.
 
 The decisions (``CallLimiter.try_acquire``/``release``) are pure functions of an injected clock, so tests drive
 them without sleeping; ``acquire`` is the blocking loop around them, and keeps the judge's gauges (requests in
@@ -33,6 +41,17 @@ INCREASE_PER_SECOND = 0.01
 MIN_RATE = 0.05
 #: seconds of sends over which the actual request rate is measured when a 429 arrives
 RATE_WINDOW_SECONDS = 5.0
+#: concurrency an adaptive limit starts at (the old fixed default: safe for an endpoint that queues)
+INITIAL_CONCURRENCY = 8
+#: answers the short and the long latency averages span (exponential, ≈ their window)
+SHORT_ANSWERS, LONG_ANSWERS = 10, 500
+#: latency up to this factor of the long-run average is not queueing (jitter, a slow tail): no decrease
+LATENCY_TOLERANCE = 1.5
+#: an answer slower than that raises the baseline by 1/this instead of entering it: queued answers do not
+#: teach the limit that queueing is normal, while an endpoint that became slower for good is followed in time
+BASELINE_CREEP_ANSWERS = 2000
+#: the share of each new estimate taken into the concurrency limit
+CONCURRENCY_SMOOTHING = 0.2
 #: characters per prompt token assumed before the endpoint says (English averages ~4; 3 errs on the high side,
 #: so token buckets and budget reservations are not exceeded by an unexpectedly dense prompt)
 CHARS_PER_TOKEN = 3
@@ -127,6 +146,45 @@ class AdaptiveRate:
             self.limit = min(self.limit, self.ceiling)
 
 
+class AdaptiveConcurrency:
+    """The calls at once the endpoint serves without queueing them, learnt from its answers' latency (see the module
+    docstring); ``allowed`` is the whole number in force. Not thread-safe: ``CallLimiter`` holds the lock."""
+
+    def __init__(self, ceiling: int, initial: int = INITIAL_CONCURRENCY):
+        if ceiling < 1:
+            raise ValueError(f"ceiling must be at least 1, got {ceiling}")
+        self.ceiling = ceiling
+        self.limit = float(max(1, min(initial, ceiling)))
+        self.short: float | None = None  # recent latency (s)
+        self.long: float | None = None  # long-run latency (s): what the endpoint takes when not queueing
+
+    @property
+    def allowed(self) -> int:
+        return max(1, int(self.limit))
+
+    def answered(self, latency: float, saturated: bool) -> None:
+        """One call answered after ``latency`` seconds; ``saturated``: callers waited for a slot just now (room
+        that nobody used proves nothing, so the limit then grows only if they did)."""
+        if not latency > 0 or not math.isfinite(latency):
+            return
+        if self.short is None or self.long is None:
+            self.short = self.long = latency
+        else:
+            self.short += 2 / (SHORT_ANSWERS + 1) * (latency - self.short)
+            if latency <= LATENCY_TOLERANCE * self.long:
+                self.long += 2 / (LONG_ANSWERS + 1) * (latency - self.long)
+            else:  # a queued answer does not move the baseline; a slower endpoint still moves it, slowly
+                self.long *= 1 + 1 / BASELINE_CREEP_ANSWERS
+            if self.long > 2 * self.short:  # the endpoint got much faster: let the baseline follow sooner
+                self.long = 0.95 * self.long + 0.05 * self.short
+        gradient = max(0.5, min(1.0, LATENCY_TOLERANCE * self.long / self.short))
+        estimate = self.limit * gradient + math.sqrt(self.limit)
+        if not saturated:
+            estimate = min(estimate, self.limit)
+        limit = (1 - CONCURRENCY_SMOOTHING) * self.limit + CONCURRENCY_SMOOTHING * estimate
+        self.limit = max(1.0, min(float(self.ceiling), limit))
+
+
 @dataclass(frozen=True, slots=True)
 class Permit:
     """One request allowed out: when it was sent and the tokens reserved for it."""
@@ -143,11 +201,16 @@ class CallLimiter:
     """
 
     def __init__(self, *, requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-                 max_pause_seconds: float = 20.0, clock: Callable[[], float] = time.monotonic,
-                 telemetry: Telemetry | None = None):
+                 max_pause_seconds: float = 20.0, max_in_flight: int | None = None, adaptive_concurrency: bool = True,
+                 clock: Callable[[], float] = time.monotonic, telemetry: Telemetry | None = None):
         self._clock = clock
         self.telemetry = telemetry
         now = clock()
+        #: calls at once: learnt up to ``max_in_flight`` (adaptive), exactly it, or unlimited (None)
+        self.concurrency = (AdaptiveConcurrency(max_in_flight) if max_in_flight and adaptive_concurrency
+                            else None)
+        self.max_in_flight = max_in_flight
+        self._concurrency_limited_at = float("-inf")  # when a caller last waited for a slot
         self.configured_rate = requests_per_minute / 60.0 if requests_per_minute else None
         self.adaptive = AdaptiveRate(self.configured_rate)
         self._requests = TokenBucket(requests_per_minute, now) if requests_per_minute else None
@@ -168,6 +231,11 @@ class CallLimiter:
         """Callers blocked in ``acquire``."""
         with self._lock:
             return len(self._waiting)
+
+    @property
+    def concurrency_limit(self) -> int | None:
+        """Calls allowed at once now: the adaptive limit, or ``max_in_flight`` when fixed (None: no limit)."""
+        return self.concurrency.allowed if self.concurrency is not None else self.max_in_flight
 
     @property
     def limit(self) -> float | None:
@@ -225,6 +293,8 @@ class CallLimiter:
                 cut = self.adaptive.overloaded(permit.sent_at, now)
             elif status is not None and status < 400:
                 self.adaptive.succeeded(now, self._limited_at)
+                if self.concurrency is not None:
+                    self.concurrency.answered(now - permit.sent_at, now - self._concurrency_limited_at <= 1.0)
             rate = self.limit
             if rate is not None:
                 if self._requests is None:
@@ -239,12 +309,18 @@ class CallLimiter:
         if self.telemetry is not None:
             self.telemetry.judge_in_flight.dec()
             self.telemetry.judge_adaptive_limit.set(math.inf if rate is None else rate)
+            allowed = self.concurrency_limit
+            self.telemetry.judge_concurrency_limit.set(math.inf if allowed is None else allowed)
             if status == 429:
                 self.telemetry.judge_rate_limited.inc()
 
     def _try(self, tokens: int, now: float) -> Permit | float:
         if now < self._paused_until:
             return self._paused_until - now
+        allowed = self.concurrency_limit
+        if allowed is not None and self.in_flight >= allowed:
+            self._concurrency_limited_at = now
+            return 0.05  # a release wakes the waiters at once (``release`` notifies them); this bounds a deadline
         rate_wait = self._requests.wait(1, now) if self._requests is not None else 0.0
         token_wait = self._tokens.wait(tokens, now) if self._tokens is not None else 0.0
         if rate_wait > 0 or token_wait > 0:

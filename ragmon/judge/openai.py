@@ -4,9 +4,10 @@ Owns the HTTP exchange: strict JSON-schema structured output at temperature 0 by
 exponential backoff and full jitter on 429, 5xx, timeouts and connection errors (``Retry-After`` honoured up to
 the cap) within one deadline per trace, malformed output retried once more, token and cost accounting per
 call, and a verdict cache keyed by (trace content hash, fingerprint). Every HTTP attempt passes the judge's
-``CallLimiter`` (``judge.requests_per_minute``, ``judge.tokens_per_minute``, the rate learnt from 429s and
-``Retry-After`` pauses), which all threads calling this judge share; the connection pool holds ``max_in_flight``
-connections, one per concurrent call. httpx exceptions are translated here into ``JudgeError``/
+``CallLimiter`` (``judge.requests_per_minute``, ``judge.tokens_per_minute``, the rate learnt from 429s,
+``Retry-After`` pauses, and the concurrency learnt from the endpoint's latency up to ``max_in_flight``), which all
+threads calling this judge share; the connection pool holds ``max_in_flight`` connections, one per concurrent
+call. httpx exceptions are translated here into ``JudgeError``/
 ``RetryableJudgeError``; nothing above sees an httpx exception. The API key is a ``SecretStr`` and never appears
 in a message or log line. Thread-safe if the injected callables are.
 """
@@ -63,7 +64,8 @@ class OpenAIJudge:
         input_usd_per_million_tokens: float = 0.0,
         output_usd_per_million_tokens: float = 0.0,
         cache_max_entries: int = 10_000,
-        max_in_flight: int = 8,
+        max_in_flight: int = 64,
+        adaptive_concurrency: bool = True,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         limiter: CallLimiter | None = None,
@@ -91,7 +93,8 @@ class OpenAIJudge:
         # the limiter keeps real time even when a test injects ``clock``: its waits are real waits
         self.limiter = limiter or CallLimiter(requests_per_minute=requests_per_minute,
                                               tokens_per_minute=tokens_per_minute,
-                                              max_pause_seconds=backoff_max_seconds, telemetry=telemetry)
+                                              max_pause_seconds=backoff_max_seconds, max_in_flight=max_in_flight,
+                                              adaptive_concurrency=adaptive_concurrency, telemetry=telemetry)
         self.telemetry = telemetry
         self._sleep, self._clock, self._jitter = sleep, clock, jitter
         self.fingerprint = fingerprint(
@@ -118,7 +121,8 @@ class OpenAIJudge:
             backoff_max_seconds=s.backoff_max_seconds, max_output_tokens=s.max_output_tokens,
             max_chunk_chars=s.max_chunk_chars, input_usd_per_million_tokens=s.input_usd_per_million_tokens,
             output_usd_per_million_tokens=s.output_usd_per_million_tokens, cache_max_entries=s.cache_max_entries,
-            max_in_flight=s.max_in_flight, requests_per_minute=s.requests_per_minute,
+            max_in_flight=s.max_in_flight, adaptive_concurrency=s.adaptive_concurrency,
+            requests_per_minute=s.requests_per_minute,
             tokens_per_minute=s.tokens_per_minute, **kwargs,
         )
 

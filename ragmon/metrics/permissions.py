@@ -10,6 +10,10 @@ three never disagree about what a leak is (docs/leaks.md):
 4. Every other chunk in the ranking before truncation is a leak, each distinct chunk id once. The whole
    ranking counts, not only the context passed to the model: a retriever that returns another tenant's passage
    has already broken the permission filter, whether or not the prompt was cut before it.
+5. A chunk id listed more than once with different owners leaks when any of its listings names another
+   tenant (the first such tenant is reported): the verdict does not depend on the order of the ranking, so the
+   count ingest makes on the trace as received equals what the listing finds on the ranking as stored (sorted
+   by rank).
 
 Tenants compare exactly (case-sensitive, no trimming): they are identifiers, and a near-match is a different
 tenant. Pure: no I/O, no clock, no globals.
@@ -19,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from ragmon.metrics.retrieval import permission_leak_count
 
 __all__ = ["LeakRule", "LeakedChunk"]
 
@@ -59,22 +61,18 @@ class LeakRule:
             raise ValueError(f"expected one tenant per chunk, got {len(tenants)} tenants for {len(chunk_ids)} chunks")
         if all(not t or t == user_tenant for t in tenants):
             return 0  # the common case on the ingest hot path: every chunk is the user's own
-        owners: dict[str, str | None] = {}
-        for chunk, tenant in zip(chunk_ids, tenants, strict=True):
-            owners.setdefault(chunk, tenant)  # a repeated id keeps its first position's owner, as dedupe keeps it
-        return permission_leak_count(chunk_ids, owners, self.shared_tenants | {user_tenant})
+        return len(self.leaked(user_tenant, chunk_ids, tenants))
 
     def leaked(self, user_tenant: str | None, chunk_ids: Sequence[str],
                tenants: Sequence[str | None]) -> list[LeakedChunk]:  # fmt: skip
-        """The leaked chunks themselves, in rank order, each id once (``count`` is their number)."""
+        """The leaked chunks themselves, each id once, in the order of its first listing (``count`` is their
+        number); a chunk listed with several owners leaks when one of them is another tenant (rule 5)."""
         if not user_tenant:
             return []
-        seen: set[str] = set()
-        found = []
+        order: dict[str, None] = {}
+        foreign: dict[str, str] = {}
         for chunk, tenant in zip(chunk_ids, tenants, strict=True):
-            if chunk in seen:
-                continue
-            seen.add(chunk)
+            order.setdefault(chunk)
             if tenant and tenant != user_tenant and tenant not in self.shared_tenants:
-                found.append(LeakedChunk(chunk, tenant))
-        return found
+                foreign.setdefault(chunk, tenant)
+        return [LeakedChunk(chunk, foreign[chunk]) for chunk in order if chunk in foreign]

@@ -7,11 +7,16 @@ sample of ``max_items`` when there are more), read against the taxonomy rather t
 kept in separate tables, so nothing triage does can steer the random sample.
 
 Selection: production traces of the ISO week with ``feedback.rating = -1`` or a negative ``feedback`` outcome
-event (``schemas/outcome.v1``, value < 0, up to a day after the week), ordered by ``cityHash64(seed,
-trace_id)`` (a seeded permutation: the first N are a simple random sample) and capped; recorded with the
-population and seed; selecting a selected week again is a no-op. Labels: one cause per (trace, reviewer); the
-newest label of a trace is its cause. Owns the taxonomy, the queries and the label check; the report is
-``triage_report.py``, the pages ``triage_web.py``.
+event (``schemas/outcome.v1``, value < 0, up to ``GRACE`` — a day — after the week), ordered by
+``cityHash64(seed, trace_id)`` (a seeded permutation: the first N are a simple random sample) and capped;
+recorded with the population and seed. Until a selection has run after the grace (``final_after``) the queue is
+**provisional**: selecting the week again, with the seed recorded first, adds the thumbs-down traces that arrived
+since and that the seeded order puts among the first N of the population now (nothing queued is taken away: a
+reviewer may have labelled it), and records the population; the first run after the grace makes it final, and
+from then on selecting the week again is a no-op. The review role runs it hourly for the last week
+(``role.py``); ``ragmon review triage`` warns while a week is provisional (``selection_warning``). Labels: one
+cause per (trace, reviewer); the newest label of a trace is its cause. Owns the taxonomy, the queries and the
+label check; the report is ``triage_report.py``, the pages ``triage_web.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from __future__ import annotations
 import secrets
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from ragmon.errors import InputError
@@ -38,6 +43,9 @@ CAUSES: Mapping[str, str] = {
     "other": "Other (say what in the note)",
 }
 MAX_NOTE_CHARS = 2_000
+#: negative feedback events count up to this long after the week (late feedback); a queue selected before the
+#: week's end plus this is provisional
+GRACE = timedelta(days=1)
 #: Unicode categories a note may not hold (but newline and tab): controls, format characters such as bidi
 #: overrides, surrogates, private and unassigned code points — they let a note forge what a later reader sees
 _INVISIBLE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
@@ -63,47 +71,85 @@ class TriageItem:
 
 @dataclass(frozen=True, slots=True)
 class TriageWeek:
-    """One week's triage queue: what was chosen from how many thumbs-down traces, and each item's cause so far."""
+    """One week's triage queue: what was chosen from how many thumbs-down traces, and each item's cause so far.
+
+    ``final``: a selection ran after ``final_after`` (the week's end plus ``GRACE``), so no late thumbs-down can
+    be added any more; before that the queue is provisional. ``already_selected``: the week had a queue before
+    this selection; ``added``: what this selection queued."""
 
     week: str
     population: int
     seed: str
     items: tuple[TriageItem, ...]
     already_selected: bool = False
+    final: bool = False
+    final_after: datetime | None = None
+    added: int = 0
+    #: when a selection last ran over the week (None: never)
+    selected_at: datetime | None = None
 
     @property
     def labelled(self) -> int:
         return sum(1 for i in self.items if i.cause is not None)
 
 
+def final_after(week: str) -> datetime:
+    """When the week's thumbs-down are all in: its end plus ``GRACE`` (late feedback events count until then)."""
+    return parse_week(week)[1] + GRACE
+
+
+def selection_warning(week: str, now: datetime) -> str | None:
+    """What to tell someone selecting ``week`` at ``now`` when its queue cannot be final yet (None: it can)."""
+    until = final_after(week)
+    if now >= until:
+        return None
+    when = until.strftime("%Y-%m-%d %H:%M UTC")
+    head = (f"{week} is not over" if now < parse_week(week)[1]
+            else f"negative feedback events for {week} count until {when} (a day after the week)")
+    return (f"{head}: this queue is provisional. Thumbs-down that arrive later are queued when the selection runs "
+            f"again after they arrive: run again after {when}, or let the review role of `ragmon review` / `ragmon "
+            "run` do it (it runs every hour and makes the queue final after then).")
+
+
 def select_triage(store: RowStore, week: str, *, max_items: int = DEFAULT_MAX_ITEMS, seed: str | None = None,
                   now: datetime, selected_by: str = "cli") -> TriageWeek:  # fmt: skip
-    """Queue the week's thumbs-down production traces (a no-op when the week already has a triage queue)."""
+    """Queue the week's thumbs-down production traces; on a provisional queue, add the ones that arrived since
+    (with the seed recorded first); on a final one, change nothing (see the module docstring)."""
     start, end = parse_week(week)
     if max_items < 1:
         raise InputError(f"--max-items must be at least 1, got {max_items}")
+    until = end + GRACE
     existing = load_triage(store, week)
-    if existing is not None:
-        return TriageWeek(existing.week, existing.population, existing.seed, existing.items, already_selected=True)
-    seed = seed or secrets.token_hex(8)
+    if existing is not None and existing.final:
+        return replace(existing, already_selected=True)
+    seed = existing.seed if existing is not None else seed or secrets.token_hex(8)
     traces = store.table("traces")
     # a thumbs-down is the trace's own rating, or a negative `feedback` outcome event for its query (an app that
-    # sends feedback later, as schemas/outcome.v1); events are read up to a day after the week, for late ones
+    # sends feedback later, as schemas/outcome.v1); events are read up to GRACE after the week, for late ones
     where = ("ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} AND variant = 'production' "
              "AND (feedback_rating = -1 OR query_id IN (SELECT query_id FROM "
              f"{store.table('outcomes')} FINAL WHERE kind = 'feedback' AND value < 0 "
              "AND time >= {start:DateTime64(3)} AND time < {late:DateTime64(3)}))")
-    params = {"start": start, "end": end, "late": end + timedelta(days=1), "seed": seed, "cap": max_items}
+    params = {"start": start, "end": end, "late": until, "seed": seed, "cap": max_items}
     [total] = store.query_rows(f"SELECT count() AS n FROM {traces} FINAL WHERE {where}", params)
     rows = store.query_rows(f"SELECT trace_id, category, ts FROM {traces} FINAL WHERE {where} "
                             "ORDER BY cityHash64({seed:String}, trace_id), trace_id LIMIT {cap:UInt32}", params)
     population = int(total["n"])
-    if rows:
-        store.insert_rows("triage_queue", [[week, r["trace_id"], r["category"], r["ts"], population, seed, selected_by,
-                                             now] for r in rows],
+    final = now >= until
+    queued = {i.trace_id: i for i in existing.items} if existing is not None else {}
+    new = [r for r in rows if r["trace_id"] not in queued]
+    changed = bool(new) or existing is not None and population != existing.population
+    # a provisional queue is written again whole when it changed (the population on every row) or when this is
+    # the first run after the grace (selected_at then marks it final); a week without thumbs-down writes nothing
+    if new or queued and (changed or final):
+        keep = [[week, i.trace_id, i.category, i.ts, population, seed, selected_by, now] for i in queued.values()]
+        store.insert_rows("triage_queue", keep + [[week, r["trace_id"], r["category"], r["ts"], population, seed,
+                                                   selected_by, now] for r in new],
                           ["week", "trace_id", "category", "ts", "population", "seed", "selected_by", "selected_at"])
-    return TriageWeek(week, population, seed, tuple(TriageItem(r["trace_id"], r["category"], r["ts"], None, None)
-                                                    for r in rows))  # fmt: skip
+    items = tuple(queued.values()) + tuple(TriageItem(r["trace_id"], r["category"], r["ts"], None, None) for r in new)
+    return TriageWeek(week, population, seed, items, already_selected=existing is not None,
+                      final=final and bool(items), final_after=until, added=len(new),
+                      selected_at=now if items else None)
 
 
 def load_triage(store: RowStore, week: str) -> TriageWeek | None:
@@ -111,7 +157,7 @@ def load_triage(store: RowStore, week: str) -> TriageWeek | None:
     thumbs-down traffic)."""
     rows = store.query_rows(
         f"SELECT q.trace_id AS trace_id, q.category AS category, q.ts AS ts, q.population AS population, "
-        f"q.seed AS seed, l.cause AS cause, l.reviewer AS reviewer "
+        f"q.seed AS seed, q.selected_at AS selected_at, l.cause AS cause, l.reviewer AS reviewer "
         f"FROM (SELECT * FROM {store.table('triage_queue')} FINAL WHERE week = {{week:String}}) AS q "
         f"LEFT JOIN (SELECT trace_id, argMax(cause, labelled_at) AS cause, argMax(reviewer, labelled_at) AS reviewer "
         f"           FROM {store.table('triage_labels')} FINAL WHERE week = {{week:String}} GROUP BY trace_id) AS l "
@@ -121,7 +167,13 @@ def load_triage(store: RowStore, week: str) -> TriageWeek | None:
         return None
     items = tuple(TriageItem(r["trace_id"], r["category"], r["ts"], r["cause"] or None, r["reviewer"] or None)
                   for r in rows)  # fmt: skip
-    return TriageWeek(week, int(rows[0]["population"]), rows[0]["seed"], items)
+    # the newest run wrote every row with the population it counted (a top-up rewrites the whole queue)
+    newest = max(rows, key=lambda r: r["selected_at"])
+    last = newest["selected_at"] if newest["selected_at"].tzinfo is not None \
+        else newest["selected_at"].replace(tzinfo=UTC)
+    until = final_after(week)
+    return TriageWeek(week, int(newest["population"]), rows[0]["seed"], items, final=last >= until,
+                      final_after=until, selected_at=last)
 
 
 def triage_weeks(store: RowStore) -> list[str]:

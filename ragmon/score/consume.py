@@ -122,7 +122,9 @@ class ScoreLoop:
         """Write the finished traces, then commit up to the oldest trace not stored."""
         if self._ready:
             done, self._ready, self._ready_since = self._ready, [], None
-            result = self.scorer.write([s for s, _ in done], _batch_key(t for _, t in done))
+            keyed = getattr(self.source, "batch_key", None)  # a source may name a write by its content
+            key = keyed(s.item.trace_id for s, _ in done) if keyed is not None else _batch_key(t for _, t in done)
+            result = self.scorer.write([s for s, _ in done], key)
             for _, ticket in done:
                 self.ledger.stored(ticket)
             self.total.merge(result)
@@ -183,7 +185,8 @@ def consume(scorer: LiveScorer, source: Any, *, stop: threading.Event, max_trace
     after a step: then what was read is judged, stored and committed before it returns).
 
     ``source`` has ``poll(timeout_seconds) -> [Polled]`` and ``commit({partition: offset})`` (``pause``,
-    ``resume``, ``assignment`` and ``lag`` are used when it has them). ``publish`` is given the loop's
+    ``resume``, ``assignment``, ``lag`` and ``batch_key`` — a write's deduplication key from the trace ids it
+holds — are used when it has them). ``publish`` is given the loop's
     ``ConsumerState`` after each step. See the module docstring for the order.
     """
     loop = ScoreLoop(scorer, source, max_batch=max_batch, flush_interval_seconds=flush_interval_seconds,

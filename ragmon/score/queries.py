@@ -45,21 +45,35 @@ def last_fingerprint(store: ScoreStore, judge_name: str) -> str | None:
     return rows[0]["judge_fingerprint"] if rows else None
 
 
-def count_traces(store: ScoreStore, since: datetime, until: datetime) -> int:
-    """Stored traces with ``since <= ts < until`` (FINAL: each once)."""
+def _failed_filter(store: ScoreStore, failed_of: str | None) -> str:
+    """With a judge fingerprint: only traces whose stored scores of that fingerprint are failed (a judge outage's)."""
+    if failed_of is None:
+        return ""
+    return (f"AND trace_id IN (SELECT trace_id FROM {store.table('scores')} FINAL "
+            f"WHERE judge_fingerprint = {{fingerprint:String}} AND ts >= {{since:{_TIME}}} AND ts < {{until:{_TIME}}} "
+            "AND status = 'failed') ")
+
+
+def count_traces(store: ScoreStore, since: datetime, until: datetime, *, failed_of: str | None = None) -> int:
+    """Stored traces with ``since <= ts < until`` (FINAL: each once); with ``failed_of`` (a judge fingerprint) only
+    those whose scores of that judge are stored as failed."""
     return int(store.command(
-        f"SELECT count() FROM {store.table('traces')} FINAL WHERE ts >= {{since:{_TIME}}} AND ts < {{until:{_TIME}}}",
-        {"since": since, "until": until}))
+        f"SELECT count() FROM {store.table('traces')} FINAL WHERE ts >= {{since:{_TIME}}} AND ts < {{until:{_TIME}}} "
+        + _failed_filter(store, failed_of),
+        {"since": since, "until": until, **({"fingerprint": failed_of} if failed_of else {})}))
 
 
 def traces_after(store: ScoreStore, since: datetime, until: datetime, after: tuple[datetime, str],
-                 limit: int) -> list[dict[str, Any]]:
-    """The next ``limit`` stored trace rows in [since, until) after the key ``(ts, trace_id)``, oldest first."""
+                 limit: int, *, failed_of: str | None = None) -> list[dict[str, Any]]:
+    """The next ``limit`` stored trace rows in [since, until) after the key ``(ts, trace_id)``, oldest first (with
+    ``failed_of``, as ``count_traces``)."""
     return store.query_rows(
         f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL "
         f"WHERE ts >= {{since:{_TIME}}} AND ts < {{until:{_TIME}}} "
-        f"AND (ts, trace_id) > ({{last_ts:{_TIME}}}, {{last_id:String}}) ORDER BY ts, trace_id LIMIT {{limit:UInt32}}",
-        {"since": since, "until": until, "last_ts": after[0], "last_id": after[1], "limit": limit})
+        + _failed_filter(store, failed_of)
+        + f"AND (ts, trace_id) > ({{last_ts:{_TIME}}}, {{last_id:String}}) ORDER BY ts, trace_id LIMIT {{limit:UInt32}}",
+        {"since": since, "until": until, "last_ts": after[0], "last_id": after[1], "limit": limit,
+         **({"fingerprint": failed_of} if failed_of else {})})
 
 
 def traces_by_id(store: ScoreStore, trace_ids: Sequence[str]) -> list[dict[str, Any]]:

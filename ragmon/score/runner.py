@@ -1,7 +1,8 @@
 """The score role's loops: Kafka consumer (live) and store backfill, both driving one ``LiveScorer``.
 
 Owns building the scorer from settings (judge, sampler, telemetry, ``judge.max_in_flight``), the backfill over
-stored traces (a page at a time, judged concurrently within the page), and ``ScoreRole``, the score role for
+stored traces (the live loop's sliding window over the store's pages: never waiting for a page's slowest call),
+and ``ScoreRole``, the score role for
 ``ragmon.daemon.Daemon``, which runs the live loop (``ragmon.score.consume``) with a stop event: SIGTERM sets it,
 and the loop drains what it can within half the shutdown grace period, stores it and commits what is safe. The
 role keeps the loop's last ``ConsumerState`` (``consumer_state``) for ``--exit-when-idle``.
@@ -45,19 +46,20 @@ def build_scorer(settings: Any, store: ScoreStore, telemetry: Telemetry, *, judg
 
 
 def backfill(scorer: LiveScorer, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,
-             progress: Progress | None = None, stop: threading.Event | None = None) -> BatchResult:
-    """Score stored traces with ``since <= ts < until``. Re-running it rewrites the same rows (idempotent)."""
-    total = BatchResult()
-    source = StoreScoreSource(store, since, until, page_size=page_size)
-    read = 0
-    for traces, key in source.batches():
-        total.merge(scorer.process(traces, batch_key=key))
-        read += len(traces)
-        if progress:
-            progress(read, total)
-        if stop is not None and stop.is_set():
-            break
-    return total
+             progress: Progress | None = None, stop: threading.Event | None = None,
+             flush_interval_seconds: float = 1.0, only_failed: bool = False) -> BatchResult:
+    """Score stored traces with ``since <= ts < until`` (``only_failed``: only those whose scores by this scorer's
+    judge are stored as failed, e.g. after a judge outage). Re-running it rewrites the same rows (idempotent).
+
+    Through the live loop's sliding window (``consume`` over ``StoreScoreSource``): pages are read as the judges
+    have room (twice ``max_in_flight`` judged or waiting, plus one page), rows are written as judgements finish
+    (up to ``page_size`` at once, or every ``flush_interval_seconds``), so one slow call never holds the judges
+    idle until its page is done. ``stop``: stop reading, finish the calls in flight, write, return."""
+    source = StoreScoreSource(store, since, until, page_size=page_size,
+                              failed_of=scorer.judge.fingerprint if only_failed else None)
+    return consume(scorer, source, stop=stop or threading.Event(), until=lambda: source.exhausted,
+                   progress=progress, max_batch=page_size, flush_interval_seconds=flush_interval_seconds,
+                   drain_seconds=float("inf"))
 
 
 class ScoreRole:

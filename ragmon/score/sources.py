@@ -10,14 +10,19 @@ counted: dead-lettering them is the ingest role's job. Traces are redacted as in
 (``ingest.redact_*``), so a judge never sees what the store would not hold. kafka-python exceptions are translated into
 ``SourceError`` here.
 
-``StoreScoreSource`` pages through stored traces in [since, until) with keyset pagination on (ts, trace_id).
+``StoreScoreSource`` pages through stored traces in [since, until) with keyset pagination on (ts, trace_id), as
+``batches`` or as a source of the live loop (``poll``: one page per call, as the records of one partition), so
+a backfill runs through the same sliding window as the live loop (``ragmon.score.consume``): the judges keep
+working on the next page while a slow call of the last one is still out. Its ``batch_key`` names a write by the
+trace ids it holds, so a backfill run again over the same traces deduplicates.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -32,26 +37,70 @@ log = logging.getLogger(__name__)
 
 
 class StoreScoreSource:
-    """Stored traces with ``since <= ts < until``, oldest first, in pages of ``page_size``."""
+    """Stored traces with ``since <= ts < until``, oldest first, in pages of ``page_size``; with ``failed_of`` (a judge
+    fingerprint) only those whose scores of that judge are stored as failed. Not thread-safe."""
 
-    def __init__(self, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500):
+    #: the one "partition" of the records ``poll`` returns
+    PARTITION = ("store", 0)
+
+    def __init__(self, store: ScoreStore, since: datetime, until: datetime, *, page_size: int = 500,
+                 failed_of: str | None = None):
         if until <= since:
             raise ValueError(f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})")
         self.store, self.since, self.until, self.page_size = store, since, until, page_size
+        self.failed_of = failed_of
+        self._after: tuple[datetime, str] = (since, "")
+        self._read = 0
+        self._paused = False
+        #: every trace of the window was handed out by ``poll``
+        self.exhausted = False
 
     def count(self) -> int:
-        return queries.count_traces(self.store, self.since, self.until)
+        return queries.count_traces(self.store, self.since, self.until, failed_of=self.failed_of)
 
     def batches(self) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """(trace documents, batch key) pages; the key names the page so re-running a backfill dedups."""
         last_ts, last_id = self.since, ""
         while True:
-            rows = queries.traces_after(self.store, self.since, self.until, (last_ts, last_id), self.page_size)
+            rows = queries.traces_after(self.store, self.since, self.until, (last_ts, last_id), self.page_size,
+                                        failed_of=self.failed_of)
             if not rows:
                 return
             last_ts, last_id = rows[-1]["ts"], rows[-1]["trace_id"]
             key = "store:" + hashlib.sha256("|".join(r["trace_id"] for r in rows).encode()).hexdigest()[:32]
             yield [row_to_trace(r) for r in rows], key
+
+
+    # -- as a source of the live loop (``ragmon.score.consume``) ------------------------------------------------
+
+    def poll(self, timeout_seconds: float | None = None) -> list[Polled]:
+        """The next page as records (none while paused or once the window is read: then it waits up to
+        ``timeout_seconds``, as a broker poll would, so the loop does not spin)."""
+        if self._paused or self.exhausted:
+            time.sleep(min(timeout_seconds if timeout_seconds is not None else 0.05, 0.05))
+            return []
+        rows = queries.traces_after(self.store, self.since, self.until, self._after, self.page_size,
+                                    failed_of=self.failed_of)
+        if not rows:
+            self.exhausted = True
+            return []
+        self._after = (rows[-1]["ts"], rows[-1]["trace_id"])
+        first, self._read = self._read, self._read + len(rows)
+        return [Polled(self.PARTITION, first + i, row_to_trace(r)) for i, r in enumerate(rows)]
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Nothing to commit: a backfill is over when it returns (run it again to redo it)."""
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    @staticmethod
+    def batch_key(trace_ids: Iterable[str]) -> str:
+        """The key of one write, from the trace ids it holds: the same traces, the same deduplication token."""
+        return "store:" + hashlib.sha256("|".join(trace_ids).encode()).hexdigest()[:32]
 
 
 class Polled(NamedTuple):

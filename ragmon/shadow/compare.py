@@ -201,7 +201,8 @@ def _stratum(name: str, row: dict[str, Any], deltas: Sequence[QualityDelta], k: 
                          latency_p95_delta_ms=latency[1] if latency else None,
                          error_rate_delta=ops.candidate.error_rate - ops.baseline.error_rate, quality=tuple(deltas),
                          top1_rate=agreement.top1_rate if agreement.n_top1 else None,
-                         score_ks=shift.ks_statistic if shift is not None else None)
+                         score_ks=shift.ks_statistic if shift is not None else None,
+                         rankings_compared=bool(agreement.n_top1) or shift is not None)
     return StratumComparison(
         stratum=name, pairs=int(row["pairs"]), baseline_only=int(row["baseline_only"]),
         candidate_only=int(row["candidate_only"]), duplicates=int(row["duplicates"]), agreement=agreement,

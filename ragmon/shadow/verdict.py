@@ -15,9 +15,12 @@ Rules (also in docs/shadow.md):
   the two sides' score distributions above ``MAX_SCORE_KS``) is **hold**, not promote, unless a quality measure of
   retrieval (``RETRIEVAL_QUALITY``: nDCG, recall or MRR on golden canaries, or the judge's context metrics) passed
   its threshold in that stratum: passing latency, error-rate or faithfulness bars says nothing about whether the
-  other chunks are better. The reason names the change and what would measure it.
-* A stratum is **promote** only when every threshold passes. The overall verdict is reject if any stratum
-  rejects, else hold if any holds, else promote. Exit codes: 0 promote, 1 reject, 4 hold.
+  other chunks are better. The reason names the change and what would measure it. So is a stratum where no
+  pair had a ranking on both sides to compare (``rankings_compared`` False): an unknown change is no evidence.
+* A stratum is **promote** only when every threshold passes: the rule ``ab compare`` shares
+  (``ragmon.metrics.promotion.verdict``: any harm rejects, a check without data or inconclusive holds). The
+  overall verdict is reject if any stratum rejects, else hold if any holds, else promote. Exit codes: 0 promote,
+  1 reject, 4 hold.
 
 Pure: no I/O.
 """
@@ -28,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragmon.judge.scoring import LOWER_IS_BETTER
+from ragmon.metrics.promotion import HARM, INCONCLUSIVE, OK, verdict
 from ragmon.shadow.result import Decision, QualityDelta, Verdict
 
 #: paired values a quality threshold needs before it may promote or reject: with fewer, a bootstrap interval
@@ -81,11 +85,13 @@ class Thresholds:
 def decide(
     t: Thresholds, *, pairs: int, overlap: float, k: int, latency_p95_delta_ms: float | None,
     error_rate_delta: float, quality: tuple[QualityDelta, ...], top1_rate: float | None = None,
-    score_ks: float | None = None,
+    score_ks: float | None = None, rankings_compared: bool = True,
 ) -> Verdict:
     """The verdict for one stratum, with one reason per threshold checked (each says value vs bar).
     ``top1_rate`` (share of pairs with the same top-1 chunk) and ``score_ks`` (KS distance of the retrieval
-    scores) say how much retrieval changed; None: unknown."""
+    scores) say how much retrieval changed; None: unknown. ``rankings_compared`` False: no pair had a ranking on
+    both sides and no scores either, so how retrieval changed is a measure without data (it holds, unless a
+    retrieval-quality measure passed)."""
     if not t.given:
         return Verdict("hold", ("no thresholds given (pass --min-overlap, --max-latency-p95-delta-ms, "
                                 "--max-error-rate-delta, --max-quality-drop or --min-pairs)",))
@@ -134,17 +140,18 @@ def decide(
                 passed_metrics.add(metric)
             else:
                 unsure.append(line + ": inconclusive")
-    if failed:
-        return Verdict("reject", tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
-                       + tuple(f"ok {x}" for x in passed))
     changed = _retrieval_change(top1_rate, score_ks)
-    if changed and not passed_metrics & RETRIEVAL_QUALITY:
+    if not failed and not rankings_compared and not passed_metrics & RETRIEVAL_QUALITY:
+        unsure.insert(0, "no pair has a ranking on both sides to compare (no top-1 chunk on one side, no retrieval "
+                         "scores): how retrieval changed is unknown; gate a measure of retrieval quality (--golden "
+                         "with --max-quality-drop ndcg_at_k=…, recall_at_k or mrr)")
+    elif not failed and changed and not passed_metrics & RETRIEVAL_QUALITY:
         unsure.insert(0, f"retrieval changed a lot ({changed}) and no measure of retrieval quality passed: gate "
                          "one (--golden with --max-quality-drop ndcg_at_k=…, recall_at_k or mrr; or the judge's "
                          "context_precision / context_relevant_share)")
-    if unsure:
-        return Verdict("hold", tuple(f"? {x}" for x in unsure) + tuple(f"ok {x}" for x in passed))
-    return Verdict("promote", tuple(f"ok {x}" for x in passed))
+    decision = verdict([HARM] * len(failed) + [INCONCLUSIVE] * len(unsure) + [OK] * len(passed))
+    return Verdict(decision, tuple(f"FAIL {x}" for x in failed) + tuple(f"? {x}" for x in unsure)
+                   + tuple(f"ok {x}" for x in passed))
 
 
 def _retrieval_change(top1_rate: float | None, score_ks: float | None) -> str:

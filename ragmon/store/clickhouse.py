@@ -20,6 +20,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from ragmon.store.trace_json import (
     TRACE_JSON_SELECT,
     TRACE_JSON_SETTINGS,
     TRACE_JSON_STRUCTURE,
+    LeakRow,
     TraceRows,
 )
 from ragmon.store.trace_rows import TRACE_COLUMNS
@@ -221,6 +223,19 @@ class ClickHouseStore:
             except Exception as exc:  # noqa: BLE001
                 raise translate(exc, "insert into traces failed") from None
         return len(rows)
+
+    def stored_leaks(self, rows: Sequence[LeakRow]) -> dict[str, int]:
+        """The largest ``permission_leaks`` already stored for each of these traces (a trace not stored yet is
+        absent), found through the table's sort key. Blocking; raises ``StoreError``."""
+        if not rows:
+            return {}
+        keys = sorted({(r.retriever_name, r.variant, r.category, r.ts.astimezone(UTC).date(), r.trace_id)
+                       for r in rows})
+        found = self.query_rows(
+            f"SELECT trace_id, max(permission_leaks) AS n FROM {self.table('traces')} "
+            "WHERE (retriever_name, variant, category, toDate(ts), trace_id) IN "
+            "{keys:Array(Tuple(String, String, String, Date, String))} GROUP BY trace_id", {"keys": keys})
+        return {r["trace_id"]: int(r["n"]) for r in found}
 
     def _batch_file(self, payload: memoryview) -> contextlib.AbstractContextManager[str]:
         """The batch as a file the embedded engine's ``file()`` reads: on Linux an anonymous in-memory file

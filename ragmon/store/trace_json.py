@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -89,6 +89,19 @@ _citation = attrgetter("sentence", "chunk_id", "quote")
 _NO_FEEDBACK = (None, None)
 
 
+class LeakRow(NamedTuple):
+    """A leaking trace of a batch: its key in ``traces`` (the table's sort key, so the store finds it at once),
+    its count, and the labels of ``ragmon_permission_leaks_total``."""
+
+    trace_id: str
+    retriever_name: str
+    variant: str
+    category: str
+    ts: datetime
+    leaks: int
+    labels: tuple[str, str, str]
+
+
 class TraceRows:
     """A batch of traces as compact JSON lines for one insert. Not thread-safe; one per batch.
 
@@ -96,7 +109,7 @@ class TraceRows:
     batch): fewer allocations on the hot path, and the batch's memory is one block that is freed at once.
     """
 
-    __slots__ = ("_buf", "_count", "trace_ids", "bytes", "ingested_at", "_params", "leak_rule", "leaks")
+    __slots__ = ("_buf", "_count", "trace_ids", "bytes", "ingested_at", "_params", "leak_rule", "leaks", "leaking")
 
     def __init__(self, ingested_at: datetime | None = None, leak_rule: LeakRule | None = None) -> None:
         self._buf = bytearray()
@@ -108,6 +121,8 @@ class TraceRows:
         self.leak_rule = leak_rule or LeakRule()
         #: (retriever "name@version", variant, stratum) → leaked chunks in this batch; empty when none leaked
         self.leaks: dict[tuple[str, str, str], int] = {}
+        #: each leaking trace of the batch (rare: the target is none), so a re-delivery is not counted again
+        self.leaking: list[LeakRow] = []
 
     def __len__(self) -> int:
         return self._count
@@ -118,6 +133,7 @@ class TraceRows:
         if leaks:
             key = (f"{r.name}@{r.version}", r.variant, t.category)
             self.leaks[key] = self.leaks.get(key, 0) + leaks
+            self.leaking.append(LeakRow(t.trace_id, r.name, r.variant, t.category, t.timestamp, leaks, key))
         row = (
             (t.trace_id, t.query_id, t.timestamp, (r.name, r.version, r.variant), t.corpus_snapshot,
              t.index_version, t.question, t.category, t.tags, t.tenant, t.user_scope, list(map(_chunk, t.retrieved)),

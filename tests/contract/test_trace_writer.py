@@ -5,7 +5,9 @@ deduplication token is acknowledged and ignored (a retry after a lost acknowledg
 while a new token is a new write; an empty batch writes nothing and does not use up its token; a failure
 raises a ``StoreError`` (never a client library's exception) that says whether it is worth retrying, and
 stores nothing, so the same batch and token written again once the store is back land once; and it may be
-called from the writer thread. The writer does not own the store: it has nothing to close.
+called from the writer thread. ``stored_leaks`` says, for leaking traces of a batch, the largest leak count the
+store holds for each already (a re-delivery), found by the trace's key. The writer does not own the store: it has
+nothing to close.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from ragmon.contracts.decode import decode_trace
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
 from ragmon.ingest.writer import InMemoryTraceWriter, StoreTraceWriter
+from ragmon.metrics.permissions import LeakRule
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
@@ -120,3 +123,23 @@ def test_it_can_be_called_from_the_writer_thread(backend):
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(backend.writer.write, rows("a", "b"), "tok-1").result(timeout=60) == 2
     assert backend.stored() == [("a", 0, 0), ("b", 0, 1)]
+
+
+def _leaky(*ids: str, foreign: int = 1) -> TraceRows:
+    out = TraceRows(leak_rule=LeakRule())
+    for i, trace_id in enumerate(ids):
+        chunks = [{"chunk_id": f"g@{n}", "doc_id": "g", "doc_version": "1", "score": 0.5, "rank": n + 1,
+                   "tenant": "globex"} for n in range(foreign)]
+        value = json.dumps(make_trace(trace_id=trace_id, tenant="acme", retrieved=chunks)).encode()
+        out.add(decode_trace(value).trace, SourcePosition(T, 0, i), size_bytes=len(value))
+    return out
+
+
+def test_stored_leaks_names_the_leaking_traces_stored_already_with_their_largest_count(backend):
+    first = _leaky("a", "b")
+    assert backend.writer.stored_leaks(first.leaking) == {}  # nothing stored yet
+    backend.writer.write(first, "tok-1")
+    again = _leaky("a", "c", foreign=2)  # "a" delivered again, now with two foreign chunks; "c" is new
+    assert backend.writer.stored_leaks(again.leaking) == {"a": 1}
+    backend.writer.write(again, "tok-2")
+    assert backend.writer.stored_leaks(_leaky("a", "b", "c").leaking) == {"a": 2, "b": 1, "c": 2}

@@ -155,3 +155,43 @@ def test_export_prefers_under_represented_types_and_tags_cases(store, tmp_path):
     assert len(result.added) == 2 and len(result.deferred) == 4
     cases = json.loads(out.read_text())
     assert [c["tags"] for c in cases] == [["from-review", "table-number"]] * 2
+
+
+def test_traces_without_a_category_do_not_fail_the_check_and_can_be_compared_the_documented_way(store, tmp_path,
+                                                                                               store_settings,
+                                                                                               monkeypatch):
+    """Traffic whose traces carry no category is the `uncategorized` stratum (docs/coverage.md): without golden
+    cases of that category it is compared in `all` only and said so, not a divergence; with them (as `ragmon review
+    export --golden` writes them) it is compared like any stratum."""
+    scorer(store).process(traffic(60, 0) + traffic(60, 0, category=""), batch_key="uncat")
+    result = check_coverage(store, golden(30), DEFAULT_QUESTION_TYPES, until=NOW, window=timedelta(days=1),
+                            thresholds=CoverageThresholds())
+    by = {s.stratum: s for s in result.strata}
+    assert by["uncategorized"].traffic == 60 and by["uncategorized"].status == "no_category"
+    assert by["all"].traffic == 120 and result.exit_code == EXIT_MATCHES
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps([c.model_dump(mode="json") for c in golden(30)]))
+    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
+    r = CliRunner().invoke(cli, ["golden", "coverage", "--golden", str(path)], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert "60 classified traces have no category" in r.output and "'uncategorized'" in r.output
+    compared = check_coverage(store, golden(30) + golden(10, category="uncategorized"), DEFAULT_QUESTION_TYPES,
+                              until=NOW, window=timedelta(days=1), thresholds=CoverageThresholds())
+    assert {s.stratum: s for s in compared.strata}["uncategorized"].status == "matches"
+
+
+def test_the_json_keeps_a_tiny_p_value(store, store_settings, tmp_path, monkeypatch):
+    """A p-value below 5e-7 is not 0.0 in the JSON: statistics keep full precision there (the table rounds)."""
+    scorer(store).process(traffic(60, 60), batch_key="tiny-p")
+    exact = {s.stratum: s for s in check_coverage(store, golden(30), DEFAULT_QUESTION_TYPES, until=NOW,
+                                                  window=timedelta(days=1), thresholds=CoverageThresholds()).strata}
+    assert 0 < exact["consent"].p_value < 5e-7
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps([c.model_dump(mode="json") for c in golden(30)]))
+    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
+    r = CliRunner().invoke(cli, ["golden", "coverage", "--golden", str(path), "--format", "json", "--since", "1d"])
+    consent = next(s for s in json.loads(r.output)["strata"] if s["stratum"] == "consent")
+    assert consent["p_value"] == exact["consent"].p_value and consent["p_value"] > 0
+    assert consent["g_statistic"] == exact["consent"].g_statistic and consent["cramers_v"] == exact["consent"].cramers_v

@@ -109,3 +109,22 @@ def test_a_malformed_or_hostile_approval_is_refused_before_the_run(project: Path
     assert result.exit_code == 2, result.output
     assert why in result.output and "--allow-leaks" in result.output
     assert not (project / "runs").exists()  # refused before anything ran or was written
+
+
+LONG = '''
+def search(question, k, tenant=None):  # asked for k, returns ten; another tenant's chunk at rank 7
+    return [{"chunk_id": f"c{i}", "score": 1.0 - i / 10, "tenant": "globex" if i == 6 else tenant} for i in range(10)]
+'''
+
+
+def test_a_leak_beyond_k_from_a_retriever_that_returns_more_fails_the_gate(tmp_path: Path) -> None:
+    (tmp_path / "long_retriever.py").write_text(LONG, encoding="utf-8")
+    golden_file(tmp_path / "golden.json", [{**gcase("c1", "salaries", "hr", ["c0"]), "tenant": "acme"}])
+    done = gate(tmp_path, tmp_path / "golden.json", "--retriever", "long_retriever:search", "--k", "3",
+                "--min-coverage", "0.5", "--min-mrr", "0.5", "--out", tmp_path / "runs", "--no-progress",
+                "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["leaks"]["leaked_chunks"] == 1 and out["leaks"]["passed"] is False
+    assert any("checked for permission leaks" in n for n in out["notes"])
+    assert any("permission leak: c6 (tenant 'globex')" in n for n in out["notes"])

@@ -15,14 +15,12 @@ are delivered, more are produced, and the test waits until ingest has committed 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +39,7 @@ from tests.integration.ingest_support import (
     traces,
     wait_for,
 )
+from tests.support.broker import Broker
 from tests.support.missing import missing
 
 pytestmark = pytest.mark.kafka
@@ -50,49 +49,6 @@ PARTITIONS = 3
 # what ingest's log says when it lost the broker (kafka-python's connection and coordinator warnings, ragmon's)
 OUTAGE_SIGNS = ("Connection lost", "Connection failed", "socket disconnected", "Marking the coordinator dead",
                 "commit failed", "Kafka poll failed", "Bootstrap connection")
-
-
-class Broker:
-    """A broker of this test's own, driven only through scripts/kafka-broker."""
-
-    def __init__(self, state: Path):
-        self.state = state
-        self.bootstrap = f"127.0.0.1:{PORT}"
-        self.env = dict(os.environ, RAGMON_KAFKA_PORT=str(PORT), RAGMON_KAFKA_CONTROLLER_PORT=str(CONTROLLER_PORT),
-                        RAGMON_KAFKA_STATE=str(state), RAGMON_KAFKA_HEAP="-Xms128m -Xmx256m",
-                        # after a kill -9 the controller waits for the dead incarnation's session to expire
-                        # before the broker may register again: 4 s instead of Kafka's default 9 s
-                        RAGMON_KAFKA_EXTRA_PROPERTIES="broker.session.timeout.ms=4000 broker.heartbeat.interval.ms=1000")
-        self.env.pop("RAGMON_KAFKA_KEEP_DATA", None)
-
-    def script(self, action: str, check: bool = True) -> str:
-        out = subprocess.run([str(ROOT / "scripts" / "kafka-broker"), action], env=self.env, capture_output=True,
-                             text=True, timeout=180)
-        assert out.returncode == 0 or not check, f"scripts/kafka-broker {action} failed (rc={out.returncode}):\n{out.stdout}{out.stderr}"
-        return out.stdout
-
-    def answers(self) -> bool:
-        out = subprocess.run([str(ROOT / "scripts" / "kafka-broker"), "status"], env=self.env, capture_output=True,
-                             timeout=30)
-        return out.returncode == 0
-
-    def pid(self) -> int:
-        return int((self.state / "broker.pid").read_text().strip())
-
-    def kill_9(self) -> int:
-        pid = self.pid()
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not _alive(pid), 10, f"broker pid {pid} to die")
-        return pid
-
-
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (a killed JVM reparented to init may linger as one; it holds no sockets)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class Ingest:
@@ -157,7 +113,7 @@ def test_broker_restart_sigterm_and_kill_9_under_running_ingest_stores_each_trac
     if shutil.which("java") is None:
         message = "Java is needed to run a test broker (scripts/setup-system installs it)"
         missing(message)
-    broker = Broker(tmp_path / "kafka")
+    broker = Broker(tmp_path / "kafka", PORT, CONTROLLER_PORT)
     assert not broker.answers(), (
         f"something already answers on 127.0.0.1:{PORT}; this test needs the port for a broker of its own "
         f"(a leftover? RAGMON_KAFKA_PORT={PORT} RAGMON_KAFKA_STATE=<its state dir> scripts/kafka-broker stop)")

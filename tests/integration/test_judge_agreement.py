@@ -22,16 +22,17 @@ SCORE_COLUMNS = ["trace_id", "query_id", "ts", "scored_at", "retriever_name", "v
 LABEL_COLUMNS = ["week", "trace_id", "reviewer", "labelled_at", "grounded"]
 
 
-def seed(store: ClickHouseStore, fingerprint: str, weeks_ago: int, agree: int, disagree: int) -> None:
+def seed(store: ClickHouseStore, fingerprint: str, weeks_ago: int, agree: int, disagree: int,
+         category: str = "billing") -> None:
     """``agree + disagree`` reviewed traces of one week, half judged faithful; the reviewer agrees on ``agree``."""
     at = NOW - timedelta(weeks=weeks_ago)
     week = iso_week(at)
     scores, labels = [], []
     for i in range(agree + disagree):
-        trace = f"{fingerprint}-{week}-{i}"
+        trace = f"{fingerprint}-{week}-{category}-{i}"
         judge = i % 2
         human = judge if i < agree else 1 - judge
-        scores.append([trace, trace, at, at, "hybrid", "production", "billing", "faithfulness", float(judge), "ok",
+        scores.append([trace, trace, at, at, "hybrid", "production", category, "faithfulness", float(judge), "ok",
                        "heuristic", fingerprint])  # fmt: skip
         labels.append([week, trace, "ana", at + timedelta(days=3), human])
     store.insert_rows("scores", scores, SCORE_COLUMNS)
@@ -87,3 +88,18 @@ def test_the_command_prints_the_weekly_series_and_gates_on_low(store: ClickHouse
     assert cell["low"] and cell["calibrated"]["n"] == 150 and [w["n"] for w in cell["weeks"]] == [50]
     gated = runner.invoke(app, ["drift", "judge-agreement", "--fail-when-low"], env=env)
     assert gated.exit_code == 1 and "LOW" in gated.stdout
+
+
+def test_a_stratum_with_too_few_label_pairs_says_so_instead_of_a_dash(store: ClickHouseStore, store_settings) -> None:
+    for weeks_ago in (4, 3, 2, 1):
+        seed(store, "fp", weeks_ago, 46, 4)
+        seed(store, "fp", weeks_ago, 5, 1, category="consent")  # six label pairs a week: too few for a kappa
+    env = {"RAGMON_STORE__DSN": store_settings.dsn.get_secret_value(), "RAGMON_STORE__DATABASE": store_settings.database,
+           "RAGMON_DRIFT__JUDGE_AGREEMENT__CALIBRATION_WEEKS": "3", "COLUMNS": "300", "RAGMON_CONFIG": None}
+    table = CliRunner().invoke(app, ["drift", "judge-agreement"], env=env)
+    assert table.exit_code == 0, table.output
+    consent = next(line for line in table.stdout.splitlines() if "consent" in line)
+    assert "fewer than 20" in consent and " ok " not in consent
+    cells = {c["stratum"]: c for c in json.loads(CliRunner().invoke(
+        app, ["drift", "judge-agreement", "--format", "json"], env=env).stdout)}
+    assert "fewer than 20" in cells["consent"]["no_verdict"] and cells["billing"]["no_verdict"] is None

@@ -55,6 +55,11 @@ def test_one_leaking_trace_among_valid_ones_is_counted_stored_exported_and_liste
     try:
         wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(docs),
                  60, "every trace stored and committed")
+        # the producer sends the leaking trace again (a retry): stored again, one row under FINAL, counted once
+        again = next(d for d in docs if d["trace_id"] == leaky)
+        produce(kafka_bootstrap, topic, [json.dumps(again).encode()])
+        wait_for(lambda: run.pipeline.idle() and sum(committed(kafka_bootstrap, group).values()) == len(docs) + 1,
+                 60, "the re-sent trace stored and committed")
     finally:
         run.close()
     stored = dict(store.query(f"SELECT trace_id, permission_leaks FROM {store.table('traces')} FINAL").result_rows)
@@ -107,3 +112,23 @@ def test_leaks_list_prints_json_and_a_table_without_the_text(tmp_path: Path) -> 
     assert typo.returncode == 0 and b"no trace at all of stratum 'consnet'" in typo.stderr
     bad = _ragmon(chdb, "leaks", "list", "--since", "yesterday-ish")
     assert bad.returncode == 2 and b"--since" in bad.stderr
+
+
+def test_a_filter_that_matches_nothing_warns_in_json_too(tmp_path: Path) -> None:
+    """A misspelt stratum or retriever is not an all-clear, in either format: the JSON carries the warning and
+    stderr says it."""
+    chdb = tmp_path / "chdb"
+    docs, _ = batch_with_one_leak(4)
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    assert _ragmon(chdb, "ingest", "--file", str(path)).returncode == 0
+    typo = _ragmon(chdb, "leaks", "list", "--since", "1h", "--stratum", "consnet", "--format", "json")
+    assert typo.returncode == 0
+    assert b"no trace at all of stratum 'consnet'" in typo.stderr
+    out = json.loads(typo.stdout)
+    assert out["total_traces"] == 0 and any("stratum 'consnet'" in w for w in out["warnings"])
+    fine = json.loads(_ragmon(chdb, "leaks", "list", "--since", "1h", "--stratum", "consent", "--format",
+                              "json").stdout)
+    assert fine["warnings"] == []
+    wrong = _ragmon(chdb, "leaks", "list", "--since", "1h", "--retriever", "hybird", "--format", "json")
+    assert any("retriever 'hybird'" in w for w in json.loads(wrong.stdout)["warnings"])

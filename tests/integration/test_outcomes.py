@@ -72,6 +72,7 @@ class FlakyStore:
 
     def __init__(self, store, source):
         self.store, self.source, self.calls, self.committed_at_failure = store, source, 0, []
+        self.table, self.query_rows = store.table, store.query_rows  # reads go straight to the store
 
     def insert_columns(self, table, columns, *, dedup_token=None):
         self.calls += 1
@@ -93,6 +94,8 @@ def test_store_outage_pauses_commits_nothing_then_stores_once(store):
     loop.run(threading.Event(), until=lambda: loop.stats.consumed >= 51 and loop.idle())
     assert flaky.committed_at_failure == [{}, {}]  # nothing committed while the write failed
     assert source.committed == {("outcomes", 0): 51} and count(store) == 50 and loop.stats.retries == 2
+    # the rows the lost acknowledgement left behind are this batch's own, not re-deliveries
+    assert loop.stats.stored == 50 and loop.stats.already_stored == 0
     assert [d.reason for d in sink.letters] == ["invalid_json"]
 
 
@@ -262,3 +265,49 @@ def test_outcome_topics_that_collide_with_the_traces_topics_are_refused():
                                      outcomes_dead_letter_topic="rag.traces")))
     text = "\n".join(err.value.problems)
     assert "ab.outcomes_dead_letter_topic" in text and "ab.outcomes_topic" in text and "ab.outcomes_group_id" in text
+
+
+def _cli_env(monkeypatch, store_settings) -> None:
+    monkeypatch.setenv("RAGMON_STORE__DSN", store_settings.dsn.get_secret_value())
+    monkeypatch.setenv("RAGMON_STORE__DATABASE", store_settings.database)
+
+
+def _summary(output: str) -> dict:
+    line = next(x for x in output.splitlines() if x.startswith("ragmon ingest --outcomes: {"))
+    return json.loads(line.split(": ", 1)[1])
+
+
+def test_loading_the_same_file_again_reports_nothing_new(store, store_settings, tmp_path: Path, monkeypatch):
+    """The second load stores nothing new, and its summary says so instead of 'stored' every line again."""
+    lines = tmp_path / "outcomes.jsonl"
+    events = [event(i, "resolved") for i in range(20)] + [event(0, "resolved")]  # the last one repeats the first
+    lines.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    _cli_env(monkeypatch, store_settings)
+    first = CliRunner().invoke(cli, ["ingest", "--outcomes", "--file", str(lines)])
+    assert first.exit_code == 0, first.output
+    assert _summary(first.output) == {**_summary(first.output), "stored": 20, "already_stored": 1}
+    again = CliRunner().invoke(cli, ["ingest", "--outcomes", "--file", str(lines)])
+    assert again.exit_code == 0, again.output
+    summary = _summary(again.output)
+    assert summary["stored"] == 0 and summary["already_stored"] == 21 and summary["consumed"] == 21
+    assert count(store) == 20
+
+
+def test_a_file_of_traces_given_to_outcomes_fails_and_says_what_it_is(store_settings, tmp_path: Path, monkeypatch):
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(json.dumps(make_trace()) for _ in range(5)) + "\n")
+    _cli_env(monkeypatch, store_settings)
+    r = CliRunner().invoke(cli, ["ingest", "--outcomes", "--file", str(traces), "--dead-letter-file",
+                                 str(tmp_path / "dlq.jsonl")])
+    assert r.exit_code == 2, r.output
+    assert "none of the 5 lines" in r.output and "traces (trace.v1)" in r.output and "without --outcomes" in r.output
+
+
+def test_what_the_schema_refuses_the_cli_refuses(store, store_settings, tmp_path: Path, monkeypatch):
+    """The issue's line: a feedback value as text and a time in Unix seconds is dead-lettered, never stored."""
+    _cli_env(monkeypatch, store_settings)
+    lines = tmp_path / "loose.jsonl"
+    lines.write_text('{"query_id":"q","kind":"feedback","time":1764842400,"value":"-1"}\n')
+    r = CliRunner().invoke(cli, ["ingest", "--outcomes", "--file", str(lines)])
+    assert '"reason": "schema"' in r.output and count(store) == 0
+    assert r.exit_code == 2 and "none of the 1 lines" in r.output

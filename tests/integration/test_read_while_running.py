@@ -43,7 +43,7 @@ class Daemon:
 def _ragmon(config: Path, *args: str, env: dict[str, str] | None = None,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ragmon", "--config", str(config), *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd,
+                          text=True, timeout=900, cwd=cwd,
                           env=dict(os.environ, COLUMNS="300", PYTHONPATH=str(Path(__file__).resolve().parents[2]),
                                    **(env or {})))
 

@@ -111,6 +111,12 @@ def test_run_all_roles_ingests_scores_and_stops_cleanly(tmp_path: Path, kafka_bo
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert _metric_free_count(tmp_path) == 200
+    # the process's own account of what it did, printed when it stops (its counters die with it)
+    totals = json.loads(re.search(r"ragmon run stopped: (\{.*\})", out).group(1))
+    assert totals["ragmon_ingest_traces_stored_total"] == 200
+    assert totals[f'ragmon_ingest_messages_consumed_total{{topic="{topic}"}}'] == 201
+    assert totals['ragmon_ingest_dead_letters_total{reason="invalid_json"}'] == 1
+    assert totals["ragmon_score_traces_scored_total"] >= 200
 
 
 def _metric_free_count(tmp_path: Path) -> int:

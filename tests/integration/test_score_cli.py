@@ -199,3 +199,48 @@ def test_score_from_store_with_the_openai_judge(tmp_path: Path):
     # identical content: the first trace is judged (after two 503s), the other five come from the cache
     assert "scored 6, failed 0" in out.stdout and "$0.0020" in out.stdout
     assert calls["n"] == 3 and "sk-cli-secret" not in out.stdout + out.stderr
+
+
+def test_only_failed_scores_again_just_the_traces_a_judge_outage_failed(tmp_path: Path):
+    """After an outage that outlasted the judge's retries, `--from-store --only-failed` judges again only the traces
+    recorded as failed (by this judge's fingerprint), and their new rows replace the failed ones."""
+    from tests.integration.test_openai_judge import good
+    from tests.support.openai_server import FakeOpenAI, ok, status
+
+    dsn = f"chdb://{tmp_path / 'chdb'}"
+    docs = [make_trace(question=f"{'OUTAGE ' if i < 2 else ''}How do refunds work, case {i}?") for i in range(6)]
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps([docs, []]))
+    py(SEED, dsn, str(seed))
+    judge = {"RAGMON_JUDGE__API_KEY": "sk-x", "RAGMON_JUDGE__MAX_ATTEMPTS": "1", "RAGMON_SCORE__JUDGE_ATTEMPTS": "1",
+             "RAGMON_JUDGE__BACKOFF_INITIAL_SECONDS": "0.01"}
+    asked: list[str] = []
+
+    def outage(request):
+        text = json.dumps(request)
+        asked.append(text)
+        return status(500, "down") if "OUTAGE" in text else ok(good())
+
+    with FakeOpenAI(responder=outage) as srv:
+        first = ragmon(["score", "--from-store", "--since", "1h", "--rate", "1", "--judge", "openai"], dsn,
+                       RAGMON_JUDGE__BASE_URL=srv.base_url, **judge)
+    assert first.returncode == 0, first.stderr
+    assert "scored 4, failed 2" in first.stdout and len(asked) == 6
+
+    asked.clear()
+    with FakeOpenAI(responder=lambda request: (asked.append(json.dumps(request)), ok(good()))[1]) as srv:
+        again = ragmon(["score", "--from-store", "--only-failed", "--since", "1h", "--rate", "1", "--judge", "openai"],
+                       dsn, RAGMON_JUDGE__BASE_URL=srv.base_url, **judge)
+    assert again.returncode == 0, again.stderr
+    assert len(asked) == 2 and all("OUTAGE" in a for a in asked)  # only the failed two were judged again
+    assert "scored 2, failed 0" in again.stdout
+    counts = json.loads(py(COUNT, dsn))
+    assert counts["scored"][0]["n"] == 6  # every trace now has ok scores: the failed rows were replaced
+
+    with FakeOpenAI(responder=lambda request: (asked.append("x"), ok(good()))[1]) as srv:
+        none = ragmon(["score", "--from-store", "--only-failed", "--since", "1h", "--judge", "openai"], dsn,
+                      RAGMON_JUDGE__BASE_URL=srv.base_url, **judge)
+    assert none.returncode == 0 and "nothing to score again" in none.stderr and len(asked) == 2
+
+    misuse = ragmon(["score", "--only-failed"], dsn)
+    assert misuse.returncode == 2 and "--from-store" in misuse.stderr

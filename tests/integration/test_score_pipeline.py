@@ -196,3 +196,60 @@ def test_backfill_from_store(store):
     assert result.scored == 30
     assert len(decisions(store)) == 30
     assert {r["trace_id"] for r in rows(store)} == {d["trace_id"] for d in docs[:30]}
+
+
+class OneHangingCall:
+    """The heuristic judge behind threads (as an HTTP judge runs), except that the call for ``hanging`` holds on
+    until ``release`` is set: the slow call of a page that a backfill must not wait for."""
+
+    io_bound = True
+
+    def __init__(self, hanging: str):
+        import threading
+
+        self._judge, self.hanging = HeuristicJudge(), hanging
+        self.release, self.others_done = threading.Event(), threading.Event()
+        self.judged: list[str] = []
+        self.expected = 0
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name):
+        return getattr(self._judge, name)
+
+    def assess(self, item):
+        if item.trace_id == self.hanging:
+            assert self.release.wait(120), "never released"
+        out = self._judge.assess(item)
+        with self._lock:
+            self.judged.append(item.trace_id)
+            if len([t for t in self.judged if t != self.hanging]) == self.expected:
+                self.others_done.set()
+        return out
+
+
+def test_backfill_keeps_the_judges_busy_past_a_page_whose_slowest_call_hangs(store):
+    """`score --from-store` reads the next page while a call of the previous one is still out: with one call of
+    the first page hanging, every other trace of every page is judged (and stored) before it returns."""
+    import threading
+
+    now = datetime.now(UTC)
+    docs = [make_trace(trace_id=f"bf-{i:02d}", timestamp=(now - timedelta(minutes=60 - i)).isoformat())
+            for i in range(40)]
+    store.insert_columns("traces", TraceColumns().extend(decode_trace(json.dumps(d).encode()).trace
+                                                          for d in docs).columns)
+    judge = OneHangingCall(hanging="bf-00")  # the oldest trace: the first page's first call
+    judge.expected = len(docs) - 1
+    scorer = LiveScorer(store, judge, ScoreSampler(salt="bf", rate=1.0), max_in_flight=4)
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(r=backfill(
+        scorer, store, now - timedelta(hours=2), now + timedelta(minutes=1), page_size=10)), daemon=True)
+    worker.start()
+    try:
+        others = judge.others_done.wait(60)  # a bound against a deadlock, not a timing: the other 39 need no wait
+        seen = sorted(judge.judged)
+    finally:
+        judge.release.set()
+    worker.join(60)
+    assert others, f"the backfill waited for the hanging call: while it hung, judged only {seen}"
+    assert result["r"].scored == 40 and len(decisions(store)) == 40
+    assert {r["trace_id"] for r in rows(store)} == {d["trace_id"] for d in docs}

@@ -61,8 +61,10 @@ class Daemon:
 
 
 def _ragmon(daemon: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    # `drift backtest --from 14d` (the runbook's tuning step) replays 336 checks: about 2 minutes on this data
+    # with an idle machine, more on a loaded one
     return subprocess.run([sys.executable, "-m", "ragmon", "--config", str(daemon.config), *args],
-                          capture_output=True, text=True, timeout=300, cwd=daemon.tmp,
+                          capture_output=True, text=True, timeout=900, cwd=daemon.tmp,
                           env=dict(os.environ, COLUMNS="200", PYTHONPATH=str(ROOT)))
 
 

@@ -1,7 +1,8 @@
 """The REAL OpenTelemetry Collector (built by ``scripts/otel-collector``) running the configuration that
 docs/otlp.md tells users to copy, with only addresses and the settings under test changed.
 
-``collector_binary()`` finds the cached build (a missing one fails under CI=true, see ``tests/support/missing``);
+``collector_binary()`` finds the cached build (a missing one fails under CI=true, see ``tests/support/missing``;
+``collector_path()`` says None instead);
 ``doc_config()`` reads the YAML block marked ``collector-config`` in docs/otlp.md; ``Collector`` starts the binary
 on a configuration and stops it. Test plumbing only.
 """
@@ -24,13 +25,21 @@ DOC = ROOT / "docs" / "otlp.md"
 _BLOCK = re.compile(r"<!-- collector-config[^>]*-->\s*```yaml\n(.*?)```", re.DOTALL)
 
 
-def collector_binary() -> Path:
+NOT_BUILT = "the OpenTelemetry Collector is not built; build it with: scripts/otel-collector build (scripts/setup-system does)"
+
+
+def collector_path() -> Path | None:
+    """The cached build of the Collector, or None when it is not built."""
     result = subprocess.run(["bash", str(ROOT / "scripts" / "otel-collector"), "path"], capture_output=True, text=True,
                             check=False)
-    if result.returncode != 0:
-        missing("the OpenTelemetry Collector is not built; build it with: scripts/otel-collector build "
-                "(scripts/setup-system does)")
-    return Path(result.stdout.strip())
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def collector_binary() -> Path:
+    path = collector_path()
+    if path is None:
+        missing(NOT_BUILT)
+    return path
 
 
 def doc_config() -> dict[str, Any]:

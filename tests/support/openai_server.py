@@ -161,7 +161,8 @@ def verdicts_for(request: dict) -> dict:
 class Provider:
     """A responder that behaves like a busy provider: ``latency_seconds`` ± ``jitter_seconds`` (uniform) per answer,
     at most ``requests_per_minute`` (a token bucket with one second of burst; beyond it an immediate 429 with
-    ``retry-after-ms``, the time until the next request would pass), and a share ``error_rate`` of 500s.
+    ``retry-after-ms``, the time until the next request would pass), a share ``error_rate`` of 500s, and a share
+    ``hang_rate`` of calls that hang for ``hang_seconds`` (longer than a client's timeout: the client gives up).
     Counts what it answered and the most requests it held at once. Seeded: the same seed, the same dice."""
 
     latency_seconds: float = 0.0
@@ -171,9 +172,11 @@ class Provider:
     seed: int = 1
     prompt_tokens: int = 900
     completion_tokens: int = 150
-    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "429": 0, "500": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "429": 0, "500": 0, "hang": 0})
     in_flight: int = 0
     peak_in_flight: int = 0
+    hang_rate: float = 0.0
+    hang_seconds: float = 120.0
 
     def __post_init__(self) -> None:
         import random
@@ -199,6 +202,9 @@ class Provider:
                 self._level -= 1.0
             delay = max(0.0, self.latency_seconds + self._rng.uniform(-1, 1) * self.jitter_seconds)
             failed = self._rng.random() < self.error_rate
+            if self.hang_rate and self._rng.random() < self.hang_rate:
+                delay = self.hang_seconds
+                self.counts["hang"] += 1
             self.counts["500" if failed else "ok"] += 1
             now = time.monotonic()
             while self._ends and self._ends[0] <= now:
@@ -224,8 +230,11 @@ def main() -> None:
     parser.add_argument("--rpm", type=float, default=None, help="requests per minute before 429s (default: none)")
     parser.add_argument("--error-rate", type=float, default=0.01, help="share of requests answered 500")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hang-rate", type=float, default=0.0, help="share of requests that hang (no answer)")
+    parser.add_argument("--hang-ms", type=float, default=120_000, help="how long a hanging request holds on")
     args = parser.parse_args()
-    provider = Provider(args.latency_ms / 1000, args.jitter_ms / 1000, args.rpm, args.error_rate, args.seed)
+    provider = Provider(args.latency_ms / 1000, args.jitter_ms / 1000, args.rpm, args.error_rate, args.seed,
+                        hang_rate=args.hang_rate, hang_seconds=args.hang_ms / 1000)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with FakeOpenAI(responder=provider) as server:

@@ -20,6 +20,7 @@ NOT_READS = {
     "ragmon calibrate": "needs review labels (the page says the queue is unreviewed)",
     "ragmon review hash-password": "prompts for a password; no store",
     "ragmon schema validate message.json": "needs a saved message file; no store",
+    "ragmon score --from-store --only-failed --since 6h": "writes (judges failed traces again, with the judge)",
 }
 #: every form of these: calibrate needs human review labels (the demo's data has none), the gate a golden set
 NOT_READ_PREFIXES = ("ragmon calibrate ", "ragmon gate ")

@@ -163,6 +163,6 @@ def test_role_auto_selects_last_week_once_with_a_shared_derived_seed(store, revi
     assert first["selected_by"] == "auto" and first["selected"] == 7
     again = replica_2.auto_select()
     assert again.already_selected and not again.written
-    assert [r.name for r in replica_1.roles()] == ["review-gauges", "review-select"]
+    assert [r.name for r in replica_1.roles()] == ["review-gauges", "review-select", "review-triage"]
     due = telemetry.registry.get_sample_value
     assert sum(due("ragmon_review_items_due", {"stratum": s}) or 0 for s in ("a", "b")) == 7

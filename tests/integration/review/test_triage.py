@@ -158,10 +158,19 @@ def test_the_command_queues_and_reports_as_json(tmp_path) -> None:
                               env=env)  # fmt: skip
 
     assert ragmon("ingest", "--file", str(path)).returncode == 0
+    before = datetime.now(UTC)
     done = ragmon("review", "triage", "--week", week, "--max-items", "4", "--seed", "s", "--format", "json")
+    after = datetime.now(UTC)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["selection"] == {"week": week, "queued": 4, "thumbs_down": 10, "seed": "s", "already_selected": False}
+    selection = out["selection"]
+    assert {k: selection[k] for k in ("week", "queued", "thumbs_down", "seed", "already_selected", "added")} == {
+        "week": week, "queued": 4, "thumbs_down": 10, "seed": "s", "already_selected": False, "added": 4}
+    _, end = parse_week(week)
+    assert selection["final_after"] == (end + timedelta(days=1)).isoformat()
+    if before >= end + timedelta(days=1) or after < end + timedelta(days=1):  # not run across the boundary
+        assert selection["final"] == (before >= end + timedelta(days=1))
+        assert ("provisional" in done.stderr) == (not selection["final"])
     assert out["weeks"][-1] == week and out["queued"][-1] == 4 and out["rows"] == []
     table = ragmon("review", "triage", "--week", week)
     assert table.returncode == 0 and "already queued, nothing changed" in table.stdout
@@ -222,3 +231,84 @@ def test_the_triage_json_api_lists_queues_labels_and_reports(store: ClickHouseSt
     assert {(r["cause"], r["stratum"]) for r in report["rows"]} == {("stale_document", "ALL"),
                                                                     ("stale_document", first.category)}
     assert client.get(f"{base}/weeks/{week}/report?weeks=0", headers=bearer).status_code == 422
+
+
+def _feedback_event(store: ClickHouseStore, trace: dict[str, Any], at: datetime, value: float = -1.0) -> None:
+    store.insert_rows("outcomes", [[f"fb-{trace['trace_id']}-{at.timestamp()}", trace["query_id"], "feedback", at,
+                                    value, at, "test"]],
+                      ["event_id", "query_id", "kind", "time", "value", "received_at", "source"])
+
+
+def test_late_negative_feedback_within_the_grace_is_queued_when_the_selection_runs_again(store) -> None:
+    """Run within a day after the week ends, the selection is provisional: a thumbs-down event that arrives later
+    (the docs count events up to a day after the week) is queued by the next run; after the grace it is final."""
+    week, traces = week_traces(30, ["billing"], seed=11)
+    traces[0] = {**traces[0], "feedback": {"rating": -1}}
+    insert_traces(store, traces)
+    _, end = parse_week(week)
+    early = select_triage(store, week, seed="g", now=end + timedelta(hours=2))
+    assert [i.trace_id for i in early.items] == [traces[0]["trace_id"]]
+    assert not early.final and early.final_after == end + timedelta(days=1)
+    _feedback_event(store, traces[1], end + timedelta(hours=5))  # late, but within the day after the week
+    again = select_triage(store, week, seed="ignored", now=end + timedelta(hours=6))
+    assert {i.trace_id for i in again.items} == {traces[0]["trace_id"], traces[1]["trace_id"]}
+    assert again.already_selected and again.added == 1 and again.population == 2 and again.seed == "g"
+    assert load_triage(store, week).population == 2
+    _feedback_event(store, traces[2], end + timedelta(hours=23))
+    final = select_triage(store, week, seed="g", now=end + timedelta(hours=25))  # the first run after the grace
+    assert final.final and final.added == 1 and len(final.items) == 3
+    _feedback_event(store, traces[3], end + timedelta(hours=30))  # beyond the day after the week: never counted
+    _feedback_event(store, traces[4], end + timedelta(hours=20))  # within it, but arrived after the final run
+    frozen = select_triage(store, week, seed="g", now=end + timedelta(days=3))
+    assert frozen.final and frozen.already_selected and frozen.added == 0 and len(frozen.items) == 3
+
+
+def test_a_capped_queue_topped_up_late_keeps_what_it_had_and_takes_late_ones_the_seed_ranks_first(store) -> None:
+    week, traces = week_traces(60, ["billing"], seed=12)
+    insert_traces(store, [{**t, "feedback": {"rating": -1}} for t in traces[:40]] + traces[40:])
+    _, end = parse_week(week)
+    first = select_triage(store, week, max_items=10, seed="cap", now=end + timedelta(hours=1))
+    for t in traces[40:]:
+        _feedback_event(store, t, end + timedelta(hours=3))
+    again = select_triage(store, week, max_items=10, seed="cap", now=end + timedelta(hours=26))
+    before = {i.trace_id for i in first.items}
+    assert before <= {i.trace_id for i in again.items}  # nothing queued (maybe labelled) is taken away
+    # the late ones that the seeded order puts among the first 10 of all 60 thumbs-down are added, no others
+    everyone = select_triage(store, report_weeks(week, 3)[0], max_items=10, seed="cap", now=end)  # an empty week
+    assert everyone.items == ()
+    assert again.population == 60 and again.added == len({i.trace_id for i in again.items} - before) > 0
+    assert all(i.trace_id in {t["trace_id"] for t in traces[40:]} for i in again.items if i.trace_id not in before)
+
+
+def test_the_warning_for_a_week_in_its_grace_says_the_queue_is_provisional() -> None:
+    from ragmon.review.triage import selection_warning
+
+    week = "2026-W49"
+    _, end = parse_week(week)
+    assert selection_warning(week, end + timedelta(days=2)) is None
+    soon = selection_warning(week, end + timedelta(hours=3))
+    assert soon is not None and "provisional" in soon and "2026-12-08" in soon and "run again" in soon
+    current = selection_warning(week, end - timedelta(days=2))
+    assert current is not None and "is not over" in current
+
+
+def test_the_review_role_tops_up_the_last_weeks_triage_until_the_grace_has_passed(store) -> None:
+    from ragmon.review.role import ReviewRole
+    from tests.integration.review.support import review_settings
+
+    week, traces = week_traces(20, ["billing"], seed=13)
+    traces[0] = {**traces[0], "feedback": {"rating": -1}}
+    insert_traces(store, traces)
+    _, end = parse_week(week)
+    now = [end + timedelta(hours=1)]
+    role = ReviewRole(review_settings(), store, clock=lambda: now[0].timestamp())
+    assert role.auto_triage() == {week: 1}
+    _feedback_event(store, traces[1], end + timedelta(hours=4))
+    now[0] = end + timedelta(hours=5)
+    assert role.auto_triage() == {week: 1}  # the late one
+    _feedback_event(store, traces[2], end + timedelta(hours=12))
+    now[0] = end + timedelta(hours=24, minutes=30)
+    assert role.auto_triage() == {week: 1}  # the run after the grace: final
+    now[0] = end + timedelta(hours=26)
+    assert role.auto_triage() == {}
+    assert {i.trace_id for i in load_triage(store, week).items} == {t["trace_id"] for t in traces[:3]}

@@ -80,3 +80,34 @@ def test_the_approval_splits_at_the_last_comma_and_normalises_spaces() -> None:
     approval = parse_approval("  shared glossary,  mislabelled ,   Zoë  Åström-Li ")
     assert approval.as_dict() == {"reason": "shared glossary, mislabelled", "approver": "Zoë Åström-Li"}
     assert parse_approval("ok, jane.doe@example.com").approver == "jane.doe@example.com"
+
+
+def _returns_more(question: str, k: int, *, tenant: str | None = None) -> list[dict[str, Any]]:
+    """Asked for k, returns ten: the other tenant's chunk sits at rank 7, past k."""
+    return [{"chunk_id": f"a{i}", "score": 1.0 - i / 10, "tenant": "globex" if i == 6 else "acme"} for i in range(10)]
+
+
+def test_a_leak_past_k_in_a_ranking_longer_than_asked_is_a_leak() -> None:
+    """Leaks are judged on the ranking before truncation: the extra results are cut for scoring, not for the
+    permission check (docs/leaks.md, rule 4)."""
+    rule = LeakRule()
+    run = run_case(case(), _returns_more, 3, 5, leak_check=LeakCheck.for_retriever(_returns_more, None, rule))
+    assert run.returned_more and run.ranking == ("a0", "a1", "a2", "a3", "a4")  # scored on what was asked for
+    assert run.leaks == (LeakedChunk("a6", "globex"),)
+    result = build_result([run], Thresholds(0.0, 0.0), 3, 5)
+    assert not result.passed and "permission_leaks" in result.rows[-1].failures
+
+
+def test_a_refuse_case_past_k_is_checked_too_and_an_endless_ranking_is_bounded() -> None:
+    import itertools
+
+    rule = LeakRule()
+    run = run_case(case(behaviour="refuse"), _returns_more, 3, 3,
+                   leak_check=LeakCheck.for_retriever(_returns_more, None, rule))
+    assert run.excluded and run.leak_checked and run.leaks == (LeakedChunk("a6", "globex"),)
+
+    def endless(question: str, k: int) -> Any:
+        return ({"chunk_id": f"e{i}", "tenant": "acme"} for i in itertools.count())
+
+    bounded = run_case(case(), endless, 3, 3, leak_check=LeakCheck.for_retriever(endless, None, rule))
+    assert bounded.returned_more and bounded.error is None and bounded.leaks == ()

@@ -72,3 +72,26 @@ def test_fingerprints_and_labels_are_never_pooled() -> None:
     assert cells[("b", "citations_supported", ALL)].calibrated.kappa == pytest.approx(-0.84)
     with pytest.raises(ValueError, match="at least 1"):
         agreement_trends(mixed, calibration_weeks=0)
+
+
+def test_a_cell_without_a_verdict_says_why() -> None:
+    """Every cell that cannot say ok or low names what it lacks: too few pairs (and how many), calibration weeks
+    still to come, or an undefined kappa; a cell with a verdict has no such reason."""
+    data = (pairs("2026-W40", 46, 4) + pairs("2026-W41", 46, 4) + pairs("2026-W42", 46, 4)
+            + pairs("2026-W43", 40, 10)
+            + pairs("2026-W40", 3, 1, category="consent") + pairs("2026-W43", 5, 2, category="consent"))
+    trends = {t.stratum: t for t in agreement_trends(data, calibration_weeks=3, min_pairs=20)}
+    assert trends["billing"].no_verdict is None and trends[ALL].no_verdict is None
+    consent = trends["consent"]
+    assert not consent.low and consent.weeks == ()
+    assert consent.no_verdict == "not calibrated: 4 label pairs in the calibration weeks, fewer than 20"
+    young = {t.stratum: t for t in agreement_trends(pairs("2026-W40", 46, 4), calibration_weeks=3, min_pairs=20)}
+    assert young["billing"].no_verdict == "not calibrated yet: 1 of 3 calibration weeks labelled"
+    later = {t.stratum: t for t in agreement_trends(data + pairs("2026-W44", 6, 1), calibration_weeks=3,
+                                                    min_pairs=20)}
+    assert later["billing"].no_verdict is None  # its latest full week still stands
+    sparse = [p for p in data if p[0] != "2026-W43"] + pairs("2026-W43", 6, 1)
+    cell = {t.stratum: t for t in agreement_trends(sparse, calibration_weeks=3, min_pairs=20)}["billing"]
+    assert cell.no_verdict == ("no week since the calibration has 20 label pairs or more (fewer than 20: "
+                               "2026-W43 7)")
+    assert cell.skipped == (("2026-W43", 7),)

@@ -155,3 +155,57 @@ def test_blocked_callers_go_out_in_the_order_they_came():
     for t in threads:
         t.join(30)
     assert order == list(range(8))
+
+
+# -- the adaptive concurrency -----------------------------------------------------------------------------------
+
+def test_concurrency_grows_to_the_ceiling_while_answers_come_back_as_fast_and_callers_wait():
+    from ragmon.judge.limits import INITIAL_CONCURRENCY, AdaptiveConcurrency
+
+    c = AdaptiveConcurrency(ceiling=64)
+    assert c.allowed == INITIAL_CONCURRENCY
+    for i in range(300):
+        c.answered(0.8 + 0.3 * ((i * 37) % 11 - 5) / 5, saturated=True)  # 800 ± 300 ms, no queueing
+    assert c.allowed == 64
+
+
+def test_room_nobody_used_does_not_raise_the_limit():
+    from ragmon.judge.limits import AdaptiveConcurrency
+
+    c = AdaptiveConcurrency(ceiling=64)
+    for _ in range(300):
+        c.answered(0.8, saturated=False)
+    assert c.allowed == 8
+
+
+def test_concurrency_shrinks_when_answers_slow_down_and_never_below_one():
+    from ragmon.judge.limits import AdaptiveConcurrency
+
+    c = AdaptiveConcurrency(ceiling=64)
+    for _ in range(300):
+        c.answered(0.5, saturated=True)
+    assert c.allowed == 64
+    for _ in range(30):  # the endpoint queues: answers take four times as long
+        c.answered(2.0, saturated=True)
+    assert c.allowed < 20
+    for _ in range(300):
+        c.answered(60.0, saturated=False)
+    assert c.allowed >= 1
+
+
+def test_only_answers_teach_the_concurrency_and_a_full_limit_holds_callers():
+    clock = Clock()
+    limiter = CallLimiter(max_in_flight=3, adaptive_concurrency=False, clock=clock)
+    permits = [limiter.try_acquire(1) for _ in range(3)]
+    assert all(isinstance(p, Permit) for p in permits) and limiter.concurrency_limit == 3
+    assert not isinstance(limiter.try_acquire(1), Permit)  # a fourth waits for a slot
+    limiter.release(permits[0], status=None)  # a timeout: the slot is free again
+    assert isinstance(limiter.try_acquire(1), Permit)
+
+    adaptive = CallLimiter(max_in_flight=64, clock=clock)
+    start = adaptive.concurrency_limit
+    for status in (None, 500, 503, 429):  # no answer, or one that says nothing about queueing
+        p = adaptive.try_acquire(1)
+        clock.t += 0.5
+        adaptive.release(p, status=status)
+    assert adaptive.concurrency_limit == start and adaptive.concurrency.short is None

@@ -121,3 +121,15 @@ def test_a_small_retrieval_change_promotes_on_its_thresholds():
     t = Thresholds(max_quality_drop={"faithfulness": 0.05})
     v = run(t, quality=(q("faithfulness", 0.0, -0.01, 0.01),), top1_rate=0.8, score_ks=0.1)
     assert v.decision == "promote"
+
+
+def test_a_stratum_where_no_ranking_could_be_compared_is_not_promoted_on_latency_alone():
+    """Every pair has an empty list on a side (no top-1 to compare) and no retrieval scores: the change in
+    retrieval is unknown, a measure without data, so it holds unless a retrieval-quality measure passed."""
+    t = Thresholds(max_latency_p95_delta_ms=10.0, max_error_rate_delta=0.01)
+    held = run(t, rankings_compared=False)
+    assert held.decision == "hold" and "no pair has a ranking on both sides" in held.reasons[0]
+    assert run(t).decision == "promote"
+    passed = run(Thresholds(max_quality_drop={"ndcg_at_k": 0.02}), rankings_compared=False,
+                 quality=(q("ndcg_at_k", 0.01, -0.01, 0.03),))
+    assert passed.decision == "promote"
