@@ -376,6 +376,41 @@ class Telemetry:
             "ragmon_drift_blind_after_seconds.",
             ("retriever", "variant", "stratum", "family"),
         )
+        # the watch (ragmon.drift.watch): the window in progress, looked at between checks; published as a whole at
+        # every look and every check (a check closes the window: its looks' alarms are gone with it)
+        self.drift_watch_alarm = GaugeSpec(
+            "ragmon_drift_watch_alarm",
+            "1 when a look at the window in progress crossed its boundary since the last check (a large shift, paged "
+            "within minutes; reset by the next check), else 0.", series_labels,
+        )
+        self.drift_watch_statistic = GaugeSpec(
+            "ragmon_drift_watch_statistic",
+            "z of the window in progress at the last look (the feature's primary window test on its traces so far).",
+            series_labels,
+        )
+        self.drift_watch_boundary = GaugeSpec(
+            "ragmon_drift_watch_boundary",
+            "The |z| the last look had to reach to page: its share of the false-alarm budget as a two-sided z.",
+            series_labels,
+        )
+        self.drift_time_to_page = GaugeSpec(
+            "ragmon_drift_time_to_page_seconds",
+            "For a feature paging now (persistent drift or a watch alarm): seconds from the estimated onset of the "
+            "shift (the start of the window a look paged in; the start of the CUSUM's run) to the check or look that "
+            "raised the page.", series_labels,
+        )
+        self.drift_watch_gauges = GaugeSnapshot(self.drift_watch_alarm, self.drift_watch_statistic,
+                                                self.drift_watch_boundary, self.drift_time_to_page)
+        r.register(self.drift_watch_gauges)
+        self.drift_last_look = Gauge(
+            "ragmon_drift_last_look_timestamp_seconds",
+            "Unix time of the last look at the window in progress (drift.watch); 0 when none ran in this process.",
+            registry=r,
+        )
+        self.drift_looks = Counter(
+            "ragmon_drift_looks_total", "Looks at the window in progress, by outcome (ok, error).", ["outcome"],
+            registry=r,
+        )
         self.drift_gauges = GaugeSnapshot(self.drift_statistic, self.drift_p_value, self.drift_effect,
                                           self.drift_detected, self.drift_sample_size, self.drift_feature_value,
                                           self.drift_cusum, self.drift_persistent, self.drift_pooled_windows,
@@ -416,8 +451,8 @@ class Telemetry:
         r.register(self.judge_agreement_gauges)
         self.drift_cusum_threshold = Gauge(
             "ragmon_drift_cusum_threshold",
-            "CUSUM threshold of the last drift check, set by drift.sequential.false_alarms_per_day over the series "
-            "it assessed.", registry=r,
+            "CUSUM threshold of the last drift check, set by the CUSUM's share of drift.sequential.false_alarms_per_day "
+            "over the series it assessed.", registry=r,
         )
         self.drift_blind_after = Gauge(
             "ragmon_drift_blind_after_seconds",

@@ -219,7 +219,10 @@ def simulate(
     shape: Annotated[str | None, typer.Option(
         help="Realistic traffic, generated in Python and inserted like real traces: iid, mix (each hour's mix of "
         "query types varies), trending (popular queries come and go), seasonal (mix and volume follow the day), "
-        "doc_updates (documents get new versions; with --stale-index the index stops picking them up). Without "
+        "doc_updates (documents get new versions; with --stale-index the index stops picking them up), composite "
+        "(all of these together: recurring questions with their own habits, bursts of new ones, weekends, a daily "
+        "document update), composite_churn (composite whose daily update also moves the scores of the questions "
+        "whose documents changed). Without "
         "it: independent draws generated inside ClickHouse (fast, for volume).", show_default=False)] = None,
     per_hour: Annotated[int, typer.Option(min=1, max=100_000, help="--shape: traces per stratum per hour (the "
                                           "daily mean for seasonal).")] = 500,
@@ -231,7 +234,7 @@ def simulate(
     scale: Annotated[float, typer.Option(help="--shape: multiply every retrieval score by this.")] = 1.0,
     extra_empty: Annotated[float, typer.Option(help="--shape: add this share of empty shortlists.")] = 0.0,
     stale_index: Annotated[bool, typer.Option(
-        "--stale-index", help="--shape doc_updates: the index stops picking up new versions when the drift "
+        "--stale-index", help="--shape doc_updates or composite: the index stops picking up new versions when the drift "
         "begins.")] = False,
     seed: Annotated[int, typer.Option(help="--shape: seed of the draws (same seed, same traces).")] = 1,
     reference_per_day: Annotated[int, typer.Option(
@@ -259,8 +262,8 @@ def simulate(
             raise fail(f"--shape {shape!r} is not one of {', '.join(SHAPES)}")
         if not (math.isfinite(scale) and 0 < scale <= 10) or not 0 <= extra_empty <= 1:
             raise fail("--scale must be within (0, 10] and --extra-empty within [0, 1]")
-        if stale_index and shape != "doc_updates":
-            raise fail("--stale-index needs --shape doc_updates")
+        if stale_index and shape not in ("doc_updates", "composite", "composite_churn"):
+            raise fail("--stale-index needs --shape doc_updates or composite")
         if drift_hours > days * 24 + 1:
             raise fail(f"--drift-hours must be at most the {days * 24 + 1} hours simulated")
         drifting = tuple(x.strip() for x in drift_strata.split(",") if x.strip()) if drift_strata else None

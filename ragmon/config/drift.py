@@ -62,6 +62,22 @@ class DriftSequentialSettings(Section):
     )
 
 
+class DriftWatchSettings(Section):
+    enabled: bool = Field(
+        True,
+        description="Between checks, look at the window in progress every interval_seconds and page on a large "
+        "shift within minutes (docs/drift.md, 'Pages within minutes').",
+    )
+    interval_seconds: float = Field(
+        300.0, ge=30, le=86400, description="Time between looks at the window in progress (from each check on)."
+    )
+    budget_share: float = Field(
+        0.5, gt=0, lt=1,
+        description="Share of drift.sequential.false_alarms_per_day the looks may spend (the CUSUM gets the rest): "
+        "spent over each window's looks, Pocock-type.",
+    )
+
+
 class JudgeAgreementSettings(Section):
     enabled: bool = Field(
         True, description="Track judge-vs-human agreement (Cohen's kappa) week by week in the drift role and export "
@@ -87,7 +103,10 @@ class DriftSettings(Section):
     interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
     windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
     alpha: float = Field(
-        0.05, gt=0, lt=1, description="False-discovery rate of one check (Benjamini–Hochberg over all its tests)."
+        0.05, gt=0, lt=1,
+        description="Per-check significance: Benjamini–Hochberg within each stratum at alpha / strata (a stratum "
+        "without drift alarms in at most that share of checks, whatever the others hold; a check without drift in "
+        "at most alpha).",
     )
     min_samples: int | None = Field(
         None, ge=1, description="Minimum observations per window for every test (default: each test's own, 30–200)."
@@ -99,6 +118,10 @@ class DriftSettings(Section):
     )
     sequential: DriftSequentialSettings = Field(
         default_factory=DriftSequentialSettings, description="The persistent-drift rule (CUSUM) that pages."
+    )
+    watch: DriftWatchSettings = Field(
+        default_factory=DriftWatchSettings,
+        description="Pages within minutes: the window in progress watched between checks.",
     )
     max_pool_windows: int = Field(
         24, ge=1, le=168,
@@ -115,9 +138,10 @@ class DriftSettings(Section):
     )
     by_query: bool = Field(
         True,
-        description="Test top1_score, mean_score and top2_gap as each trace's score against its own question's "
-        "reference level (questions keyed by their trimmed, lower-cased text), so popular questions trending "
-        "from hour to hour do not read as drift. Off: the scores as served.",
+        description="Test every feature of a trace (scores, n_results, latency, cost, empty shortlists, refusals) "
+        "as its value against its own question's reference level (questions keyed by their trimmed, lower-cased "
+        "text), so a popular question with its own habits trending from hour to hour does not read as drift. Off: "
+        "the values as served.",
     )
     index_lag_seconds: float = Field(
         3600.0, ge=0, le=30 * 86400,

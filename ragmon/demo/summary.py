@@ -56,7 +56,7 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path, golden_path: 
                   highlight=False)
 
     drift = Table(title=f"Drift detected (check {r.drift.check_id[:12]}, {len(r.drift.results)} tests, "
-                        "Benjamini–Hochberg across the check; PERSISTENT is what pages)", title_justify="left")
+                        "Benjamini–Hochberg within each stratum; PERSISTENT is what pages)", title_justify="left")
     for col in ("retriever", "variant", "stratum", "feature", "test", "verdict", "z", "p (adj.)", "effect",
                 "n ref/cur"):
         drift.add_column(col)

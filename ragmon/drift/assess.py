@@ -8,10 +8,13 @@ per-window series of every (group, feature) — window 0 the newest — and whic
    two, three, … hours instead of not at all; the result carries ``pooled = j``. A rare rate is pooled (up to
    ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block large enough
    the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
-2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: BH over the whole
-   check, effect and sample-size gates) — the per-check verdict, whose false-alarm rate is ``alpha``;
-3. runs the **CUSUM** (``sequential``) of each (group, feature) over the primary window test's z-scores of the
-   last ``lookback`` windows, each against its own reference, with the threshold set by the daily false-alarm
+2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: Benjamini–Hochberg
+   within each stratum, Bonferroni across strata, effect and sample-size gates) — the per-check verdict, whose
+   false-alarm rate is at most ``alpha``, and at most ``alpha / strata`` in a stratum without drift whatever the
+   others hold;
+3. runs the **CUSUM** (``sequential``) of each (group, feature) over the z-scores of the last ``lookback`` windows
+   (of a continuous feature's mean or median, whichever the reference says is sharper; of a rate's share:
+   ``cusum_planned``), each against its own reference, with the threshold set by the daily false-alarm
    budget over the series assessed in this check — the persistent-drift verdict that pages.
 
 Pure: no I/O, no clock.
@@ -23,11 +26,12 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from ragmon.drift.comparison import Comparison
+from ragmon.drift.comparison import Comparison, TestOutcome
 from ragmon.drift.decide import Candidate, Decision, decide
-from ragmon.drift.registry import PRIMARY_TEST, DriftTest, NotTestable
+from ragmon.drift.registry import PRIMARY_TEST, DriftTest, NotTestable, get_test
 from ragmon.drift.sequential import Cusum, cusum, threshold
 from ragmon.drift.series import Series
+from ragmon.drift.window_tests import has_median_density
 
 #: block sizes a low-traffic group is pooled into (divisors of a day of hours first, so slots stay aligned)
 POOL_SIZES = (1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168)
@@ -59,6 +63,16 @@ class Entry:
     tests: Sequence[Planned]
     series: Series
     detector: Detector | None = None
+    #: the stratum (retriever, variant, stratum) the entry's tests are adjusted within; None: the key's first
+    #: element for a tuple key (``(group, feature)``), else the key
+    stratum: Hashable = None
+
+    @property
+    def family(self) -> Hashable:
+        """The multiple-testing family of this entry's tests (``decide``)."""
+        if self.stratum is not None:
+            return self.stratum
+        return self.key[0] if isinstance(self.key, tuple) and self.key else self.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +111,8 @@ class Assessed:
     cusum: Cusum | None
 
 
-#: (entry key, block size, first window of the block) → the primary test's (z, rho) there
-ZCache = dict[tuple[Hashable, int, int], tuple[float, float]]
+#: (entry key, block size, first window of the block, the CUSUM's test) → that test's (z, rho) there
+ZCache = dict[tuple[Hashable, int, int, str], tuple[float, float]]
 
 
 def assess(entries: Sequence[Entry], detector: Detector | None = None, *, current: int = 0,
@@ -110,8 +124,8 @@ def assess(entries: Sequence[Entry], detector: Detector | None = None, *, curren
     entry's windows are compared by its own detector when it has one."""
     detector = detector or Detector()
     prepared = [(e, *_prepare(e, e.detector or detector, current)) for e in entries]
-    candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples)
-                  for _, _, comparisons in prepared for p, cmp in comparisons]
+    candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples, e.family)
+                  for e, _, comparisons in prepared for p, cmp in comparisons]
     decisions = iter(decide(candidates))
     rows: list[tuple[Entry, Planned, Comparison, Decision, int]] = []
     for entry, pooled, comparisons in prepared:
@@ -173,14 +187,41 @@ def _rare_share(series: Series, current: int, reference: int) -> float:
     return min(share, 1 - share)
 
 
+def cusum_planned(planned: Planned, comparison: Comparison, tests: Sequence[Planned] = ()) -> Planned:
+    """The test the CUSUM accumulates for an entry whose primary test is ``planned`` (``registry.CUSUM_TESTS``): for
+    a continuous feature whose distribution's shape is tested (a quantile test among ``tests``: the retrieval
+    scores), of its window mean and median the one whose z-score a shift moves more — the smaller spread, between
+    windows and within the current one, ``τ² + v₀`` — the median only where the reference has a density there; else
+    its mean (a count's drift is a share of traces moving to 0, which the median does not see); a rate's share. Chosen from the reference's spreads and the current window's size, never from
+    its value, and once per check, so a check accumulates one statistic over its look-back. On independent draws
+    the mean is the sharper (the median's sampling variance is π/2 times the mean's for normal scores); on traffic
+    that mixes recurring questions, adjusted tightly, with new ones and bursts the adjustment cannot reach, the
+    median (its spread between windows was half the mean's on composite traffic)."""
+    shaped = any(p.test.name in ("window_quantiles", "window_median") for p in tests)
+    if comparison.kind != "continuous" or not shaped or not has_median_density(comparison):
+        return planned
+    median = Planned(get_test("window_median"), planned.threshold, planned.effect_threshold, planned.min_samples)
+    try:
+        spreads = [_spread(p.test.run(comparison)) for p in (planned, median)]
+    except NotTestable:
+        return planned
+    return median if spreads[1] < spreads[0] else planned
+
+
+def _spread(outcome: TestOutcome) -> float:
+    tau, sampling = outcome.details.get("tau", math.nan), outcome.details.get("sampling_sd", math.nan)
+    return float(tau) ** 2 + float(sampling) ** 2  # type: ignore[arg-type]
+
+
 def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Comparison]], d: Detector,
                current: int, cache: ZCache | None) -> tuple[list[float], float] | None:
-    """The primary test's z-scores over the last ``lookback`` windows (oldest first) and the current window's
+    """The CUSUM test's z-scores over the last ``lookback`` windows (oldest first) and the current window's
     persistence (the innovations' long-run variance ratio); None when the entry has no primary test."""
     primary = next(((p, c) for p, c in comparisons if p.test.name == PRIMARY_TEST[c.kind]), None)
     if primary is None:
         return None
     planned, comparison = primary
+    planned = cusum_planned(planned, comparison, entry.tests)
     steps = max(1, d.lookback // pooled)
     zs: list[float] = []
     persistence = 1.0
@@ -188,7 +229,7 @@ def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Compa
         at = comparison.current + back
         if at >= len(comparison.series):
             continue
-        key = (entry.key, pooled, current + back * pooled)
+        key = (entry.key, pooled, current + back * pooled, planned.test.name)
         if cache is not None and key in cache:
             z, r = cache[key]
         else:
@@ -221,4 +262,5 @@ def _shift(series: Series, start: int) -> Series:
     s = slice(start, None)
     return Series(series.kind, series.n[s],
                   None if series.mean is None else series.mean[s], None if series.std is None else series.std[s],
-                  None if series.q is None else series.q[s], None if series.k is None else series.k[s])
+                  None if series.q is None else series.q[s], None if series.k is None else series.k[s],
+                  None if series.var is None else series.var[s])

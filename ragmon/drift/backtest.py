@@ -56,6 +56,9 @@ class FeatureBacktest:
     not_assessed: int = 0
     drifted: int = 0
     persistent_onsets: int = 0
+    #: checks whose final look at the complete window paged (``ragmon.drift.watch``; the looks between checks are
+    #: not replayed)
+    watch_alarms: int = 0
     drift_times: list[datetime] = field(default_factory=list)
     persistent_times: list[datetime] = field(default_factory=list)
     active_at_start: bool = False
@@ -67,7 +70,7 @@ class FeatureBacktest:
         return {"retriever": g.retriever, "variant": g.variant, "stratum": g.stratum,
                 "judge_fingerprint": g.judge_fingerprint, "feature": self.feature, "assessed": self.assessed,
                 "not_assessed": self.not_assessed, "drifted": self.drifted,
-                "persistent_onsets": self.persistent_onsets,
+                "persistent_onsets": self.persistent_onsets, "watch_alarms": self.watch_alarms,
                 "drift_times": [t.isoformat() for t in self.drift_times],
                 "persistent_times": [t.isoformat() for t in self.persistent_times],
                 "active_at_start": self.active_at_start,
@@ -172,7 +175,10 @@ def backtest(checker: DriftChecker, start: datetime, end: datetime,
     was_persistent: frozenset[Key] = frozenset()
     reuse = ZReuse(length)
     for done, at in enumerate(times, start=1):
-        now = Verdicts.of(checker.evaluate(at, reuse=reuse).results)
+        evaluated = checker.evaluate(at, reuse=reuse)
+        now = Verdicts.of(evaluated.results)
+        for x in evaluated.watch_alarms:
+            feature(x.key).watch_alarms += 1
         if done == 1 and now.persistent:
             was_persistent = _look_back(checker, at, step, now.persistent, feature, result)
         result.checks += 1

@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sp
+from scipy import special as _special
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +119,10 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
         # deviation of trending traffic keeps its sign for hours, and the CUSUM would add that up as drift
         sign = t if t != 0 else deviation
         t = abs(t)
-        p = float(2 * (_sp.t.sf(t * math.sqrt(nu / (nu - 2)), min(nu, df_eff)) if nu < df_eff
-                       else _sp.t.sf(t, max(df_eff, 1.0))))
-        z = math.copysign(float(_sp.norm.isf(p / 2)), sign) if p > 0 else math.copysign(math.inf, sign)
+        # scipy.special's Student t and normal quantile: scipy.stats' distribution objects cost ~0.1 ms a call
+        p = float(2 * (_special.stdtr(min(nu, df_eff), -t * math.sqrt(nu / (nu - 2))) if nu < df_eff
+                       else _special.stdtr(max(df_eff, 1.0), -t)))
+        z = math.copysign(float(-_special.ndtri(p / 2)), sign) if p > 0 else math.copysign(math.inf, sign)
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
     return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),

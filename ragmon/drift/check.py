@@ -2,7 +2,7 @@
 
 ``DriftChecker.run_once`` summarises every window of the reference period and the current window in
 ClickHouse (``query``), assesses them (``assess``: window tests against the natural spread between windows,
-Benjamini–Hochberg over the whole check, the CUSUM of each feature), writes one row per result with every
+Benjamini–Hochberg within each stratum, the CUSUM of each feature), writes one row per result with every
 parameter applied and the drift settings it ran with (``ragmon.drift.applied``), and publishes the
 ``ragmon_drift_*`` gauges (``export``), including when each feature family of each group was last assessed
 (``RagmonDriftBlind``). ``evaluate(at)`` is the same check as it would have run at another time, neither
@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftSettings
@@ -30,6 +31,8 @@ from ragmon.drift.query import Group, QueryStore, Windowed, aggregate, to_series
 from ragmon.drift.replay import ZReuse
 from ragmon.drift.result import CheckResult, DriftResult
 from ragmon.drift.summary import ContinuousSummary, Summary
+from ragmon.drift.watch import Looked
+from ragmon.drift.watch import look as watch_look
 from ragmon.drift.windows import Window, WindowPlan, Windows, plan
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
@@ -45,6 +48,30 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A feature paging now: when the page was raised, the shift's estimated onset, and what raised it (``watch``: a
+    look at the window in progress; ``cusum``: persistent drift at a check)."""
+
+    raised_at: datetime
+    onset: datetime
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class LookResult:
+    """One look at the windows in progress since the check at ``since``, at ``at``."""
+
+    since: datetime
+    at: datetime
+    looked: tuple[Looked, ...]
+    duration_seconds: float
+
+    @property
+    def alarms(self) -> tuple[Looked, ...]:
+        return tuple(x for x in self.looked if x.alarm)
+
+
 class DriftChecker:
     """Runs drift checks against a store. Not thread-safe: one check at a time."""
 
@@ -55,6 +82,10 @@ class DriftChecker:
         self.plans = plan_features(settings)  # ConfigError at start-up, not mid-check
         self.clock = clock
         self.telemetry = telemetry
+        #: features paging now, with when and how the page was raised (the watch's until the next check)
+        self._pages: dict[tuple[Group, str], Page] = {}
+        #: the last look's results (cleared by a check)
+        self._watched: dict[object, Looked] = {}
         if telemetry is not None:
             telemetry.drift_blind_after.set(settings.blind_after_seconds)
 
@@ -73,15 +104,16 @@ class DriftChecker:
         started = time.monotonic()
         result = self._check(at, reuse)
         return CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
-                           result.groups_dropped, result.last_assessed)
+                           result.groups_dropped, result.last_assessed, result.looked)
 
     def _run_once(self) -> CheckResult:
         started = time.monotonic()
         try:
             result = self._check(self.clock())
             result = CheckResult(result.check_id, result.checked_at, result.results, time.monotonic() - started,
-                                 result.groups_dropped, self._last_assessed(result))
+                                 result.groups_dropped, self._last_assessed(result), result.looked)
             self._store(result)
+            self._after_check(result)
         except Exception:
             if self.telemetry is not None:
                 self.telemetry.drift_checks.labels(outcome="error").inc()
@@ -101,10 +133,12 @@ class DriftChecker:
                         false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
                         max_pool=self.settings.max_pool_windows, arl_margin=seq.arl_margin)
 
-    def entries(self, now: datetime) -> tuple[list[Entry], dict[int, WindowPlan], int]:
+    def entries(self, now: datetime, *, since: datetime | None = None) -> tuple[list[Entry], dict[int, WindowPlan], int]:
         """Query every window a check at ``now`` needs — traces, scores and corpus versions timestamped before
         ``now`` — and build the entries to assess; also each entry's window plan (by ``id``) and how many groups
-        were dropped."""
+        were dropped. With ``since`` (the last check), a look at ``now``: window 0 is the window in progress since
+        ``since`` (ending one window length after it) with the traces before ``now``, and no CUSUM look-back is
+        read."""
         by_windows: dict[str, list[FeaturePlan]] = defaultdict(list)
         for fp in self.plans:
             by_windows[fp.windows.model_dump_json()].append(fp)
@@ -113,31 +147,123 @@ class DriftChecker:
         dropped_total = 0
         lookback = self.settings.sequential.lookback_windows
         for feature_plans in by_windows.values():
-            wp = plan(feature_plans[0].windows, now, lookback=lookback)
+            windows = feature_plans[0].windows
+            if since is None:
+                wp = plan(windows, now, lookback=lookback)
+            else:
+                wp = plan(windows, since + timedelta(seconds=windows.current_seconds), lookback=0, until=now)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
-                                 index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query)
+                                 index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query,
+                                 sketched=sketched(feature_plans))
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)
             detector = self.detector(wp)
+            if since is not None:  # the check's guard band (set by its look-back), though no look-back is read
+                detector = replace(detector, lookback=lookback)
             length = wp.reference + 1 if wp.pinned else wp.history
             by_name = {p.feature.name: p for p in feature_plans}
             for (group, name), by_w in sorted(windowed.items(), key=lambda kv: kv[0]):
                 fp = by_name[name]
-                entry = Entry((group, name), fp.tests, to_series(by_w, fp.feature.kind, length), detector)
+                entry = Entry((group, name), fp.tests, to_series(by_w, fp.feature.kind, length), detector,
+                              stratum=_group_key(group))
                 entries.append(entry)
                 plans[id(entry)] = wp
         return entries, plans, dropped_total
+
+    @property
+    def cusum_budget(self) -> float:
+        """False alarms a day the CUSUM may raise: the paging budget less the watch's share."""
+        seq, watch = self.settings.sequential, self.settings.watch
+        return seq.false_alarms_per_day * ((1 - watch.budget_share) if watch.enabled else 1.0)
+
+    @property
+    def watch_budget(self) -> float:
+        """False alarms a day the looks at the window in progress may raise (0 when the watch is off)."""
+        seq, watch = self.settings.sequential, self.settings.watch
+        return seq.false_alarms_per_day * watch.budget_share if watch.enabled else 0.0
+
+    def look(self, since: datetime, at: datetime) -> LookResult:
+        """A look at ``at`` at the windows in progress since the check at ``since`` (``ragmon.drift.watch``): their
+        traces so far against the same reference as the coming check. Neither stored nor exported (``look_once``
+        is)."""
+        started = time.monotonic()
+        entries, plans, _ = self.entries(at, since=since)
+        looked = watch_look(entries, elapsed_seconds=(at - since).total_seconds(),
+                            interval_seconds=self.settings.watch.interval_seconds,
+                            false_alarms_per_day=self.watch_budget)
+        return LookResult(since, at, tuple(looked), time.monotonic() - started)
+
+    def look_once(self, since: datetime) -> LookResult:
+        """Look now (the injected clock) and publish the watch gauges; a look's alarm holds until the next check."""
+        at = self.clock()
+        try:
+            result = self.look(since, at)
+        except Exception:
+            if self.telemetry is not None:
+                self.telemetry.drift_looks.labels(outcome="error").inc()
+            raise
+        self._watched = {x.key: x for x in result.looked}
+        for x in result.looked:
+            if x.alarm and x.key not in self._pages:
+                self._pages[x.key] = Page(at, since, "watch")  # type: ignore[index]
+        if self.telemetry is not None:
+            self._publish_watch(at)
+            self.telemetry.drift_last_look.set(at.timestamp())
+            self.telemetry.drift_looks.labels(outcome="ok").inc()
+        return result
+
+    def _after_check(self, result: CheckResult) -> None:
+        """A check closes the window the looks watched: their alarms end; persistent drift and the final look's
+        alarms page (each kept with when it was first raised, by a look or an earlier check) until the next check."""
+        persistent = {(r.group, r.feature): r for r in result.results if r.persistent}
+        final = {x.key: x for x in result.looked if x.alarm}
+        pages = {}
+        for key in persistent.keys() | final.keys():
+            page = self._pages.get(key)  # type: ignore[arg-type]
+            if page is None and key in persistent:
+                r = persistent[key]
+                onset = result.checked_at - timedelta(seconds=r.window_seconds * max(1, r.cusum_run) * r.pooled)
+                page = Page(result.checked_at, onset, "cusum")
+            elif page is None:
+                x = final[key]
+                page = Page(result.checked_at, result.checked_at - timedelta(seconds=x.elapsed_seconds), "watch")
+            pages[key] = page
+        self._pages = pages  # type: ignore[assignment]
+        self._watched = {x.key: x for x in result.looked}
+        if self.telemetry is not None:
+            self._publish_watch(result.checked_at)
+
+    def _publish_watch(self, now: datetime) -> None:
+        assert self.telemetry is not None
+        t = self.telemetry
+        series: dict = {t.drift_watch_alarm: {}, t.drift_watch_statistic: {}, t.drift_watch_boundary: {},
+                        t.drift_time_to_page: {}}
+        for (group, feature), x in self._watched.items():  # type: ignore[misc]
+            base = (group.retriever, group.variant, group.stratum, feature)
+            page = self._pages.get((group, feature))
+            series[t.drift_watch_alarm][base] = 1.0 if page is not None and page.source == "watch" else 0.0
+            series[t.drift_watch_statistic][base] = x.z if math.isfinite(x.z) else math.nan
+            series[t.drift_watch_boundary][base] = x.boundary_z
+        for (group, feature), page in self._pages.items():  # type: ignore[misc]
+            base = (group.retriever, group.variant, group.stratum, feature)
+            if page.source == "watch":
+                series[t.drift_watch_alarm][base] = 1.0
+            series[t.drift_time_to_page][base] = (page.raised_at - page.onset).total_seconds()
+        t.drift_watch_gauges.publish(series)
 
     def _check(self, now: datetime, reuse: ZReuse | None = None) -> CheckResult:
         check_id = uuid.uuid4().hex
         entries, plans, dropped = self.entries(now)
         seq = self.settings.sequential
-        assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=seq.false_alarms_per_day,
+        assessed = assess(entries, Detector(k=seq.k, false_alarms_per_day=self.cusum_budget,
                                            arl_margin=seq.arl_margin),
                           cache=reuse.advance(entries, plans) if reuse is not None else None)
         by_key = {e.key: plans[id(e)] for e in entries}
         results = tuple(to_result(check_id, now, a, by_key[a.key]) for a in assessed)
-        return CheckResult(check_id, now, results, 0.0, dropped)
+        # the watch's final look, on the complete window: it spends what the window's looks left of its budget
+        looked = tuple(watch_look(entries, elapsed_seconds=None, interval_seconds=self.settings.watch.interval_seconds,
+                                  false_alarms_per_day=self.watch_budget)) if self.settings.watch.enabled else ()
+        return CheckResult(check_id, now, results, 0.0, dropped, looked=looked)
 
     def _cap_groups(self, windowed: Windowed) -> tuple[Windowed, int]:
         """Keep the ``max_groups`` busiest groups (bounded label cardinality); count the rest."""
@@ -202,6 +328,16 @@ class DriftChecker:
         self.store.insert_rows("drift_checks", rows, columns)
 
 
+#: the tests that read only a window's count and moments (or count of events); any other reads its quantiles
+MOMENT_TESTS = frozenset({"window_mean", "window_rate"})
+
+
+def sketched(plans: Iterable[FeaturePlan]) -> set[str]:
+    """The features whose every window needs a quantile sketch: a test of theirs reads quantiles (and then the CUSUM
+    may accumulate their median, ``assess.cusum_planned``)."""
+    return {fp.feature.name for fp in plans if any(t.test.name not in MOMENT_TESTS for t in fp.tests)}
+
+
 def to_result(check_id: str, now: datetime, a: Assessed, wp: WindowPlan) -> DriftResult:
     """The stored and exported record of one assessed test."""
     group, feature = a.key  # type: ignore[misc]
@@ -219,7 +355,7 @@ def to_result(check_id: str, now: datetime, a: Assessed, wp: WindowPlan) -> Drif
         planned.test.effect_name, planned.threshold, planned.effect_threshold, planned.min_samples, d.drifted,
         d.reason, c.reference_summary, c.current_summary, windows, a.pooled,
         state.statistic if state else nan, state.h if state else nan, bool(state and state.alarm),
-        state.direction if state else "", dict(o.details) if o else {},
+        state.direction if state else "", dict(o.details) if o else {}, state.run if state else 0, wp.length,
     )
 
 
@@ -236,7 +372,7 @@ def details_json(r: DriftResult) -> str:
         "reference_slices": [[_iso(a), _iso(b)] for a, b in r.windows.reference.slices()],
         "current_window": r.windows.current.describe(), "pooled_windows": r.pooled,
         "cusum": _num(r.cusum), "cusum_threshold": _num(r.cusum_threshold), "persistent": r.persistent,
-        "direction": r.direction, "test": _clean(r.details),
+        "direction": r.direction, "cusum_run": r.cusum_run, "test": _clean(r.details),
     }, allow_nan=False)
 
 

@@ -41,7 +41,11 @@ class Feature:
     expr: str
     description: str
     tests: tuple[str, ...] = ()  # default tests when not the kind's (DEFAULT_TESTS)
-    by_query: bool = False  # tested as each trace's value against its own question's reference level
+    #: tested as each trace's value against its own question's reference level (``drift.by_query``): every feature of
+    #: a trace — a question has its own scores, latency, cost, shortlist length, and may always be empty or refused
+    by_query: bool = False
+    #: never NaN (a count, a flag, latency and cost, validated finite at ingest): the SQL needs no finiteness test
+    always_finite: bool = False
 
     @property
     def default_tests(self) -> tuple[str, ...]:
@@ -67,11 +71,16 @@ FEATURES: dict[str, Feature] = {
                 tests=_SCORE_TESTS, by_query=True),
         Feature("top2_gap", "continuous", "traces", "top2_gap", "Top-1 minus top-2 score (how decisive retrieval is).",
                 by_query=True),
-        Feature("n_results", "continuous", "traces", "n_results", "Number of chunks retrieved before truncation."),
-        Feature("latency_ms", "continuous", "traces", "latency_total_ms", "End-to-end latency in milliseconds."),
-        Feature("cost_usd", "continuous", "traces", "cost_usd", "Cost of the request in US dollars."),
-        Feature("empty_shortlist_rate", "rate", "traces", "n_results = 0", "Share of queries that retrieved nothing."),
-        Feature("refusal_rate", "rate", "traces", "behaviour = 'refuse'", "Share of queries the system refused."),
+        Feature("n_results", "continuous", "traces", "n_results", "Number of chunks retrieved before truncation.",
+                by_query=True, always_finite=True),
+        Feature("latency_ms", "continuous", "traces", "latency_total_ms", "End-to-end latency in milliseconds.",
+                by_query=True, always_finite=True),
+        Feature("cost_usd", "continuous", "traces", "cost_usd", "Cost of the request in US dollars.", by_query=True,
+                always_finite=True),
+        Feature("empty_shortlist_rate", "rate", "traces", "n_results = 0", "Share of queries that retrieved nothing.",
+                by_query=True, always_finite=True),
+        Feature("refusal_rate", "rate", "traces", "behaviour = 'refuse'", "Share of queries the system refused.",
+                by_query=True, always_finite=True),
         Feature("newest_version_share", "rate", "chunks", "newest",
                 "Share of retrieved chunks from the newest version of their document seen in either window."),
         Feature("faithfulness", "continuous", "scores", "faithfulness", "Judge: claims supported by the context."),

@@ -19,7 +19,8 @@ distribution, and FINAL would multiply the cost of a scan over days of traffic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,7 +66,8 @@ def plan_parameters(p: WindowPlan) -> dict[str, Any]:
     ref, cur = p.windows.reference, p.windows.current
     end = ms(p.end)
     lo = end - p.history * p.length * 1000 if not p.pinned else min(ms(ref.start), ms(cur.start))
-    return {"end": end, "win": p.length * 1000, "lo": lo, "hi": end, "cs": ms(cur.start), "rs": ms(ref.start),
+    hi = min(end, ms(p.until)) if p.until is not None else end
+    return {"end": end, "win": p.length * 1000, "lo": lo, "hi": hi, "cs": ms(cur.start), "rs": ms(ref.start),
             "re": ms(ref.end), "snapshot": ref.corpus_snapshot or ""}
 
 
@@ -95,43 +97,71 @@ def span_condition(traces: str, p: WindowPlan, *, has_snapshot: bool) -> str:
     return f"{_SPAN} AND ({_CURRENT} OR ({pinned}))"
 
 
-def _sketch_columns(alias: str, value: str) -> list[str]:
+def _sketch_columns(alias: str, value: str, sketch_windows: str = "") -> list[str]:
+    """Count, mean, standard deviation and the quantile sketch of a value per group and window; with
+    ``sketch_windows`` (a condition on ``w``) the sketch only in the windows it selects (NaN in the others)."""
     ok = f"isFinite({value})"
     return [
         f"countIf({ok}) AS {alias}__n",
         f"avgIf({value}, {ok}) AS {alias}__mean",
         f"stddevPopIf({value}, {ok}) AS {alias}__std",
-        f"quantilesTDigestIf({_LEVELS_SQL})({value}, {ok}) AS {alias}__q",
+        f"quantilesTDigestIf({_LEVELS_SQL})({value}, {ok}{f' AND {sketch_windows}' if sketch_windows else ''}) "
+        f"AS {alias}__q",
     ]
+
+
+def _display_windows(p: WindowPlan) -> str:
+    """The windows a feature whose tests read only counts and moments needs a sketch of: the current window and
+    the reference windows at its slot — what a report overlays (``Comparison.reference_summary``). A t-digest per
+    row of every window cost about as much as the question adjustment at 10 M traces."""
+    return f"(w % {p.period} = 0)" if p.period > 1 else ""
 
 
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
 MIN_ASKS = 2
+#: a rate's question level is shrunk towards its group's share by this many asks (``by_query.RATE_PRIOR_ASKS``)
+RATE_PRIOR_ASKS = 0.5
 #: a trace without a question (an empty one, e.g. a span that did not record its input) has no level
 _ASKED = "question_hash != cityHash64('')"
 
 
 def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str) -> str:
     """The reference levels as one row set to join, per (group, question, window parity) for questions asked at
-    least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's mean less its group's mean (0 where the
-    question has fewer than ``MIN_ASKS`` finite values of that feature). The group means join the levels, not the
-    traces: one join of the traces instead of two (0.2–0.3 s of 6 at 10 M traces)."""
+    least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's level less its group's mean (0 where the
+    question has fewer than ``MIN_ASKS`` finite values of that feature); a rate's level is shrunk towards the group's
+    share by ``RATE_PRIOR_ASKS`` asks, and ``lv_v{i}`` is its Bernoulli variance less the group's,
+    ``level(1 − level) − M(1 − M)``. The group means join the levels, not the traces: one join of the traces instead
+    of two (0.2–0.3 s of 6 at 10 M traces)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
     rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
     question = (rows.replace("{key}", f"cityHash64(drift_group, question_hash, {_INDEX} % 2) AS key,")
                 + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
-    means = ", ".join(f"avgIf(r{i}, isFinite(r{i})) AS gm{i}" for i, _ in features)
-    levels = ", ".join(f"if(countIf(isFinite(r{i})) >= {MIN_ASKS}, avgIf(r{i}, isFinite(r{i})), nan) AS lm{i}"
-                       for i, _ in features)
-    keep = " OR ".join(f"countIf(isFinite(r{i})) >= {MIN_ASKS}" for i, _ in features)
-    deltas = ", ".join(f"if(isFinite(lm{i}), lm{i} - gm{i}, 0) AS lv_d{i}" for i, _ in features)
+    # a value that is always finite (a count, a rate, latency, cost) needs no count of its own: one count() serves
+    means = ", ".join(f"avg(r{i}) AS gm{i}" if f.always_finite else f"avgIf(r{i}, isFinite(r{i})) AS gm{i}"
+                      for i, f in features)
+    sums = ", ".join(["count() AS c_all", *(f"sum(r{i}) AS s{i}" if f.always_finite else
+                                            f"countIf(isFinite(r{i})) AS c{i}, sumIf(r{i}, isFinite(r{i})) AS s{i}"
+                                            for i, f in features)])
+    counts = {i: "c_all" if f.always_finite else f"c{i}" for i, f in features}
+    keep = " OR ".join(sorted({f"{counts[i]} >= {MIN_ASKS}" for i, _ in features}))
+    deltas = []
+    for i, f in features:
+        c = counts[i]
+        if f.kind == "rate":
+            level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / ({c} + {RATE_PRIOR_ASKS!r}))"
+            deltas.append(f"if({c} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
+            deltas.append(f"if({c} >= {MIN_ASKS}, {level} * (1 - {level}) - gm{i} * (1 - gm{i}), 0) AS lv_v{i}")
+        else:
+            deltas.append(f"if({c} >= {MIN_ASKS}, s{i} / {c} - gm{i}, 0) AS lv_d{i}")
     # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
-    return (f"SELECT key AS lv_key, {deltas} FROM (SELECT any(g) AS g, key, {levels} FROM ({question}) GROUP BY key "
-            f"HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m USING g")
+    return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM (SELECT any(g) AS g, key, {sums} FROM ({question}) "
+            f"GROUP BY key HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m "
+            f"USING g")
 
 
-def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True) -> str:
+def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True,
+               sketched: Collection[str] | None = None) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature, per group and window.
 
     With ``by_query``, a ``Feature.by_query`` feature is summarised as each trace's value less its question's level
@@ -140,11 +170,15 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     the same in numpy). The levels are aggregated over the reference and joined to the traces by a 64-bit key
     (``drift_group``, ``question_hash``, parity; a hash join). A question asked fewer than ``MIN_ASKS`` times in
     those windows, or never, and a trace with an empty question are summarised as served (the join's default
-    delta is 0), so traffic that never repeats a question is summarised as it is. (Looking the levels up with
-    ``transform`` over arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces;
-    the join, about 3 s.)
+    delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its count as
+    served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' ``lv_v`` (``f{i}__dv``): ``aggregate``
+    turns them into the adjusted count and its sampling variance. (Looking the levels up with ``transform`` over
+    arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces; the join, about 3 s.)
+    ``sketched``: the continuous features whose quantile sketch every window needs (a test reads their quantiles:
+    ``window_quantiles``, the CUSUM's median); the others get one only where a report shows it
+    (``_display_windows``). None: every feature in every window.
     """
-    adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query and f.kind == "continuous"]
+    adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
     inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     middle = [_GROUP_KEYS, "w"]
@@ -153,7 +187,12 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
             middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
-            outer.extend(_sketch_columns(f"f{i}", f"v{i}"))
+            every = sketched is None or f.name in sketched
+            outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
+        elif i in adjusted_at:
+            inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
+            middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_v{i} AS e{i}"])
+            outer.extend([f"sum(x{i}) AS f{i}__k", f"sum(a{i}) AS f{i}__ka", f"sum(e{i}) AS f{i}__dv"])
         else:
             inner.append(f"toUInt8({f.expr}) AS v{i}")
             middle.append(f"v{i}")
@@ -215,8 +254,9 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
     n = int(row[f"{alias}__n"])
     if n == 0:
         return ContinuousSummary.empty()
+    q = tuple(float(v) for v in row[f"{alias}__q"])
     return ContinuousSummary(n, float(row[f"{alias}__mean"]), float(row[f"{alias}__std"]),
-                             tuple(float(v) for v in row[f"{alias}__q"]))
+                             q if all(math.isfinite(v) for v in q) else ())  # no sketch in this window
 
 
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
@@ -225,9 +265,11 @@ def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
 
 
 def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
-              index_lag_seconds: float = 3600.0, by_query: bool = True) -> Windowed:
+              index_lag_seconds: float = 3600.0, by_query: bool = True,
+              sketched: Collection[str] | None = None) -> Windowed:
     """Run the queries these features need; every (group, feature)'s summary per window index (renumbered for
-    a pinned reference). ``by_query``: summarise ``Feature.by_query`` features per question (``traces_sql``)."""
+    a pinned reference). ``by_query``: summarise ``Feature.by_query`` features per question (``traces_sql``);
+    ``sketched``: the features whose every window needs a quantile sketch (None: all)."""
     params = {**plan_parameters(p), "lag": int(index_lag_seconds * 1000)}
     traces = store.table("traces")
     acc: Windowed = {}
@@ -240,11 +282,20 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
 
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
-        for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query), params):
+        rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
+        for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched), params):
             g, w = _group(row), int(row["w"])
             for i, f in enumerate(on_traces):
-                put(g, f.name, w, _continuous(row, f"f{i}") if f.kind == "continuous"
-                    else RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
+                if f.kind == "continuous":
+                    put(g, f.name, w, _continuous(row, f"f{i}"))
+                elif by_query and f.by_query:
+                    rates.setdefault((g, f.name), {})[w] = (int(row["n_rows"]), float(row[f"f{i}__k"]),
+                                                            float(row[f"f{i}__ka"]), float(row[f"f{i}__dv"]))
+                else:
+                    put(g, f.name, w, RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
+        for (g, name), by_w in rates.items():
+            for w, summary in adjusted_rates(by_w, p).items():
+                put(g, name, w, summary)
     chunk_features = [f for f in features if f.source == "chunks"]
     if chunk_features:
         sql = chunks_sql(traces, store.table("corpus_versions"), p)
@@ -257,6 +308,26 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
             put(_group(row, str(row["judge_fingerprint"])), on_scores[str(row["metric"])], int(row["w"]),
                 _continuous(row, "s"))
     return acc
+
+
+def adjusted_rates(by_w: dict[int, tuple[int, float, float, float]], p: WindowPlan) -> dict[int, RateSummary]:
+    """A rate adjusted for the question, per window (index as the query returned it): (traces, count as served,
+    adjusted count, Σ lv_v) → ``RateSummary(n, adjusted count, var)`` with ``var = n·M(1 − M) + Σ lv_v``, M the
+    share over the reference windows (the group mean the levels were taken against). No reference traffic: the
+    counts as served (nothing was adjusted)."""
+    reference = [w - p.offset if w > 0 and p.offset else w for w in by_w]
+    trials = hits = 0.0
+    for w, (n, k, _, _) in zip(reference, by_w.values(), strict=True):
+        if 1 <= w <= p.reference:
+            trials, hits = trials + n, hits + k
+    if trials <= 0:
+        return {w: RateSummary(n, _whole(k)) for w, (n, k, _, _) in by_w.items()}
+    m = hits / trials
+    return {w: RateSummary(n, ka, max(0.0, n * m * (1 - m) + dv)) for w, (n, _, ka, dv) in by_w.items()}
+
+
+def _whole(k: float) -> float:
+    return float(round(k)) if abs(k - round(k)) < 1e-9 else k
 
 
 def to_series(by_window: dict[int, Summary], kind: str, length: int) -> Series:

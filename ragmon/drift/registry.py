@@ -20,6 +20,7 @@ Two units of replication (docs/drift.md):
 | --- | --- | --- | --- | --- | --- |
 | window_mean | window | continuous | z of the window mean | random effects, Student t | shift / reference σ (0.1) |
 | window_quantiles | window | continuous | z of the 10th/50th/90th percentile | smallest × 3 | shift / reference σ (0.1) |
+| window_median | window | continuous | z of the window median | random effects, Student t | shift / reference σ (0.1) |
 | window_rate | window | rate | z of the window share | beta-binomial | Cohen's h (0.1) |
 | ks | trace | continuous | KS D | asymptotic KS | Wasserstein / reference σ (0.1) |
 | psi | trace | continuous | PSI, 10 reference-quantile bins | chi-square on those bins | PSI (0.25; 0.1 = moderate) |
@@ -43,7 +44,8 @@ Kind = Literal["continuous", "rate"]
 Unit = Literal["window", "trace"]
 NotTestable = window_tests.NotTestable
 
-__all__ = ["DEFAULT_TESTS", "REGISTRY", "Comparison", "DriftTest", "NotTestable", "TestOutcome", "get_test"]
+__all__ = ["CUSUM_TESTS", "DEFAULT_TESTS", "PRIMARY_TEST", "REGISTRY", "Comparison", "DriftTest", "NotTestable",
+           "TestOutcome", "get_test"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,11 @@ REGISTRY: dict[str, DriftTest] = {
                   window_tests.window_quantiles,
                   "The current window's 10th, 50th and 90th percentiles, each like window_mean; smallest "
                   "p-value × 3. Catches a heavier tail or a new mode that barely moves the mean."),
+        DriftTest("window_median", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 30,
+                  window_tests.window_median,
+                  "The current window's median, like window_mean: robust to the tail of new questions and bursts "
+                  "that the question adjustment cannot reach. The CUSUM accumulates it for continuous features "
+                  "with a density at their median (the mean otherwise)."),
         DriftTest("window_rate", frozenset({"rate"}), "window", 0.05, "cohens_h", 0.1, 30,
                   window_tests.window_rate,
                   "The current window's share against its seasonal baseline and the natural spread between "
@@ -145,8 +152,11 @@ REGISTRY: dict[str, DriftTest] = {
 
 #: the tests a feature of each kind runs unless its config (or the feature itself) says otherwise
 DEFAULT_TESTS: dict[str, tuple[str, ...]] = {"continuous": ("window_mean",), "rate": ("window_rate",)}
-#: the test whose z-scores the sequential rule (CUSUM) accumulates, per kind
+#: the test whose result row carries the sequential rule (CUSUM), and the watch's test, per kind
 PRIMARY_TEST: dict[str, str] = {"continuous": "window_mean", "rate": "window_rate"}
+#: the tests whose z-scores the CUSUM accumulates, per kind, the first that the reference allows (a continuous
+#: feature with an atom at its median — a count, a judge score — is accumulated by its mean)
+CUSUM_TESTS: dict[str, tuple[str, ...]] = {"continuous": ("window_median", "window_mean"), "rate": ("window_rate",)}
 
 
 def get_test(name: str) -> DriftTest:

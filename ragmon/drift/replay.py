@@ -48,9 +48,9 @@ class ZReuse:
             before = self.series.get(entry.key)
             if before is not None and _shifted(before, entry.series):
                 same.add(entry.key)
-        for (key, pooled, at), value in self.cache.items():
+        for (key, pooled, at, test), value in self.cache.items():
             if pooled == 1 and key in same:
-                carried[(key, 1, at + 1)] = value
+                carried[(key, 1, at + 1, test)] = value
         self.cache, self.series = carried, series
         return carried
 
@@ -61,7 +61,7 @@ def _shifted(before: Series, now: Series) -> bool:
     if before.kind != now.kind or len(before) != len(now) or len(now) < 2:
         return False
     for a, b in ((before.n, now.n), (before.mean, now.mean), (before.std, now.std), (before.q, now.q),
-                 (before.k, now.k)):
+                 (before.k, now.k), (before.var, now.var)):
         if (a is None) != (b is None):
             return False
         if a is not None and b is not None and not np.array_equal(a[:-1], b[1:], equal_nan=True):

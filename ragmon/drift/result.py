@@ -45,6 +45,8 @@ class DriftResult:
     persistent: bool = False            # the CUSUM is at or over its threshold
     direction: str = ""                 # up | down: which side the CUSUM accumulates on
     details: dict[str, object] = field(default_factory=dict)  # the test's own figures (baseline, spread, …)
+    cusum_run: int = 0                  # windows (blocks) since that side was last 0: the shift's estimated start
+    window_seconds: int = 3600          # the length of one window of this feature
 
     @property
     def assessed(self) -> bool:
@@ -64,6 +66,12 @@ class CheckResult:
     #: (retriever name, version, variant, stratum, feature family) → when a check last assessed a feature of that
     #: family in the group (live checks only; ``features.FAMILIES``)
     last_assessed: dict[tuple[str, str, str, str, str], datetime] = field(default_factory=dict)
+    #: the watch's final look at the complete window (``ragmon.drift.watch.Looked``; empty with the watch off)
+    looked: tuple = ()
+
+    @property
+    def watch_alarms(self) -> tuple:
+        return tuple(x for x in self.looked if x.alarm)
 
     @property
     def drifted(self) -> tuple[DriftResult, ...]:

@@ -38,7 +38,9 @@ def check(settings: Settings) -> None:
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
     """A check every ``drift.interval_seconds``; alive while the last attempt is recent (``DriftRole.liveness``).
     With ``drift.judge_agreement.enabled``, the weekly judge agreement every ``judge_agreement.interval_seconds``."""
+    watch = settings.drift.watch
     role = DriftRole(DriftChecker(store, settings.drift, telemetry), settings.drift.interval_seconds,
+                     look_seconds=watch.interval_seconds if watch.enabled else None,
                      on_result=lambda result: publish_hints(store, settings.drift, telemetry, result))
     agreement = settings.drift.judge_agreement
     loops: tuple[Any, ...] = (role,)

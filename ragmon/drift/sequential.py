@@ -44,10 +44,18 @@ class Cusum:
     h: float
     rho: float      # the lag-one correlation the increments were whitened with
     windows: int    # z-scores accumulated
+    upper_run: int = 0  # windows since S⁺ was last 0 (the estimated change point of an increase: the run's start)
+    lower_run: int = 0  # ... since S⁻ was
 
     @property
     def statistic(self) -> float:
         return max(self.upper, self.lower)
+
+    @property
+    def run(self) -> int:
+        """Windows since the larger side was last 0: how long ago the shift it accumulates began (the CUSUM's
+        change-point estimate), counting the current window."""
+        return self.upper_run if self.upper >= self.lower else self.lower_run
 
     @property
     def alarm(self) -> bool:
@@ -92,19 +100,23 @@ def cusum(z_oldest_first: Sequence[float], *, k: float, h: float, rho: float = 0
     rho = min(max(rho, 0.0), 0.95)
     scale = math.sqrt(1 - rho * rho)
     upper = lower = 0.0
+    upper_run = lower_run = 0
     previous: float | None = None
     used = 0
     for z in z_oldest_first:
+        upper_run, lower_run = upper_run + 1 if upper > 0 else 0, lower_run + 1 if lower > 0 else 0
         if not math.isfinite(z):
             if z in (math.inf, -math.inf):  # an exact zero-variance jump: overwhelming evidence
                 upper, lower = (math.inf, lower) if z > 0 else (upper, math.inf)
                 used += 1
             previous = None
+            upper_run, lower_run = max(upper_run, 1 if upper > 0 else 0), max(lower_run, 1 if lower > 0 else 0)
             continue
         eps = z if previous is None or rho == 0 else (z - rho * previous) / scale
         eps = min(max(eps, -clip), clip)
         previous = z
         upper = max(0.0, upper + eps - k)
         lower = max(0.0, lower - eps - k)
+        upper_run, lower_run = max(upper_run, 1) if upper > 0 else 0, max(lower_run, 1) if lower > 0 else 0
         used += 1
-    return Cusum(upper, lower, k, h, rho, used)
+    return Cusum(upper, lower, k, h, rho, used, upper_run, lower_run)

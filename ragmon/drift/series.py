@@ -14,6 +14,7 @@ for groups with too little traffic per window. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,8 @@ _LEVELS = np.asarray(LEVELS)
 @dataclass(frozen=True, slots=True, eq=False)
 class Series:
     """One feature's per-window summaries, newest first. ``kind`` is ``continuous`` (``mean``, ``std``, ``q``
-    per window; NaN where a window is empty) or ``rate`` (``k`` successes of ``n``)."""
+    per window; NaN where a window is empty) or ``rate`` (``k`` successes of ``n``, and ``var``, NaN where not
+    adjusted for the question)."""
 
     kind: str
     n: np.ndarray
@@ -36,6 +38,7 @@ class Series:
     std: np.ndarray | None = None
     q: np.ndarray | None = None
     k: np.ndarray | None = None
+    var: np.ndarray | None = None  # rates adjusted for the question: Σ p_q(1 − p_q) per window (``RateSummary.var``)
 
     def __len__(self) -> int:
         return int(self.n.size)
@@ -45,7 +48,8 @@ class Series:
         """Build from per-window summaries, newest first (all of one kind)."""
         if summaries and all(isinstance(s, RateSummary) for s in summaries):
             return cls("rate", np.array([s.n for s in summaries], dtype=np.int64),
-                       k=np.array([s.k for s in summaries], dtype=np.int64))
+                       k=np.array([s.k for s in summaries], dtype=float),
+                       var=np.array([np.nan if s.var is None else s.var for s in summaries], dtype=float))
         if not all(isinstance(s, ContinuousSummary) for s in summaries):
             raise ValueError("a series holds summaries of one kind")
         n = np.array([s.n for s in summaries], dtype=np.int64)
@@ -59,7 +63,7 @@ class Series:
     @classmethod
     def empty(cls, kind: str, length: int) -> Series:
         if kind == "rate":
-            return cls("rate", np.zeros(length, np.int64), k=np.zeros(length, np.int64))
+            return cls("rate", np.zeros(length, np.int64), k=np.zeros(length), var=np.full(length, np.nan))
         return cls("continuous", np.zeros(length, np.int64), np.full(length, np.nan), np.full(length, np.nan),
                    np.full((length, len(LEVELS)), np.nan))
 
@@ -71,7 +75,9 @@ class Series:
         """One summary of the windows at ``indices`` together (out-of-range indices are ignored)."""
         idx = self._present(indices)
         if self.kind == "rate":
-            return RateSummary(int(self.n[idx].sum()), int(self.k[idx].sum()))  # type: ignore[index]
+            total = float(self.var[idx].sum()) if self.var is not None and idx.size else math.nan
+            var = total if math.isfinite(total) else None  # None: not adjusted (or not every window was)
+            return RateSummary(int(self.n[idx].sum()), _whole(float(self.k[idx].sum())), var)  # type: ignore[index]
         if idx.size == 0:
             return ContinuousSummary.empty()
         total, mean, std = self.moments(idx)
@@ -123,8 +129,19 @@ class Series:
         return Series.from_summaries(pooled)
 
 
+def _whole(k: float) -> float:
+    """A count stays a whole number through sums of whole numbers (an adjusted count need not be one)."""
+    return float(round(k)) if abs(k - round(k)) < 1e-9 else k
+
+
 def _mixture(q: np.ndarray, weights: np.ndarray) -> tuple[float, ...]:
     """Quantiles at ``LEVELS`` of the mixture of the distributions whose quantiles are the rows of ``q``."""
+    if q.shape[0] == 1:
+        return tuple(float(v) for v in q[0])
+    sketched = np.isfinite(q).all(axis=1)  # windows without a sketch (none read, or no traffic) do not count
+    if not sketched.any():
+        return ()
+    q, weights = q[sketched], weights[sketched]
     if q.shape[0] == 1:
         return tuple(float(v) for v in q[0])
     rows = np.maximum.accumulate(q, axis=1)

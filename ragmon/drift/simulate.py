@@ -1,8 +1,9 @@
 """Writing simulated traffic with a realistic shape into the store: ``ragmon drift simulate --shape``.
 
 ``insert_shaped`` draws hourly windows from ``ragmon.drift.traffic`` (heterogeneous hourly mixes, trending
-popular queries, daily seasonality, routine document updates, or independent draws) for ``days`` days up to
-``now`` plus the current hour, and inserts them into ``traces`` — and, for ``doc_updates``, the corpus's version
+popular queries, daily seasonality, routine document updates, all of them together with questions that have
+their own habits, or independent draws) for ``days`` days up to
+``now`` plus the current hour, and inserts them into ``traces`` — and, for ``doc_updates`` and ``composite``, the corpus's version
 feed into ``corpus_versions`` — through the same store as real traffic, so the drift check, ``drift check
 --at`` and ``drift backtest`` run on them as on production. A drift (``Shift``) can be injected into the last
 ``drift_hours`` hours. Seeded: the same arguments write the same traces. Never point it at production data.
@@ -91,7 +92,8 @@ def _columns(spec: ShapedSpec, draw: Draw, stratum: str, start: datetime,
     name, version = spec.retriever.split("@", 1)
     ts = [start + timedelta(days=float(t)) for t in draw.times]
     ids = [f"{spec.run_id}-{spec.seed}-{key[0]}-{key[1]}-{j}" for j in range(n)]
-    scores = [[] if draw.empty[j] else [float(v) for v in draw.scores[j]] for j in range(n)]
+    # a shortlist holds the chunks retrieved (n_results; NaN scores beyond), nothing when empty
+    scores = [[] if draw.empty[j] else [float(v) for v in draw.scores[j] if np.isfinite(v)] for j in range(n)]
     if draw.docs is not None and draw.versions is not None:
         docs = [[f"doc{d}" for d in row] for row in draw.docs]
         versions = [[_version(start, v) for v in row] for row in draw.versions]
@@ -99,8 +101,8 @@ def _columns(spec: ShapedSpec, draw: Draw, stratum: str, start: datetime,
         rng = np.random.default_rng([spec.seed, *key])
         docs = [[f"doc{d}" for d in row] for row in rng.integers(0, 5000, size=(n, K))]
         versions = [[ORIGINAL_VERSION] * K for _ in range(n)]
-    docs = [[] if draw.empty[j] else docs[j] for j in range(n)]
-    versions = [[] if draw.empty[j] else versions[j] for j in range(n)]
+    docs = [docs[j][:len(scores[j])] for j in range(n)]
+    versions = [versions[j][:len(scores[j])] for j in range(n)]
     now = datetime.now(UTC)
     return {
         "trace_id": ids, "query_id": ids, "ts": ts, "retriever_name": [name] * n, "retriever_version": [version] * n,

@@ -17,7 +17,7 @@ Pure: no clock (``now`` is passed in), no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from ragmon.config import DriftWindowSettings
@@ -111,6 +111,8 @@ class WindowPlan:
     lookback: int
     pinned: bool = False
     offset: int = 0
+    #: read only traces before this time (a look at the window in progress, ``ragmon.drift.watch``); None: ``end``
+    until: datetime | None = None
 
     @property
     def history(self) -> int:
@@ -126,8 +128,12 @@ class WindowPlan:
         return int((self.end - _utc(t)).total_seconds() * 1000 - 1) // (self.length * 1000)
 
 
-def plan(spec: DriftWindowSettings, now: datetime, *, lookback: int = 24) -> WindowPlan:
-    """The window plan of a check run at ``now`` with ``lookback`` windows of CUSUM history."""
+def plan(spec: DriftWindowSettings, now: datetime, *, lookback: int = 24, until: datetime | None = None) -> WindowPlan:
+    """The window plan of a check run at ``now`` with ``lookback`` windows of CUSUM history; with ``until`` (before
+    ``now``), of a look at that time at the window ending at ``now``, still in progress: only traces before
+    ``until`` are read."""
+    if until is not None:
+        return replace(plan(spec, now, lookback=lookback), until=_utc(until))
     windows = resolve(spec, now)
     length = spec.current_seconds
     day = int(DAY.total_seconds())

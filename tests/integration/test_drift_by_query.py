@@ -122,3 +122,93 @@ def test_numpy_reference_edge_cases() -> None:
     # keys too large to index by are sorted instead: the same levels
     shifted = adjust_by_query([(k.astype(np.uint64) + np.uint64(2**40), v) for k, v in windows], [1, 2, 3])
     assert all(np.allclose(a, b, equal_nan=True) for a, b in zip(shifted, out, strict=True))
+
+
+def _insert_habits(store, rng, hours: int, per_hour: int, *, surge: int = 0, refuse_more: float = 0.0,
+                   now: datetime = NOW) -> list[dict[str, np.ndarray]]:
+    """``hours`` hourly windows ending at ``now`` (newest first in the result: keys and per-trace latency, refusal
+    and empty flags) of questions with habits of their own: question q % 10 == 0 is always refused, q % 10 == 1 always
+    gets an empty shortlist, each question has its own latency. In the last ``surge`` hours question 0 (always
+    refused) takes half the traffic; ``refuse_more`` refuses that share of every other trace in the last hour."""
+    latency_level = 300 + 40 * np.arange(QUESTIONS)
+    windows = []
+    rows: dict[str, list] = {k: [] for k in ("trace_id", "query_id", "ts", "question", "retrieved_scores",
+                                             "retrieved_ranks", "retrieved_chunk_ids", "retrieved_doc_ids",
+                                             "retrieved_doc_versions", "behaviour", "latency_total_ms")}
+    weights = 1.0 / np.arange(1, QUESTIONS + 1) ** 1.1
+    for back in range(hours):
+        start = now - timedelta(hours=back + 1)
+        asked = rng.permutation(QUESTIONS)[rng.choice(QUESTIONS, size=per_hour, p=weights / weights.sum())]
+        if back < surge:
+            asked[: per_hour // 2] = 0
+        refused = (asked % 10 == 0) | ((back == 0) & (rng.random(per_hour) < refuse_more))
+        empty = asked % 10 == 1
+        latency = latency_level[asked] * rng.lognormal(0, 0.1, per_hour)
+        windows.append({"keys": asked.astype(np.int64), "latency": latency, "refused": refused, "empty": empty})
+        for j in range(per_hour):
+            tid = f"h{now:%H}-{back}-{j}"
+            scores = [] if empty[j] else [0.7, 0.6]
+            for key, value in (("trace_id", tid), ("query_id", tid),
+                               ("ts", start + timedelta(seconds=float(rng.random() * 3599))),
+                               ("question", f"question {asked[j]}"), ("retrieved_scores", scores),
+                               ("retrieved_ranks", list(range(1, len(scores) + 1))),
+                               ("retrieved_chunk_ids", [f"c{i}" for i in range(len(scores))]),
+                               ("retrieved_doc_ids", [f"d{i}" for i in range(len(scores))]),
+                               ("retrieved_doc_versions", ["v1"] * len(scores)),
+                               ("behaviour", "refuse" if refused[j] else "answer"),
+                               ("latency_total_ms", float(latency[j]))):
+                rows[key].append(value)
+    n = len(rows["trace_id"])
+    store.insert_columns("traces", {
+        **rows, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n, "variant": ["production"] * n,
+        "category": ["billing"] * n, "corpus_snapshot": ["s"] * n, "cost_usd": [0.001] * n,
+        "ingested_at": [datetime.now(UTC)] * n,
+    })
+    return windows
+
+
+def test_sql_matches_the_numpy_reference_for_rates_counts_and_latency(store) -> None:
+    """Every feature of a trace is adjusted for its question, rates with their sampling variance: the SQL and
+    ``ragmon.drift.by_query`` agree window by window."""
+    from ragmon.drift.by_query import rate_by_query
+
+    rng = np.random.default_rng(8)
+    windows = _insert_habits(store, rng, hours=30, per_hour=120)
+    names = ["latency_ms", "n_results", "refusal_rate", "empty_shortlist_rate"]
+    wp = plan(DriftSettings().windows.model_copy(update={"reference_days": 1}), NOW, lookback=5)
+    got = {name: by_w for (_, name), by_w in aggregate(store, [FEATURES[n] for n in names], wp).items()}
+    reference = list(range(1, wp.reference + 1))
+    latency = adjust_by_query([(w["keys"], w["latency"]) for w in windows], reference)
+    n_results = adjust_by_query([(w["keys"], np.where(w["empty"], 0.0, 2.0)) for w in windows], reference)
+    refusals = rate_by_query([(w["keys"], w["refused"]) for w in windows], reference)
+    empties = rate_by_query([(w["keys"], w["empty"]) for w in windows], reference)
+    for w in range(30):
+        assert got["latency_ms"][w].mean == pytest.approx(latency[w].mean(), rel=1e-9)
+        assert got["latency_ms"][w].std == pytest.approx(latency[w].std(), rel=1e-9)
+        assert got["n_results"][w].mean == pytest.approx(n_results[w].mean(), abs=1e-9)
+        for name, want in (("refusal_rate", refusals[w]), ("empty_shortlist_rate", empties[w])):
+            assert got[name][w].n == want.n
+            assert got[name][w].k == pytest.approx(want.k, abs=1e-9)
+            assert got[name][w].var == pytest.approx(want.var, rel=1e-9)
+    # a question that is always refused adds nothing to the sampling variance of a refusal count
+    raw = np.mean([w["refused"].mean() for w in windows[1:25]])
+    assert got["refusal_rate"][0].var < 0.9 * 120 * raw * (1 - raw)
+
+
+def test_a_habitual_question_trending_is_not_drift_and_a_real_rise_is(store) -> None:
+    """Question 0, always refused, takes half the traffic in the current hour: refusals as served jump from ~10 %
+    to ~55 % (drift, the issue's false page); adjusted for the question they do not. Refusing a fifth of the other
+    traces in the next hour is a real rise, and shows."""
+    rng = np.random.default_rng(9)
+    _insert_habits(store, rng, hours=8 * 24 + 1, per_hour=80, surge=1, now=NOW - timedelta(hours=1))
+    _insert_habits(store, rng, hours=1, per_hour=80, refuse_more=0.2)
+    settings = DriftSettings(features=["refusal_rate", "empty_shortlist_rate", "latency_ms"])
+
+    def verdicts(by_query: bool, at: datetime) -> dict[str, bool]:
+        check = DriftChecker(store, settings.model_copy(update={"by_query": by_query}), Telemetry(),
+                             clock=lambda: at).run_once()
+        return {r.feature: r.drifted or r.persistent for r in check.results}
+
+    assert verdicts(False, NOW - timedelta(hours=1))["refusal_rate"]
+    assert not any(verdicts(True, NOW - timedelta(hours=1)).values())
+    assert verdicts(True, NOW)["refusal_rate"]

@@ -72,7 +72,7 @@ def test_a_check_given_the_previous_checks_z_scores_is_the_same_check() -> None:
         changed = "top1_score" if check == 2 else None  # that check's score windows are not the previous ones
         entries = _entries(history, check, plans, changed)
         cache = reuse.advance(entries, _plans_by_id(entries))
-        carried.append({key for key, _, _ in cache})
+        carried.append({key for key, _, _, _ in cache})
         assert _same(assess(entries, DETECTOR, cache=cache), assess(_entries(history, check, plans, changed), DETECTOR))
     # nothing before the first check; then both features every check but the one whose score windows changed (the
     # next check shares with it only windows its z-scores were computed from, and takes them)
