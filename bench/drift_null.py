@@ -294,7 +294,8 @@ def power_run(shape: str, size: int, trials: int, seed: int, scenario: str, hist
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated traffic shapes")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="traces per stratum per window")
     ap.add_argument("--series", type=int, default=4, help="independent simulated series per shape and size")
@@ -308,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-power", action="store_true", help="false alarms only")
     ap.add_argument("--no-null", action="store_true", help="power only")
     ap.add_argument("--no-watch", action="store_true", help="no looks at the window in progress (checks only)")
-    ap.add_argument("--scenarios", help=f"comma-separated power scenarios (default: {', '.join(s for s, _ in POWER_PLAN)}; "
+    ap.add_argument("--scenarios",
+                    help=f"comma-separated power scenarios (default: {', '.join(s for s, _ in POWER_PLAN)}; "
                     f"known: {', '.join(SCENARIOS)})")
     ap.add_argument("--power-sizes", help="traces per stratum per window of the power scenarios (default: 200)")
     ap.add_argument("--seed", type=int, default=20261206)

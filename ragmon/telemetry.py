@@ -85,7 +85,8 @@ class Telemetry:
             "ragmon_ingest_messages_consumed_total", "Messages read from the traces topic.", ["topic"], registry=r
         )
         self.ingest_traces_stored = Counter(
-            "ragmon_ingest_traces_stored_total", "Trace rows written to the store (acknowledged inserts), per delivery: "
+            "ragmon_ingest_traces_stored_total",
+            "Trace rows written to the store (acknowledged inserts), per delivery: "
             "a trace delivered again is written, and counted, again (the store keeps it once under FINAL; "
             "ragmon_permission_leaks_total counts a trace once).", registry=r
         )
@@ -337,7 +338,8 @@ class Telemetry:
             "ragmon_drift_p_value", "Benjamini–Hochberg adjusted p-value of the last drift check.", drift_labels,
         )
         self.drift_effect = GaugeSpec(
-            "ragmon_drift_effect", "Effect size of the last drift check (shift or Wasserstein in reference σ, PSI, Cohen's h).",
+            "ragmon_drift_effect",
+            "Effect size of the last drift check (shift or Wasserstein in reference σ, PSI, Cohen's h).",
             drift_labels,
         )
         self.drift_detected = GaugeSpec(
@@ -444,15 +446,16 @@ class Telemetry:
             agreement_labels,
         )
         self.judge_agreement_pairs = GaugeSpec(
-            "ragmon_judge_agreement_pairs", "Label/verdict pairs behind ragmon_judge_agreement_kappa.", agreement_labels,
+            "ragmon_judge_agreement_pairs", "Label/verdict pairs behind ragmon_judge_agreement_kappa.",
+            agreement_labels,
         )
         self.judge_agreement_gauges = GaugeSnapshot(self.judge_agreement_kappa, self.judge_agreement_calibrated_kappa,
                                                     self.judge_agreement_drop_interval, self.judge_agreement_pairs)
         r.register(self.judge_agreement_gauges)
         self.drift_cusum_threshold = Gauge(
             "ragmon_drift_cusum_threshold",
-            "CUSUM threshold of the last drift check, set by the CUSUM's share of drift.sequential.false_alarms_per_day "
-            "over the series it assessed.", registry=r,
+            "CUSUM threshold of the last drift check, set by the CUSUM's share of "
+            "drift.sequential.false_alarms_per_day over the series it assessed.", registry=r,
         )
         self.drift_blind_after = Gauge(
             "ragmon_drift_blind_after_seconds",

@@ -234,8 +234,8 @@ def simulate(
     scale: Annotated[float, typer.Option(help="--shape: multiply every retrieval score by this.")] = 1.0,
     extra_empty: Annotated[float, typer.Option(help="--shape: add this share of empty shortlists.")] = 0.0,
     stale_index: Annotated[bool, typer.Option(
-        "--stale-index", help="--shape doc_updates or composite: the index stops picking up new versions when the drift "
-        "begins.")] = False,
+        "--stale-index", help="--shape doc_updates or composite: the index stops picking up new versions when the "
+        "drift begins.")] = False,
     seed: Annotated[int, typer.Option(help="--shape: seed of the draws (same seed, same traces).")] = 1,
     reference_per_day: Annotated[int, typer.Option(
         help="Without --shape: traces per day in the same hour as the current window, for each of the 7 previous "
@@ -244,7 +244,8 @@ def simulate(
     shift: Annotated[float, typer.Option(help="Added to every retrieval score of the current (or drifting) "
                                          "traces.")] = 0.0,
     retriever: Annotated[str, typer.Option(help="Retriever as name@version.")] = "hybrid@v1",
-    strata: Annotated[str, typer.Option(help="Comma-separated strata (trace categories).")] = "billing,consent,security",
+    strata: Annotated[str, typer.Option(
+        help="Comma-separated strata (trace categories).")] = "billing,consent,security",
     empty_rate: Annotated[float, typer.Option(help="Without --shape: share of current traces with an empty "
                                               "shortlist.")] = 0.01,
 ) -> None:

@@ -22,7 +22,8 @@ class DriftWindowSettings(Section):
     )
     reference_days: int = Field(7, ge=1, le=90, description="Trailing reference length in days.")
     same_hours: bool = Field(
-        True, description="Trailing reference uses only the same hours of day as the current window (daily seasonality)."
+        True,
+        description="Trailing reference uses only the same hours of day as the current window (daily seasonality).",
     )
     reference_start: datetime | None = Field(None, description="Pinned baseline start (UTC, ISO 8601).")
     reference_end: datetime | None = Field(None, description="Pinned baseline end (UTC, ISO 8601), exclusive.")
@@ -101,7 +102,9 @@ class JudgeAgreementSettings(Section):
 
 class DriftSettings(Section):
     interval_seconds: float = Field(3600.0, ge=5, le=7 * 86400, description="Time between scheduled drift checks.")
-    windows: DriftWindowSettings = Field(default_factory=DriftWindowSettings, description="Reference and current windows.")
+    windows: DriftWindowSettings = Field(
+        default_factory=DriftWindowSettings, description="Reference and current windows."
+    )
     alpha: float = Field(
         0.05, gt=0, lt=1,
         description="Per-check significance: Benjamini–Hochberg within each stratum at alpha / strata (a stratum "
@@ -111,10 +114,13 @@ class DriftSettings(Section):
     min_samples: int | None = Field(
         None, ge=1, description="Minimum observations per window for every test (default: each test's own, 30–200)."
     )
-    features: list[str] | None = Field(None, description="Features to check (default: all; see `ragmon drift features`).")
+    features: list[str] | None = Field(
+        None, description="Features to check (default: all; see `ragmon drift features`)."
+    )
     overrides: dict[str, DriftFeatureOverride] = Field(default_factory=dict, description="Per-feature settings.")
     max_groups: int = Field(
-        200, ge=1, le=10_000, description="Upper bound on (retriever, variant, stratum) groups per check (label cardinality)."
+        200, ge=1, le=10_000,
+        description="Upper bound on (retriever, variant, stratum) groups per check (label cardinality).",
     )
     sequential: DriftSequentialSettings = Field(
         default_factory=DriftSequentialSettings, description="The persistent-drift rule (CUSUM) that pages."

@@ -52,7 +52,8 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path, golden_path: 
 
     sc = r.scored
     console.print(f"Scored {sc.scored:,} sampled traces with the heuristic judge "
-                  f"({sc.failed} failed) in {r.score_seconds:.1f}s; sampling decisions recorded: {sum(sc.decisions.values()):,} ({dict(sc.decisions)}).",
+                  f"({sc.failed} failed) in {r.score_seconds:.1f}s; sampling decisions recorded: "
+                  f"{sum(sc.decisions.values()):,} ({dict(sc.decisions)}).",
                   highlight=False)
 
     drift = Table(title=f"Drift detected (check {r.drift.check_id[:12]}, {len(r.drift.results)} tests, "
@@ -76,7 +77,8 @@ def print_summary(console: Console, r: DemoResult, data_dir: Path, golden_path: 
         for col in ("trace", "stratum", "user tenant", "leaked chunk (tenant)"):
             leaks.add_column(col)
         for t in r.leaks.traces:
-            leaks.add_row(t.trace_id, t.stratum, t.user_tenant, ", ".join(f"{c.chunk_id} ({c.tenant})" for c in t.chunks))
+            leaks.add_row(t.trace_id, t.stratum, t.user_tenant,
+                          ", ".join(f"{c.chunk_id} ({c.tenant})" for c in t.chunks))
         if not r.leaks.traces:
             leaks.add_row("none", *[""] * 3)
         if by := sorted({f"{t.retriever} ({t.variant})" for t in r.leaks.traces}):

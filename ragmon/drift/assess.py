@@ -6,8 +6,8 @@ per-window series of every (group, feature) — window 0 the newest — and whic
 1. **pools** a group whose current window holds fewer traces than its tests need: ``j`` consecutive windows
    become one block (``j`` from ``POOL_SIZES``, at most ``max_pool``), so a low-traffic stratum is assessed over
    two, three, … hours instead of not at all; the result carries ``pooled = j``. A rare rate is pooled (up to
-   ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block large enough
-   the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
+   ``MAX_EVENT_POOL`` windows) until its block expects ``MIN_EXPECTED_EVENTS`` of its rarer outcome. With no block
+   large enough the tests report ``insufficient_data`` and the group counts as not assessed (``RagmonDriftBlind``);
 2. runs every planned test on a ``Comparison`` and **decides** them together (``decide``: Benjamini–Hochberg
    within each stratum, Bonferroni across strata, effect and sample-size gates) — the per-check verdict, whose
    false-alarm rate is at most ``alpha``, and at most ``alpha / strata`` in a stratum without drift whatever the
@@ -120,8 +120,9 @@ def assess(entries: Sequence[Entry], detector: Detector | None = None, *, curren
     """Assess every entry at window ``current`` of its series. A caller assessing the same entries at many
     windows can pass one ``cache`` so each window's primary z-score is computed once (it depends only on the
     window and the block size, not on which check asks) — only when the series are the same for every window
-    assessed: ``drift backtest`` runs each replayed check on its own query instead (``ragmon.drift.backtest``). The CUSUM budget and ``k`` are ``detector``'s; each
-    entry's windows are compared by its own detector when it has one."""
+    assessed: ``drift backtest`` runs each replayed check on its own query instead (``ragmon.drift.backtest``). The
+    CUSUM budget and ``k`` are ``detector``'s; each entry's windows are compared by its own detector when it has
+    one."""
     detector = detector or Detector()
     prepared = [(e, *_prepare(e, e.detector or detector, current)) for e in entries]
     candidates = [Candidate(p.test, cmp, p.threshold, p.effect_threshold, p.min_samples, e.family)
@@ -192,11 +193,12 @@ def cusum_planned(planned: Planned, comparison: Comparison, tests: Sequence[Plan
     a continuous feature whose distribution's shape is tested (a quantile test among ``tests``: the retrieval
     scores), of its window mean and median the one whose z-score a shift moves more — the smaller spread, between
     windows and within the current one, ``τ² + v₀`` — the median only where the reference has a density there; else
-    its mean (a count's drift is a share of traces moving to 0, which the median does not see); a rate's share. Chosen from the reference's spreads and the current window's size, never from
-    its value, and once per check, so a check accumulates one statistic over its look-back. On independent draws
-    the mean is the sharper (the median's sampling variance is π/2 times the mean's for normal scores); on traffic
-    that mixes recurring questions, adjusted tightly, with new ones and bursts the adjustment cannot reach, the
-    median (its spread between windows was half the mean's on composite traffic)."""
+    its mean (a count's drift is a share of traces moving to 0, which the median does not see); a rate's share. Chosen
+    from the reference's spreads and the current window's size, never from its value, and once per check, so a check
+    accumulates one statistic over its look-back. On independent draws the mean is the sharper (the median's sampling
+    variance is π/2 times the mean's for normal scores); on traffic that mixes recurring questions, adjusted tightly,
+    with new ones and bursts the adjustment cannot reach, the median (its spread between windows was half the mean's on
+    composite traffic)."""
     shaped = any(p.test.name in ("window_quantiles", "window_median") for p in tests)
     if comparison.kind != "continuous" or not shaped or not has_median_density(comparison):
         return planned

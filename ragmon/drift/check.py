@@ -133,7 +133,8 @@ class DriftChecker:
                         false_alarms_per_day=seq.false_alarms_per_day, windows_per_day=wp.windows_per_day,
                         max_pool=self.settings.max_pool_windows, arl_margin=seq.arl_margin)
 
-    def entries(self, now: datetime, *, since: datetime | None = None) -> tuple[list[Entry], dict[int, WindowPlan], int]:
+    def entries(self, now: datetime, *,
+                since: datetime | None = None) -> tuple[list[Entry], dict[int, WindowPlan], int]:
         """Query every window a check at ``now`` needs — traces, scores and corpus versions timestamped before
         ``now`` — and build the entries to assess; also each entry's window plan (by ``id``) and how many groups
         were dropped. With ``since`` (the last check), a look at ``now``: window 0 is the window in progress since

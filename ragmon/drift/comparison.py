@@ -7,8 +7,9 @@ summaries: ``current_summary`` and ``reference_summary`` (the same-slot referenc
 same hour of each previous day — what the check compared before window tests existed).
 
 ``guard``: the window tests leave out that many reference windows right after the current one, so a drift
-that began a few windows ago does not widen the spread it is judged against. ``pooled`` > 1 means the series is already in blocks of that many windows (a group with too little traffic
-per window is assessed over longer spans; the result says so). Pure.
+that began a few windows ago does not widen the spread it is judged against. ``pooled`` > 1 means the series is already
+in blocks of that many windows (a group with too little traffic per window is assessed over longer spans; the result
+says so). Pure.
 """
 
 from __future__ import annotations

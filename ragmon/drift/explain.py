@@ -233,7 +233,8 @@ def explain(feature: str, dimensions: Sequence[tuple[str, str, Sequence[SegmentI
     results.sort(key=lambda d: -d.score)
     n0, n1 = total_reference.n, total_current.n
     delta = total_current.mean - total_reference.mean
-    se = math.sqrt((total_reference.sd ** 2 / n0 if n0 else math.nan) + (total_current.sd ** 2 / n1 if n1 else math.nan))
+    se = math.sqrt((total_reference.sd ** 2 / n0 if n0 else math.nan)
+                   + (total_current.sd ** 2 / n1 if n1 else math.nan))
     z = 1.959963984540054
-    return Explanation(feature, total_reference.mean, total_current.mean, Interval(delta, delta - z * se, delta + z * se),
-                       n0, n1, tuple(results))
+    return Explanation(feature, total_reference.mean, total_current.mean,
+                       Interval(delta, delta - z * se, delta + z * se), n0, n1, tuple(results))

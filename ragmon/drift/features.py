@@ -4,13 +4,13 @@ A feature is computed per group = (retriever name and version, variant, stratum)
 per judge fingerprint: scores from different judges are never compared. Feature expressions are code
 constants; the config can only pick features by name. No I/O.
 
-| feature | kind | source | family |
-| --- | --- | --- | --- |
-| top1_score, mean_score (mean of the top-k), top2_gap, n_results | continuous | traces (materialized columns) | traces |
-| latency_ms (total), cost_usd | continuous | traces | traces |
-| empty_shortlist_rate (no chunk retrieved), refusal_rate (behaviour = refuse) | rate | traces | traces |
-| newest_version_share (retrieved chunks from the newest version of their document) | rate | retrieved chunks | versions |
-| faithfulness, citation_precision, answer_relevance | continuous | scores (status ok, per judge fingerprint) | judge |
+feature | kind | source | family
+--- | --- | --- | ---
+top1_score, mean_score (mean of the top-k), top2_gap, n_results | continuous | traces (materialized columns) | traces
+latency_ms (total), cost_usd | continuous | traces | traces
+empty_shortlist_rate (no chunk retrieved), refusal_rate (behaviour = refuse) | rate | traces | traces
+newest_version_share (retrieved chunks from the newest version of their document) | rate | retrieved chunks | versions
+faithfulness, citation_precision, answer_relevance | continuous | scores (status ok, per judge fingerprint) | judge
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ FEATURES: dict[str, Feature] = {
                 "Share of retrieved chunks from the newest version of their document seen in either window."),
         Feature("faithfulness", "continuous", "scores", "faithfulness", "Judge: claims supported by the context."),
         Feature("citation_precision", "continuous", "scores", "citation_precision", "Judge: citations that hold."),
-        Feature("answer_relevance", "continuous", "scores", "answer_relevance", "Judge: answer addresses the question."),
+        Feature("answer_relevance", "continuous", "scores", "answer_relevance",
+                "Judge: answer addresses the question."),
     )
 }
 

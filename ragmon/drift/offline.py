@@ -163,12 +163,14 @@ class History:
             now.append(newest_first[0])
             reference = range(1, min(detector.reference, len(newest_first) - 1) + 1)
             names = [n for n in plans if n in FEATURES]
-            adjusting = [n for n in names if self.by_query and FEATURES[n].by_query and newest_first[0].keys is not None]
+            adjusting = [n for n in names
+                         if self.by_query and FEATURES[n].by_query and newest_first[0].keys is not None]
             if adjusting:
                 by_name, means = levels_of_features([w.keys for w in newest_first],  # type: ignore[misc]
                                                     {n: [w.values[n] for w in newest_first] for n in adjusting},
                                                     reference,
-                                                    {n: RATE_PRIOR_ASKS for n in adjusting if FEATURES[n].kind == "rate"})
+                                                    {n: RATE_PRIOR_ASKS
+                                                     for n in adjusting if FEATURES[n].kind == "rate"})
             for name in names:
                 kind = FEATURES[name].kind
                 q = name in quantiles

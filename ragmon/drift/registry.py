@@ -16,16 +16,16 @@ Two units of replication (docs/drift.md):
   the classic two-sample tests). On real traffic, whose hours differ, they alarm more the more traffic there
   is; they are kept for pinned references and for comparison. ``min_samples`` applies to both windows.
 
-| test | unit | kinds | statistic | p-value | effect (default threshold) |
-| --- | --- | --- | --- | --- | --- |
-| window_mean | window | continuous | z of the window mean | random effects, Student t | shift / reference σ (0.1) |
-| window_quantiles | window | continuous | z of the 10th/50th/90th percentile | smallest × 3 | shift / reference σ (0.1) |
-| window_median | window | continuous | z of the window median | random effects, Student t | shift / reference σ (0.1) |
-| window_rate | window | rate | z of the window share | beta-binomial | Cohen's h (0.1) |
-| ks | trace | continuous | KS D | asymptotic KS | Wasserstein / reference σ (0.1) |
-| psi | trace | continuous | PSI, 10 reference-quantile bins | chi-square on those bins | PSI (0.25; 0.1 = moderate) |
-| two_proportion | trace | rate | z | two-sided normal | Cohen's h (0.2) |
-| chi_square | trace | rate | Pearson χ² on the 2×2 table | χ²(1) | Cohen's h (0.2) |
+test | unit | kinds | statistic | p-value | effect (default threshold)
+--- | --- | --- | --- | --- | ---
+window_mean | window | continuous | z of the window mean | random effects, Student t | shift / reference σ (0.1)
+window_quantiles | window | continuous | z of the 10th/50th/90th percentile | smallest × 3 | shift / reference σ (0.1)
+window_median | window | continuous | z of the window median | random effects, Student t | shift / reference σ (0.1)
+window_rate | window | rate | z of the window share | beta-binomial | Cohen's h (0.1)
+ks | trace | continuous | KS D | asymptotic KS | Wasserstein / reference σ (0.1)
+psi | trace | continuous | PSI, 10 reference-quantile bins | chi-square on those bins | PSI (0.25; 0.1 = moderate)
+two_proportion | trace | rate | z | two-sided normal | Cohen's h (0.2)
+chi_square | trace | rate | Pearson χ² on the 2×2 table | χ²(1) | Cohen's h (0.2)
 """
 
 from __future__ import annotations

@@ -176,7 +176,8 @@ def _legend(ref: dict[str, Any], cur: dict[str, Any]) -> str:
     return (f'<rect x="{_PAD}" y="{_H + 24}" width="10" height="10" fill="#1f77b4" fill-opacity="0.6"/>'
             f'<text x="{_PAD + 14}" y="{_H + 33}" font-size="11">reference (n={ref.get("n")}, mean {mean(ref)})</text>'
             f'<rect x="{_W // 2}" y="{_H + 24}" width="10" height="10" fill="#ff7f0e" fill-opacity="0.6"/>'
-            f'<text x="{_W // 2 + 14}" y="{_H + 33}" font-size="11">current (n={cur.get("n")}, mean {mean(cur)})</text>')
+            f'<text x="{_W // 2 + 14}" y="{_H + 33}" font-size="11">'
+            f'current (n={cur.get("n")}, mean {mean(cur)})</text>')
 
 
 def rate_svg(ref: dict[str, Any], cur: dict[str, Any]) -> str:
@@ -187,7 +188,8 @@ def rate_svg(ref: dict[str, Any], cur: dict[str, Any]) -> str:
     for i, (rate, colour) in enumerate(zip(rates, ("#1f77b4", "#ff7f0e"), strict=True)):
         h = (_H - _PAD) * rate / top
         x = _PAD + 60 + i * 160
-        parts.append(f'<rect x="{x}" y="{_H - h:.1f}" width="100" height="{h:.1f}" fill="{colour}" fill-opacity="0.6"/>')
+        parts.append(f'<rect x="{x}" y="{_H - h:.1f}" width="100" height="{h:.1f}" fill="{colour}" '
+                     'fill-opacity="0.6"/>')
         parts.append(f'<text x="{x + 50}" y="{_H - h - 4:.1f}" font-size="11" text-anchor="middle">{rate:.2%}</text>')
     parts.append(f'<line x1="{_PAD}" y1="{_H}" x2="{_W - _PAD}" y2="{_H}" stroke="#333"/>')
     parts.append(_legend(ref, cur))

@@ -2,9 +2,9 @@
 
 ``insert_shaped`` draws hourly windows from ``ragmon.drift.traffic`` (heterogeneous hourly mixes, trending
 popular queries, daily seasonality, routine document updates, all of them together with questions that have
-their own habits, or independent draws) for ``days`` days up to
-``now`` plus the current hour, and inserts them into ``traces`` — and, for ``doc_updates`` and ``composite``, the corpus's version
-feed into ``corpus_versions`` — through the same store as real traffic, so the drift check, ``drift check
+their own habits, or independent draws) for ``days`` days up to ``now`` plus the current hour, and inserts them
+into ``traces`` — and, for ``doc_updates`` and ``composite``, the corpus's version feed into ``corpus_versions`` —
+through the same store as real traffic, so the drift check, ``drift check
 --at`` and ``drift backtest`` run on them as on production. A drift (``Shift``) can be injected into the last
 ``drift_hours`` hours. Seeded: the same arguments write the same traces. Never point it at production data.
 """

@@ -84,7 +84,8 @@ SELECT
     arrayMap(i -> concat('doc', toString({_h('number', '4', 'i')} % 500), '@c', toString(i)), idx) AS chunks,
     arrayMap(c -> splitByChar('@', c)[1], chunks),
     arrayMap(i -> if({_h('number', '5', 'i')} % 10 = 0, '2026-10-01', '2026-11-01'), idx),
-    arrayReverseSort(arrayMap(i -> level + {_normal('0', '{score_sd:Float64}', 'number', '6', 'i')} * 0.5 - i * 0.03, idx)),
+    arrayReverseSort(arrayMap(i -> level + {_normal('0', '{score_sd:Float64}',
+                                                    'number', '6', 'i')} * 0.5 - i * 0.03, idx)),
     arrayMap(i -> toUInt32(i), idx),
     if({_h('number', '7')} % 10000 < {{refuse:UInt32}}, 'refuse', 'answer'),
     300 + {_exponential('400', 'number', '8')},
@@ -92,11 +93,15 @@ SELECT
     now64(3, 'UTC')
 FROM (
     SELECT number,
-        splitByChar('@', {{retrievers:Array(String)}}[1 + {_h('number', '2')} % length({{retrievers:Array(String)}})]) AS rv,
+        splitByChar('@', {{retrievers:Array(String)}}[1 + {_h(
+            'number', '2')} % length({{retrievers:Array(String)}})]) AS rv,
         toUInt64(floor(exp({_u('number', '12')} * log(greatest({{questions:UInt64}}, 1))))) AS qid,
-        if({{questions:UInt64}} = 0, {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'number', '10')},
-           {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'qid', '10').replace('{seed:UInt64}', '0')}) AS level,
-        if({_h('number', '11')} % 10000 < {{empty:UInt32}}, CAST([] AS Array(UInt32)), range(1, {{k:UInt32}} + 1)) AS idx
+        if({{questions:UInt64}} = 0, {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}',
+                                              'number', '10')},
+           {_normal('{score_mean:Float64} + {shift:Float64}', '{score_sd:Float64}', 'qid', '10')
+            .replace('{seed:UInt64}', '0')}) AS level,
+        if({_h(
+            'number', '11')} % 10000 < {{empty:UInt32}}, CAST([] AS Array(UInt32)), range(1, {{k:UInt32}} + 1)) AS idx
     FROM numbers({{offset:UInt64}}, {{n:UInt64}})
 )
 """

@@ -21,11 +21,11 @@ with probability α(t_j) − α(t_{j−1})). The looks of one window are cumulat
 spread between windows they are exactly such a Brownian motion (corr(z_j, z_k) = √(n_j / n_k)); the window's random
 effect adds one normal factor shared by every look, and by Šidák's theorem (1968) normal variables that share more of
 a common factor stay inside two-sided boundaries at least as often — so the probability of a false page in a window
-is at most α_w whatever the spread (up to the normal approximation of each look's test). At α_w ≈ 6·10⁻⁵ and 12 looks the boundaries are |z| ≥ 4.47–4.49 at every look; Bonferroni over the
-same spending (the union bound) would ask 4.47 at the first look rising to 4.66 at the last. Pocock-type spending
-puts more of the budget on the early looks than O'Brien–Fleming's (which spends almost nothing before the end and
-would page no sooner than the check) — early is what the watch is for; the large shift it exists to catch is large
-from its first traces.
+is at most α_w whatever the spread (up to the normal approximation of each look's test). At α_w ≈ 6·10⁻⁵ and 12 looks
+the boundaries are |z| ≥ 4.47–4.49 at every look; Bonferroni over the same spending (the union bound) would ask 4.47 at
+the first look rising to 4.66 at the last. Pocock-type spending puts more of the budget on the early looks than
+O'Brien–Fleming's (which spends almost nothing before the end and would page no sooner than the check) — early is what
+the watch is for; the large shift it exists to catch is large from its first traces.
 
 Why not a mixture sequential probability ratio test (mSPRT), whose always-valid p-values need no look schedule?
 Its likelihood ratio is for independent observations of a known variance; a window's traces share the window's
@@ -178,7 +178,8 @@ def look(entries: Sequence[Entry], *, elapsed_seconds: float | None, interval_se
         guard = max(0, min(d.lookback, d.reference // 2) - 1)
         comparison = Comparison(entry.series, 0, d.reference, max(1, d.period),
                                 min_window=max(1, math.ceil(primary.min_samples / 2)), pooled=1, guard=guard)
-        chosen = cusum_planned(primary, comparison, entry.tests)  # the statistic the CUSUM accumulates: the sharper of mean, median
+        # the statistic the CUSUM accumulates: the sharper of mean, median
+        chosen = cusum_planned(primary, comparison, entry.tests)
         try:
             outcome = chosen.test.run(comparison)
         except NotTestable:

@@ -1,6 +1,6 @@
-"""Query-adjusted score features in the real embedded ClickHouse: the drift SQL (question levels joined to the traces) gives what the numpy
-reference (``ragmon.drift.by_query``) gives on the same traces, and on traffic whose popular questions change
-from hour to hour it keeps their popularity out of the scores while a real shift still shows."""
+"""Query-adjusted score features in the real embedded ClickHouse: the drift SQL (question levels joined to the traces)
+gives what the numpy reference (``ragmon.drift.by_query``) gives on the same traces, and on traffic whose popular
+questions change from hour to hour it keeps their popularity out of the scores while a real shift still shows."""
 
 from __future__ import annotations
 

@@ -193,7 +193,8 @@ def test_reference_pinned_to_a_corpus_snapshot(store) -> None:
     def faithfulness(ids: list[str], start: datetime, seconds: float, mean: float) -> None:
         n = len(ids)
         store.insert_columns("scores", {
-            "trace_id": ids, "query_id": ids, "ts": [start + timedelta(seconds=float(o)) for o in rng.random(n) * seconds],
+            "trace_id": ids, "query_id": ids,
+            "ts": [start + timedelta(seconds=float(o)) for o in rng.random(n) * seconds],
             "scored_at": [datetime.now(UTC)] * n, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n,
             "variant": ["production"] * n, "category": ["billing"] * n, "metric": ["faithfulness"] * n,
             "value": np.clip(rng.normal(mean, 0.05, n), 0, 1).tolist(), "status": ["ok"] * n,
@@ -225,7 +226,8 @@ def test_newest_version_share_counts_chunks_of_the_newest_document_version(store
     result = DriftChecker(store, DriftSettings(features=["newest_version_share"]), clock=lambda: NOW).run_once()
     (r,) = result.results
     expected = store.query_rows(
-        f"SELECT countIf(v = 'v2') AS k, count() AS n FROM {store.table('traces')} ARRAY JOIN retrieved_doc_versions AS v "
+        f"SELECT countIf(v = 'v2') AS k, count() AS n FROM {store.table('traces')} "
+        "ARRAY JOIN retrieved_doc_versions AS v "
         "WHERE ts >= {s:DateTime64(3, 'UTC')}", {"s": NOW - timedelta(hours=1)})[0]
     assert (r.current.k, r.current.n) == (expected["k"], expected["n"])  # every doc's newest version is v2
     assert r.reference.value == pytest.approx(0.95, abs=0.02) and r.current.value == pytest.approx(0.5, abs=0.05)

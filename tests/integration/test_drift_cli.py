@@ -187,7 +187,8 @@ def test_an_alarm_active_at_from_says_since_when(store, cli, monkeypatch: pytest
     table = cli("drift", "backtest", "--from", (onset + timedelta(hours=2)).isoformat(), "--to", NOW.isoformat())
     assert table.exit_code == 0, table.output
     assert f"already active at --from, since {onset:%m-%d %H:%M}" in table.stdout
-    assert "persistent drift began 0 times" in table.stdout and "1 persistent alarms were already active" in table.stdout
+    assert ("persistent drift began 0 times" in table.stdout
+            and "1 persistent alarms were already active" in table.stdout)
     # looking back at most three checks (drift.sequential.lookback_windows): it was persistent at all three, so it
     # began at the earliest of them or before, and says so
     bounded = DriftChecker(store, DriftSettings(features=["top1_score"], sequential={"lookback_windows": 3}))

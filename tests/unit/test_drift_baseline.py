@@ -169,7 +169,8 @@ def _trending_windows(rng: np.random.Generator, windows: int, n: int, tau: float
     """Window means (newest first) whose effects walk for hours — AR(1) with coefficient ``phi`` per window, the
     way popular queries trend — plus sampling noise of n traces (σ = 1); ``innovations`` ``t3`` for jumps."""
     burn = 200
-    shocks = rng.standard_t(3, windows + burn) / math.sqrt(3) if innovations == "t3" else rng.normal(size=windows + burn)
+    shocks = (rng.standard_t(3, windows + burn) / math.sqrt(3) if innovations == "t3"
+              else rng.normal(size=windows + burn))
     effect = np.zeros(windows + burn)
     for i in range(1, effect.size):
         effect[i] = phi * effect[i - 1] + math.sqrt(1 - phi * phi) * shocks[i]

@@ -92,7 +92,8 @@ def test_pooled_pinned_and_other_lengths_are_never_carried() -> None:
         assert all(r.pooled > 1 for r in results) and cache  # computed, and not carried to the next check
     history = _history(200, seed=5)
     for spec in ({"current_seconds": 7200},
-                 {"reference": "pinned", "reference_start": NOW - timedelta(days=9), "reference_end": NOW - timedelta(days=2)}):
+                 {"reference": "pinned", "reference_start": NOW - timedelta(days=9),
+                  "reference_end": NOW - timedelta(days=2)}):
         reuse = ZReuse(3600)
         for check in (1, 0):
             entries = _entries(history, check, plans)

@@ -88,7 +88,8 @@ def test_small_windows_do_not_alarm_on_psi_alone() -> None:
     rng = np.random.default_rng(9)
     psi = get_test("psi")
     ref, cur = _summaries(rng.normal(size=(50, 5000))), _summaries(rng.normal(size=(50, 100)))
-    decisions = decide([Candidate(psi, Comparison.of_pair(r, c), ALPHA, 0.1, 200) for r, c in zip(ref, cur, strict=True)])
+    decisions = decide([Candidate(psi, Comparison.of_pair(r, c), ALPHA, 0.1, 200)
+                        for r, c in zip(ref, cur, strict=True)])
     assert all(d.status == "insufficient_data" and not d.drifted for d in decisions)
     ungated = decide([Candidate(psi, Comparison.of_pair(r, c), 1.0, 0.1, 0) for r, c in zip(ref, cur, strict=True)])
     assert sum(d.outcome is not None and d.outcome.effect > 0.1 for d in ungated) >= 10

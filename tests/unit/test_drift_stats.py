@@ -15,7 +15,8 @@ finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinit
 samples = st.lists(finite, min_size=1, max_size=60)
 
 
-@pytest.mark.parametrize("seed,shift,n,m", [(1, 0.0, 200, 50), (2, 0.5, 1000, 300), (3, 0.1, 50, 5000), (4, 2.0, 30, 30)])
+@pytest.mark.parametrize("seed,shift,n,m",
+                         [(1, 0.0, 200, 50), (2, 0.5, 1000, 300), (3, 0.1, 50, 5000), (4, 2.0, 30, 30)])
 def test_ks_matches_scipy_asymp(seed: int, shift: float, n: int, m: int) -> None:
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=n), rng.normal(shift, size=m)

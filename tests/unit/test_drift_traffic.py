@@ -101,7 +101,8 @@ def test_a_half_sigma_score_shift_is_caught_in_one_window(shape: str) -> None:
 def test_score_collapse_and_empty_shortlists_are_caught_from_50_traces(size: int) -> None:
     collapse = _history("mix", size, DETECTOR.history, seed=8, shift={0: Shift(scale=0.8), 1: Shift(scale=0.8)})
     assert _caught(collapse, SCORES, ("top1_score", "mean_score"))
-    empty = _history("mix", size, DETECTOR.history, seed=9, shift={0: Shift(extra_empty=0.1), 1: Shift(extra_empty=0.1)})
+    empty = _history("mix", size, DETECTOR.history, seed=9,
+                     shift={0: Shift(extra_empty=0.1), 1: Shift(extra_empty=0.1)})
     assert _caught(empty, SCORES, ("empty_shortlist_rate",))
 
 

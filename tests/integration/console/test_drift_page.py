@@ -106,7 +106,8 @@ def test_statistics_beside_their_thresholds_one_verdict_a_readable_history_and_t
     assert "thin" not in history and history.count("<tr") - 1 == history.count('<tr class="drifted">') >= 1
     quiet = html.split('<details id="history-rest">')[1].split("</details>")[0]
     assert quiet.count(">thin<") == 4 and 'class="drifted"' not in quiet
-    billing = next(r for r in re.findall(r"<tr[^>]*>.*?</tr>", history, re.S) if ">billing<" in r and ">top1_score<" in r)
+    billing = next(r for r in re.findall(r"<tr[^>]*>.*?</tr>", history, re.S)
+                   if ">billing<" in r and ">top1_score<" in r)
     assert "<td>hybrid@v1</td>" in billing and 'class="drifted"' in billing
     assert f"CUSUM {primary.cusum:.3f} of {primary.cusum_threshold:.3g}" in unescape(billing)
     svg = billing.split("<svg")[1].split("</svg>")[0]
