@@ -296,18 +296,17 @@ def test_drift_reaches_the_ticket_receiver_grouped_by_stratum_with_its_links(ale
         with urllib.request.urlopen(annotations["runbook_url"], timeout=5) as response:  # noqa: S310 - loopback
             assert response.read().decode() == (RUNBOOKS / f"{DRIFT}.md").read_text()
 
-        # the console link: ragmon's own address (console.public_url unset), the drift page filtered to the group
+        # the console link: ragmon's own address (console.public_url unset), the group's incident page
         url = urllib.parse.urlsplit(annotations["dashboard_url"])
-        assert f"{url.scheme}://{url.netloc}{url.path}" == f"{alert_path.ragmon_url}/review/console/drift"
+        assert f"{url.scheme}://{url.netloc}{url.path}" == f"{alert_path.ragmon_url}/review/console/incident"
         query = urllib.parse.parse_qs(url.query)
         assert query == {"retriever": ["hybrid@v1"], "variant": ["production"], "stratum": [stratum],
                          "feature": [feature]}
         page = console.get(f"{url.path}?{url.query}")
         assert page.status_code == 200, page.text[:500]
-        latest = unescape(page.text.split('id="latest"')[1].split("</table>")[0])
-        other = next(s for s in STRATA if s != stratum)
-        assert stratum in latest and feature in latest and other not in latest  # the check that fired, this group's
-        assert re.search("PERSISTENT", latest), latest[:2000]
+        heading = unescape(page.text.split("<h1>")[1].split("</h1>")[0])
+        assert f"Incident: {feature}" in heading and f"stratum {stratum}" in heading, heading  # this group's
+        assert "PERSISTENT drift" in page.text, page.text[:2000]  # the check that fired
 
     # one notification per stratum (more only if a stratum's features reached Alertmanager in separate evaluations)
     groups = {json.dumps(n["groupLabels"], sort_keys=True) for _, n, _ in alert_path.receiver.alerts(DRIFT)}
