@@ -4,7 +4,9 @@ Owns what a ``gen_ai.operation.name`` span means to ragmon, as the OpenInference
 (``openinference.build``): a model call (``chat``, ``text_completion``, ``generate_content``: its model, token
 usage and generated text), an embedding call, a ``retrieval`` (its ``gen_ai.retrieval.query.text`` and
 ``gen_ai.retrieval.documents``), a workflow or agent (its input and output messages, the query's question and
-answer), a tool; and ``gen_ai.conversation.id`` as the session. Measured with
+answer), a tool (``execute_tool``: its ``gen_ai.tool.call.arguments`` as input; a retriever when its
+``gen_ai.tool.call.result`` is a list of documents, objects with an ``id`` or a ``score``, as an agent's retrieval
+tool returns them); and ``gen_ai.conversation.id`` as the session. Measured with
 opentelemetry-instrumentation-openai-v2 and opentelemetry-util-genai's ``TelemetryHandler`` (docs/otlp.md).
 
 ``view`` never raises and never coerces: a value of the wrong type is passed on as it is, and the mapping
@@ -44,6 +46,13 @@ def view(attrs: dict[str, Any]) -> dict[str, Any]:
         if isinstance(attrs.get("gen_ai.retrieval.query.text"), str):
             out["input.value"] = attrs["gen_ai.retrieval.query.text"]
         out.update(_documents(attrs.get("gen_ai.retrieval.documents")))
+    elif op == "execute_tool":
+        if isinstance(attrs.get("gen_ai.tool.call.arguments"), str):
+            out["input.value"] = attrs["gen_ai.tool.call.arguments"]
+        found = _documents(attrs.get("gen_ai.tool.call.result"), tool=True)
+        if found:
+            out["openinference.span.kind"] = "RETRIEVER"
+            out.update(found)
     elif op in ("invoke_workflow", "invoke_agent"):
         question = last_text(attrs.get("gen_ai.input.messages"), role="user")
         answer = last_text(attrs.get("gen_ai.output.messages"))
@@ -73,11 +82,15 @@ def last_text(value: Any, *, role: str = "") -> str:
     return ""
 
 
-def _documents(value: Any) -> dict[str, Any]:
+def _documents(value: Any, *, tool: bool = False) -> dict[str, Any]:
     """``gen_ai.retrieval.documents`` (a JSON array of ``{"id", "score"}`` objects, content optional) as
-    OpenInference ``retrieval.documents.N.document.*``."""
+    OpenInference ``retrieval.documents.N.document.*``. A tool's result (``tool``) is documents only when it is a
+    non-empty array whose every item is an object with an ``id`` or a ``score`` (any other result is not a
+    retrieval)."""
     docs = _loads(value)
     if not isinstance(docs, list):
+        return {}
+    if tool and not (docs and all(isinstance(d, dict) and ("id" in d or "score" in d) for d in docs)):
         return {}
     out: dict[str, Any] = {}
     for i, doc in enumerate(docs):

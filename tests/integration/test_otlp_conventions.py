@@ -1,11 +1,12 @@
-"""Interop with the instrumentations teams use besides OpenInference for LlamaIndex and LangChain (issue 34): the
-REAL OpenLLMetry instrumentations of LlamaIndex and LangChain (and its OpenAI one), the REAL OpenTelemetry GenAI
+"""Interop with the instrumentations teams use besides OpenInference for LlamaIndex and LangChain (issue 34): the REAL
+OpenLLMetry instrumentations of LlamaIndex and LangChain (and its OpenAI one), the REAL OpenTelemetry GenAI
 conventions (``opentelemetry-instrumentation-openai-v2`` and ``opentelemetry-util-genai``'s retrieval and workflow
-spans), and the REAL OpenInference instrumentations of Haystack and DSPy, on small RAG applications talking to a
-local OpenAI-compatible server (``tests/support/conventions_app.py``, one process per family: they patch the same
-frameworks as the OpenInference tests, and each other's OpenAI client). Their spans go straight to ragmon's
-``/v1/traces`` and through the real Collector; every stored row is compared field by field with what the
-application saw, and what an instrumentation does not carry is named in ``ragmon.otlp.unavailable``.
+spans; Pydantic AI's own instrumentation of an agent with a retrieval tool), and the REAL OpenInference
+instrumentations of Haystack and DSPy, on small RAG applications talking to a local OpenAI-compatible server
+(``tests/support/conventions_app.py``, one process per family: they patch the same frameworks as the OpenInference
+tests, and each other's OpenAI client). Their spans go straight to ragmon's ``/v1/traces`` and through the real
+Collector; every stored row is compared field by field with what the application saw, and what an instrumentation
+does not carry is named in ``ragmon.otlp.unavailable``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ EXPECTED = {
     ("genai", "retrieval kb"): ("genai", "text"),
     ("haystack", "InMemoryBM25Retriever.run"): ("openinference", ""),
     ("dspy", "ColBERTv2.__call__"): ("openinference", "tokens"),
+    # the agent run is read by Pydantic AI's own attributes, its model and tool calls are plain GenAI spans
+    ("pydantic_ai", "execute_tool search_docs"): ("genai,pydantic_ai", ""),
 }
-FAMILIES = ("openllmetry", "genai", "haystack", "dspy")
+FAMILIES = ("openllmetry", "genai", "haystack", "dspy", "pydantic_ai")
 
 
 def _run_apps(endpoint: str, token: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -80,6 +83,8 @@ def _compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]]) -> None:
         assert (row["tokens_prompt"], row["tokens_completion"], row["model_name"]) == \
             (s["prompt_tokens"], s["completion_tokens"], s["model"]), where
         assert row["query_id"] == row["trace_id"], where
+        if s["session_id"]:  # Pydantic AI's conversation id (gen_ai.conversation.id)
+            assert row["session_id"] == s["session_id"], where
         attributes = row["attributes"]
         assert attributes["ragmon.otlp.conventions"] == conventions, where
         assert attributes.get("ragmon.otlp.unavailable", "") == unavailable, where

@@ -1,13 +1,13 @@
 """Small RAG applications instrumented by OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-llamaindex``,
 ``-langchain`` and ``-openai``) and by the OpenTelemetry GenAI conventions (``opentelemetry-instrumentation-openai-v2``
-and ``opentelemetry-util-genai``'s handler), all REAL, talking to a local OpenAI-compatible server
-(``tests/support/openai_server.py``), exporting over OTLP/HTTP.
+and ``opentelemetry-util-genai``'s handler; Pydantic AI's own instrumentation), all REAL, talking to a local
+OpenAI-compatible server (``tests/support/openai_server.py``), exporting over OTLP/HTTP.
 
 Instrumentations patch their frameworks (and the OpenAI client) globally, and OpenLLMetry's OpenAI one cannot be
 undone (``uninstrument`` leaves its wrapper in place), so each family runs in its own process, apart from the
 OpenInference tests (``tests/support/instrumented.py``) and from each other:
 ``python -m tests.support.conventions_app ENDPOINT TOKEN FAMILY`` (``openllmetry``, ``genai``, ``haystack``,
-``dspy``) runs
+``dspy``, ``pydantic_ai``) runs
 that family's scenarios, exports its spans to ENDPOINT (a Collector's or ragmon's ``/v1/traces``) and prints what
 the applications saw, one JSON object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces
 that are not queries.
@@ -27,19 +27,40 @@ ANSWER = "Refunds take five days."
 PROMPT_TOKENS, COMPLETION_TOKENS = 77, 9
 RERANK = '{"documents": [{"document_number": 3, "relevance": 9}, {"document_number": 1, "relevance": 4}]}'
 #: per family, the traces that are not queries: LlamaIndex's index (a splitter trace, an embedding trace), an
-#: embedding alone, a bare completion, LangChain's chain without a retriever; a bare openai-v2 chat call
+#: embedding alone, a bare completion, LangChain's chain without a retriever; a bare openai-v2 chat call; a
+#: Pydantic AI run that calls no retrieval tool
 SKIPPED = {"openllmetry": {"embedding_only": 2, "llm_only": 1, "no_retriever": 2}, "genai": {"llm_only": 1},
-           "haystack": {}, "dspy": {}}
+           "haystack": {}, "dspy": {}, "pydantic_ai": {"no_retriever": 1}}
+#: the Pydantic AI agent's retrieval tool (the model is told to call it once, then answers)
+TOOL = "search_docs"
 
 
 def _answer(request: dict) -> Any:
     from tests.support.openai_server import ok
 
+    messages = request.get("messages", [])
+    if any(t.get("function", {}).get("name") == TOOL for t in request.get("tools", [])) and \
+            not any(m.get("role") == "tool" for m in messages):  # Pydantic AI's agent: call its tool first
+        question = [m["content"] for m in messages if m.get("role") == "user"][-1]
+        return _tool_call(TOOL, {"query": question})
     prompt = json.dumps(request)  # the rerank schema may be in the messages or the response format
     text = RERANK if "document_number" in prompt else ANSWER
     if "[[ ## answer ## ]]" in prompt:  # DSPy's chat adapter: its field markers around the answer
         text = f"[[ ## answer ## ]]\n{ANSWER}\n\n[[ ## completed ## ]]"
     return ok(text, model=MODEL, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
+
+
+def _tool_call(name: str, arguments: dict[str, Any]) -> Any:
+    """A chat completion whose message calls ``name`` (``FakeOpenAI`` writes text answers only)."""
+    from tests.support.openai_server import Step
+
+    message = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return Step(body=json.dumps({
+        "id": "chatcmpl-tool", "object": "chat.completion", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
+                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS}}).encode())
 
 
 class Apps:
@@ -255,6 +276,38 @@ class Apps:
         return [Sent(question, answer, [str(d["pid"]) for d in topk], [d["score"] for d in topk],
                      [d["text"] for d in topk], [], 0, 0, MODEL)]
 
+    # -- Pydantic AI's own instrumentation: an agent with a retrieval tool -----------------------------------------
+
+    def pydantic_ai(self, calls: Any) -> list[Sent]:
+        from pydantic_ai import Agent
+        from pydantic_ai.capabilities.instrumentation import Instrumentation
+        from pydantic_ai.models.instrumented import InstrumentationSettings
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=self.base_url, api_key="test"))
+        traced = [Instrumentation(settings=InstrumentationSettings(tracer_provider=self.provider))]
+        agent = Agent(model, name="support", instructions="Answer from the documents.", capabilities=traced)
+
+        def search_docs(query: str) -> list[dict[str, Any]]:
+            """Search the knowledge base: the best documents first, with their ids and scores."""
+            names = list(CORPUS)  # ranked by shared words, as the ColBERT endpoint below ranks them
+            return [{"id": f"kb-{names[d['pid']]}", "score": d["score"], "text": d["text"],
+                     "metadata": {"doc_id": names[d["pid"]]}} for d in ColBERTServer.topk(query, 2)]
+
+        agent.tool_plain(name=TOOL)(search_docs)
+        plain = Agent(model, name="greeter", capabilities=traced)  # no tool: no retrieval, not a query
+        question = "How long do refunds take after the parcel arrives?"
+        docs = search_docs(question)
+        with self.exporting():
+            before = calls()
+            answer = agent.run_sync(question, conversation_id="conv-pydantic-ai").output
+            n = calls() - before
+            plain.run_sync("Say hello.")
+        # a retrieval tool's result is the documents: ids, scores, texts and metadata as the tool returned them
+        return [Sent(question, answer, [d["id"] for d in docs], [d["score"] for d in docs], [d["text"] for d in docs],
+                     [], n * PROMPT_TOKENS, n * COMPLETION_TOKENS, MODEL, session_id="conv-pydantic-ai")]
+
     def exporting(self) -> Any:
         from contextlib import contextmanager
 
@@ -329,7 +382,7 @@ def main() -> None:
         apps = Apps(server.base_url, endpoint, {"Authorization": f"Bearer {token}"} if token else {})
         calls = lambda: len(server.requests)  # noqa: E731
         sent = {"openllmetry": lambda: apps.openllmetry(calls), "genai": apps.genai, "haystack": apps.haystack,
-                "dspy": apps.dspy}[family]()
+                "dspy": apps.dspy, "pydantic_ai": lambda: apps.pydantic_ai(calls)}[family]()
     for s in sent:
         print(json.dumps({"source": family, **asdict(s)}), flush=True)
     print(json.dumps({"skipped": SKIPPED[family]}), flush=True)
