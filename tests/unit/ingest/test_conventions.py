@@ -1,6 +1,7 @@
 """Each span read by its own convention (ragmon/ingest/conventions.py, openllmetry.py, genai.py): attribute values as
 the real instrumentations record them (OpenLLMetry 0.62 for LlamaIndex and LangChain, openai-v2 2.4b0 and
-opentelemetry-util-genai 1.1b0, captured from tests/support/conventions_app.py), mapped by ``openinference.build``.
+opentelemetry-util-genai 1.1b0, pydantic-ai-slim 2.31, captured from tests/support/conventions_app.py), mapped by
+``openinference.build``.
 The same applications are driven end to end in tests/integration/test_otlp_conventions.py."""
 
 from __future__ import annotations
@@ -272,6 +273,7 @@ def test_a_late_model_call_span_repairs_the_stored_openllmetry_query():
 
 
 _KEYS = ["gen_ai.operation.name", "gen_ai.output.messages", "gen_ai.input.messages", "gen_ai.retrieval.documents",
+         "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "pydantic_ai.all_messages", "final_result",
          "gen_ai.retrieval.query.text", "gen_ai.usage.input_tokens", "gen_ai.response.model", "gen_ai.conversation.id",
          "traceloop.span.kind", "traceloop.entity.input", "traceloop.entity.output"]
 
@@ -284,6 +286,7 @@ def _json_texts() -> Any:
         st.sampled_from(["role", "parts", "content", "type", "id", "score", "text", "node", "id_", "nodes",
                          "documents", "page_content", "metadata"]), inner, max_size=4), max_leaves=12)
     return values.map(json.dumps) | st.sampled_from(["chat", "retrieval", "vector_db_retrieve", "workflow", "task",
+                                                     "execute_tool", "invoke_agent",
                                                      "NodeWithScore", "[", "{"]) | leaves
 
 
@@ -298,3 +301,103 @@ def test_reading_a_span_never_raises_whatever_its_attributes_hold():
         assert {k: read.attributes[k] for k in attrs} == attrs, "the span's own attributes are kept as they were"
 
     check()
+
+
+# -- Pydantic AI's own instrumentation (pydantic-ai-slim 2.31, format version 5), values from a real agent run --------
+
+TOOL_DOCS = [{"id": "kb-refunds", "score": 0.91, "text": "Refunds take five days.", "metadata": {"doc_id": "refunds"}},
+             {"id": "kb-shipping", "score": 0.42, "text": "Shipping is free.", "metadata": {"doc_id": "shipping"}}]
+
+
+def pydantic_ai_trace(result: Any = None, *, content: bool = True, **root_extra: Any) -> list[Span]:
+    """An agent run: a model call that calls the tool, the tool, the model call that answers (every span carries the
+    run's conversation id)."""
+    result = json.dumps(TOOL_DOCS) if result is None else result
+    ask = {"role": "user", "parts": [{"type": "text", "content": "How long do refunds take?"} if content
+                                     else {"type": "text"}]}
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "search_docs"}],
+            "finish_reason": "tool_call"}
+    back = {"role": "user", "parts": [{"type": "tool_call_response", "id": "call_1", "name": "search_docs"}]}
+    said = {"role": "assistant", "parts": [{"type": "text", "content": "Five days."} if content else {"type": "text"}],
+            "finish_reason": "stop"}
+    run = {"gen_ai.agent.name": "support", "gen_ai.conversation.id": "conv-1"}
+
+    def model_call(span_id: str, start: int, end: int, messages: list[Any], output: dict[str, Any]) -> Span:
+        return span(span_id, "1", "chat gpt-4o-mini", start, end, **run, **{
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.response.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 77, "gen_ai.usage.output_tokens": 9,
+            "gen_ai.input.messages": json.dumps(messages), "gen_ai.output.messages": json.dumps([output]),
+            "model_request_parameters": "{}", "operation.cost": 1.7e-05})
+
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_docs", "gen_ai.tool.call.id": "call_1",
+            "logfire.msg": "running tool: search_docs", **run}
+    if content:
+        tool.update({"gen_ai.tool.call.arguments": '{"query": "refunds"}', "gen_ai.tool.call.result": result})
+    root = {"gen_ai.operation.name": "invoke_agent", "agent_name": "support", "model_name": "gpt-4o-mini",
+            "logfire.msg": "support run", "gen_ai.aggregated_usage.input_tokens": 154,
+            "gen_ai.aggregated_usage.output_tokens": 18,
+            "pydantic_ai.all_messages": json.dumps([ask, call, back, said]), **run, **root_extra}
+    if content:
+        root["final_result"] = "Five days."
+    return [span("1", "", "invoke_agent support", 0, 900, **root), model_call("2", 10, 100, [ask], call),
+            span("3", "1", "execute_tool search_docs", 110, 150, **tool),
+            model_call("4", 160, 800, [ask, call, back], said)]
+
+
+def test_pydantic_ai_agent_run_with_a_retrieval_tool_is_a_query():
+    doc = build(pydantic_ai_trace())
+    assert (doc["question"], doc["answer"]) == ("How long do refunds take?", "Five days.")
+    assert [(d["chunk_id"], d["score"], d["text"], d["doc_id"], d["rank"]) for d in doc["retrieved"]] == [
+        ("kb-refunds", 0.91, "Refunds take five days.", "refunds", 1),
+        ("kb-shipping", 0.42, "Shipping is free.", "shipping", 2)]
+    # both model calls, once each (the run's aggregated usage is not counted again)
+    assert doc["tokens"] == {"prompt": 154, "completion": 18} and doc["model"]["name"] == "gpt-4o-mini"
+    assert doc["retriever"]["name"] == "execute_tool search_docs"
+    assert doc["latency_ms"] == {"total": 0.0009, "retrieve": 0.00004, "generate": 0.00064}
+    assert doc["attributes"]["session.id"] == "conv-1"
+    assert doc["attributes"]["ragmon.otlp.conventions"] == "genai,pydantic_ai"
+    assert "ragmon.otlp.unavailable" not in doc["attributes"] and "ragmon.otlp.incomplete" not in doc["attributes"]
+
+
+def test_pydantic_ai_usage_on_the_run_under_its_standard_names_is_not_counted_twice():
+    """``use_aggregated_usage_attribute_names=False``: the run carries the sum as ``gen_ai.usage.*``."""
+    doc = build(pydantic_ai_trace(**{"gen_ai.usage.input_tokens": 154, "gen_ai.usage.output_tokens": 18}))
+    assert doc["tokens"] == {"prompt": 154, "completion": 18}
+
+
+def test_a_tool_result_without_texts_or_scores_is_stored_with_what_it_has_and_says_what_is_missing():
+    doc = build(pydantic_ai_trace(json.dumps([{"id": "kb-refunds"}, {"id": "kb-shipping"}])))
+    assert [(d["chunk_id"], d["score"]) for d in doc["retrieved"]] == [("kb-refunds", None), ("kb-shipping", None)]
+    assert doc["attributes"]["ragmon.otlp.unavailable"] == "score,text"
+
+
+@pytest.mark.parametrize("result", [
+    '{"temperature": 21}',  # a tool that is not a retrieval
+    '["Refunds take five days."]',  # texts without ids or scores
+    '[{"id": "kb-1"}, "loose text"]',  # not every item a document
+    "[]",
+    "not json",
+])
+def test_a_tool_whose_result_is_not_documents_is_not_a_retrieval(result):
+    assert openinference.build(pydantic_ai_trace(result), incomplete=False).skipped == "no_retriever"
+
+
+def test_pydantic_ai_without_content_records_no_tool_result_and_its_run_is_skipped():
+    """``include_content=False``: no arguments, no result, no message texts (only their types)."""
+    spans = pydantic_ai_trace(content=False)
+    assert "gen_ai.tool.call.result" not in spans[2].attributes
+    assert openinference.build(spans, incomplete=False).skipped == "no_retriever"
+
+
+def test_a_pydantic_ai_tool_document_id_of_the_wrong_type_is_not_coerced():
+    with pytest.raises(ValueError, match="document.id"):
+        openinference.build(pydantic_ai_trace('[{"id": ["kb-1"], "score": 0.9}]'), incomplete=False)
+
+
+def test_a_pydantic_ai_run_without_final_result_answers_with_its_last_assistant_text():
+    spans = pydantic_ai_trace()
+    root = spans[0]
+    attrs = {k: v for k, v in root.attributes.items() if k != "final_result"}
+    spans[0] = canonical(Span(root.trace_id, root.span_id, "", root.name, root.start_ns, root.end_ns,
+                              {k: v for k, v in attrs.items() if k.startswith(("gen_ai.", "pydantic_ai."))}, ""))
+    assert build(spans)["answer"] == "Five days."
