@@ -31,7 +31,9 @@ The loop, one step each knowing only the next (``pipeline.py`` composes them)::
     openinference_texts.py, openinference_documents.py  its question/answer texts, its chunks
     conventions.py    which convention a span follows; the span as the mapping reads it (OpenInference attributes)
     openllmetry.py    OpenLLMetry's traceloop.* spans (retrievers, rerankers, inputs and outputs) read as OpenInference
-    genai.py          GenAI semantic-convention gen_ai.* spans (model calls, retrieval, workflows) read as OpenInference
+    genai.py          GenAI semantic-convention gen_ai.* spans (model calls, retrieval, workflows, tools whose result is
+                      documents) read as OpenInference
+    pydantic_ai.py    Pydantic AI's agent runs (pydantic_ai.all_messages, final_result): the question and the answer
     http_source.py    HttpTraceSource: requests accepted by the OTLP/HTTP receiver, as a source (offsets in the spool)
     http_spool.py     HttpSpool: the receiver's write-ahead log of accepted requests, replayed after a restart
     otlp_http.py      POST /v1/traces: token, limits, decoding, partial_success, 503 while writes fail or the spool
