@@ -211,6 +211,24 @@ def test_a_read_command_a_restart_interrupted_is_not_a_failure() -> None:
     assert "1 interrupted by a restart" in _checks(run)["every read command succeeded"].summary
 
 
+def test_a_read_that_fails_while_the_disk_is_full_is_counted_apart_and_only_then() -> None:
+    """The embedded engine can fail reads of a table while a merge part the full disk broke waits for room to be
+    detached (docs/status.md): such reads and 503 pages are counted apart, inside the disk fault's window only."""
+    run = good_run()  # the disk fault: 50 to 70
+    run.attempts.append(Attempt("read", "ragmon drift check --all", 55, 57, False, "exit 3: Cannot read all data"))
+    run.attempts.append(Attempt("page", "/review/console/traces", 58, 58.1, False, status=503))
+    assert _only_failing(run) == []
+    assert "1 failed while the store's disk was full" in _checks(run)["every read command succeeded"].summary
+    assert "1 pages answered 503" in _checks(run)["pages load, sign-out ends the session"].summary
+    run = good_run()  # the same outside the window: failures
+    run.attempts.append(Attempt("read", "ragmon drift check --all", 300, 301, False, "exit 3: Cannot read all data"))
+    run.attempts.append(Attempt("page", "/review/console/traces", 300, 300.1, False, status=503))
+    assert _only_failing(run) == ["every read command succeeded", "pages load, sign-out ends the session"]
+    run = good_run()  # a page error other than 503 during the disk fault is still a failure
+    run.attempts.append(Attempt("page", "/review/console/traces", 58, 58.1, False, status=500))
+    assert _only_failing(run) == ["pages load, sign-out ends the session"]
+
+
 def test_people_fail_on_a_page_error_or_a_session_that_survives_sign_out() -> None:
     run = good_run()
     run.attempts.append(Attempt("page", "/review/console/drift", 30, 31, False, status=500))

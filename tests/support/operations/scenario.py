@@ -564,7 +564,10 @@ def _summary(rec: Run, checks: list[invariants.Check], plan: Plan) -> dict[str, 
         "labels_lost": next(len(c.details) for c in checks if c.name.startswith("every label")),
         "sampled": len(rec.sent.sampled),
         "reads": f"{sum(1 for a in reads if a.ok)}/{len(reads)}"
-                 + (f" ({n} interrupted by a restart)" if (n := len(invariants.interrupted_reads(rec))) else ""),
+                 + (f" ({n} interrupted by a restart)" if (n := len(invariants.interrupted_reads(rec))) else "")
+                 + (f" ({n} failed while the store's disk was full)"
+                    if (n := sum(1 for a in reads if a not in invariants.interrupted_reads(rec)
+                                 and invariants.refused_while_disk_full(rec, a))) else ""),
         "faults": kinds,
         "slowest_recovery_seconds": ("never" if any(f.recovery_seconds is None for f in rec.faults) or not recoveries
                                      else round(max(recoveries), 1)),
