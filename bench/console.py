@@ -29,7 +29,8 @@ mounts them, on a real port through uvicorn), one user signs in once with an htt
 requested ``--repeat`` times in turn (every page once, then again: caches see what a reader would see) after one
 warm-up round whose times are reported apart as "first". ``drift explain`` is timed as the command runs it after
 opening the store (its applied settings, ``run_explain``, the JSON), in this process: a second process cannot
-open an embedded store that this one holds. The console's clock is the generation time, so a reused ``--dir``
+open an embedded store that this one holds. p95 is the nearest-rank 95th percentile of the ``--repeat`` times (with 20:
+the second slowest). The console's clock is the generation time, so a reused ``--dir``
 shows the same windows. Prints a table and one summary line; asserts nothing.
 """
 
@@ -384,6 +385,7 @@ def main() -> None:
         first: dict[str, float] = {}
         times: dict[str, list[float]] = {name: [] for name, _ in todo}
         for rnd in range(args.repeat + 1):
+            round_started = time.perf_counter()
             for name, fn in todo:
                 started = time.perf_counter()
                 fn()
@@ -392,6 +394,8 @@ def main() -> None:
                     first[name] = took_s
                 else:
                     times[name].append(took_s)
+            console.print(f"  round {rnd}/{args.repeat}{' (warm-up)' if rnd == 0 else ''}: "
+                          f"{time.perf_counter() - round_started:.1f}s", highlight=False)
         client.close()
     finally:
         handle.stop()
