@@ -29,9 +29,9 @@ mounts them, on a real port through uvicorn), one user signs in once with an htt
 requested ``--repeat`` times in turn (every page once, then again: caches see what a reader would see) after one
 warm-up round whose times are reported apart as "first". ``drift explain`` is timed as the command runs it after
 opening the store (its applied settings, ``run_explain``, the JSON), in this process: a second process cannot
-open an embedded store that this one holds. p95 is the nearest-rank 95th percentile of the ``--repeat`` times (with 20:
-the second slowest). The console's clock is the generation time, so a reused ``--dir``
-shows the same windows. Prints a table and one summary line; asserts nothing.
+open an embedded store that this one holds. p95 is the nearest-rank 95th percentile of the ``--repeat`` times
+(with 20: the second slowest). The console's clock is the generation time, so a reused ``--dir`` shows the same
+windows. Prints a table and one summary line; asserts nothing.
 """
 
 from __future__ import annotations
