@@ -4,7 +4,9 @@
 hashes of the row number turned into uniform, normal and exponential draws inside ClickHouse, so ten million
 traces never pass through Python and the same ``seed`` always gives the same traces. Scores are the top-k of a
 per-query level (normal around ``score_mean``) plus per-chunk noise, sorted by rank; ``shift`` adds to every
-score (the drift to detect). Every value is a query parameter.
+score (the drift to detect). Every per-chunk array has one entry per chunk (short synthetic texts, no tenant), so
+each row reads back as a valid trace (the console's trace page, ``ragmon trace show``). Every value is a query
+parameter.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _exponential(mean: str, *args: str) -> str:
 _SQL = f"""
 INSERT INTO {{traces}} (trace_id, query_id, ts, retriever_name, retriever_version, variant, corpus_snapshot,
     category, question, retrieved_chunk_ids, retrieved_doc_ids, retrieved_doc_versions, retrieved_scores,
-    retrieved_ranks, behaviour, latency_total_ms, cost_usd, ingested_at)
+    retrieved_ranks, retrieved_texts, retrieved_tenants, behaviour, latency_total_ms, cost_usd, ingested_at)
 SELECT
     concat({{run:String}}, '-', toString({{seed:UInt64}}), '-', toString(number)) AS trace_id,
     trace_id AS query_id,
@@ -87,6 +89,8 @@ SELECT
     arrayReverseSort(arrayMap(i -> level + {_normal('0', '{score_sd:Float64}',
                                                     'number', '6', 'i')} * 0.5 - i * 0.03, idx)),
     arrayMap(i -> toUInt32(i), idx),
+    arrayMap(c -> concat('Synthetic passage ', c), chunks),
+    arrayMap(c -> '', chunks),
     if({_h('number', '7')} % 10000 < {{refuse:UInt32}}, 'refuse', 'answer'),
     300 + {_exponential('400', 'number', '8')},
     0.001 + {_exponential('0.0005', 'number', '9')},
