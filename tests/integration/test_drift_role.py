@@ -16,24 +16,9 @@ from ragmon.drift.report import html_report, load_check, terminal_table
 from ragmon.drift.schedule import DriftRole
 from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
 from ragmon.telemetry import Telemetry
+from tests.support.clocks import ManualClock
 
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
-
-
-class ManualClock:
-    """A clock that moves only when the role waits."""
-
-    def __init__(self, start: datetime):
-        self.now = start
-        self.waits: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        self.waits.append(seconds)
-        self.now += timedelta(seconds=seconds)
-        return stop.is_set()
 
 
 def _traffic(store, *, shift: float = 0.0, strata: tuple[str, ...] = ("billing",)) -> None:

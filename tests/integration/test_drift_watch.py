@@ -15,24 +15,11 @@ from ragmon.drift.schedule import DriftRole
 from ragmon.drift.simulate import ShapedSpec, insert_shaped
 from ragmon.drift.traffic import Shift
 from ragmon.telemetry import Telemetry
+from tests.support.clocks import ManualClock
 
 T = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the last check; the window in progress is [T, T + 1 h)
 STRATA = ("billing", "consent", "security", "returns")
 FEATURES = ["top1_score", "mean_score", "empty_shortlist_rate", "refusal_rate", "latency_ms"]
-
-
-class Clock:
-    def __init__(self, now: datetime):
-        self.now = now
-        self.waits: list[float] = []
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        self.waits.append(seconds)
-        self.now += timedelta(seconds=seconds)
-        return stop.is_set()
 
 
 @pytest.fixture
@@ -50,7 +37,7 @@ def _gauge(telemetry: Telemetry, name: str, stratum: str, feature: str) -> float
 
 
 def test_a_collapse_pages_within_minutes_in_its_stratum_only(collapsed) -> None:
-    clock = Clock(T)
+    clock = ManualClock(T)
     telemetry = Telemetry()
     checker = DriftChecker(collapsed, DriftSettings(features=FEATURES), telemetry, clock=clock)
     checker.run_once()  # the check at T: history only, nothing pages
@@ -77,7 +64,7 @@ def test_a_collapse_pages_within_minutes_in_its_stratum_only(collapsed) -> None:
 
 def test_without_drift_a_look_pages_nothing(store) -> None:
     insert_shaped(store, ShapedSpec("mix", 200, 8, T + timedelta(hours=1), strata=STRATA, seed=4))
-    clock = Clock(T)
+    clock = ManualClock(T)
     telemetry = Telemetry()
     checker = DriftChecker(store, DriftSettings(features=FEATURES), telemetry, clock=clock)
     checker.run_once()
@@ -90,7 +77,7 @@ def test_without_drift_a_look_pages_nothing(store) -> None:
 
 def test_the_role_looks_between_checks(store) -> None:
     insert_shaped(store, ShapedSpec("iid", 60, 8, T + timedelta(hours=1), strata=("billing",), seed=5))
-    clock = Clock(T)
+    clock = ManualClock(T)
     telemetry = Telemetry()
     checker = DriftChecker(store, DriftSettings(features=["top1_score"]), telemetry, clock=clock)
     stop = threading.Event()
