@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import pytest
 
 from ragmon.sampling.sampler import ScoreSampler
 from tests.conftest import make_trace
+from tests.support.collector import free_port
 from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,12 +84,6 @@ class Scorer:
         assert len(found) >= times and self.proc.poll() is None, (
             f"{text!r} not printed {times}x while running (exit {self.proc.poll()}):\n" + "\n".join(self.lines[-40:]))
         return found[times - 1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_score_waits_out_a_full_disk_then_stores_every_sampled_trace_once(small_disk, kafka_bootstrap, new_topic):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -19,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from tests.support.collector import free_port as free_port  # re-exported: the Prometheus tests take it from here
 from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +33,6 @@ def binary(*names: str, package: str) -> str:
             return path
     missing(f"{' / '.join(names)} not found; install Debian's {package} package (apt-get install -y {package}, "
             "or scripts/setup-system)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get_json(url: str) -> Any:

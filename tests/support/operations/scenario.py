@@ -38,7 +38,6 @@ import copy
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -53,7 +52,7 @@ import httpx
 import yaml
 
 from tests.support.broker import Broker
-from tests.support.collector import NOT_BUILT, Collector, collector_path, doc_config
+from tests.support.collector import NOT_BUILT, Collector, collector_path, doc_config, free_port
 from tests.support.operations import collect, invariants
 from tests.support.operations.daemon import Daemon
 from tests.support.operations.disk import Disk, DiskUnavailable
@@ -153,12 +152,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ragmon(config: Path, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
