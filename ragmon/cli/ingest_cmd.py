@@ -258,8 +258,9 @@ def _outcome_summary(stats: Any, stats_json: Path | None) -> None:
 
 def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_letter_path: str, stats_json: Path | None,
                from_line: int) -> None:
-    """``--file``: load the lines, print the summary; exit 0 when every line was stored or dead-lettered, otherwise
-    3 (stopped while writes failed) or 6 (interrupted) with what was not done and how to resume."""
+    """``--file``: load the lines, print the summary; exit 0 when every line was stored or dead-lettered, 2 when
+    every line was dead-lettered (not one trace: the wrong file or format), otherwise 3 (stopped while writes
+    failed) or 6 (interrupted) with what was not done and how to resume."""
     import signal
 
     from ragmon.errors import InputError
@@ -296,6 +297,14 @@ def _load_file(settings: Settings, store: ClickHouseStore, path: str, dead_lette
                else f"by {stopped_by[0]}" if stopped_by else "before its end")
         raise fail(f"stopped {why}: {_not_done(result, path)}",
                    EXIT_UNAVAILABLE if result.writes_failed or result.read_error else EXIT_INTERRUPTED)
+    if result.lines and not result.stored and sum(result.dead_letters.values()) == result.lines:
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(result.dead_letters.items()))
+        otlp = ("; OTLP/JSON export requests with --input-format auto or otlp_json"
+                if settings.kafka.input_format == "native" else "")
+        raise fail(f"none of the {result.lines} lines of {path} is a trace: every one was dead-lettered ({reasons}) "
+                   f"to {dead_letter_path}; see each line's reason there and the fields of "
+                   f"schemas/trace.v1.schema.json (docs/trace-contract.md). Outcome events load with --outcomes{otlp}",
+                   EXIT_USAGE)
 
 
 def _not_done(result: Any, path: str) -> str:

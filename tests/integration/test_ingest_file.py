@@ -151,6 +151,24 @@ def test_standard_input_in_dead_letters_to_standard_output_and_a_missing_file_is
     assert alone.returncode == 2 and b"--dead-letter-file needs --file" in alone.stderr
 
 
+def test_a_file_without_one_trace_exits_2_and_says_what_it_may_be(tmp_path):
+    """Every line dead-lettered is not a backfill that went well: the wrong file (outcome events) or format."""
+    outcomes = sorted((ROOT / "schemas" / "examples" / "outcome" / "valid").glob("*.json"))
+    assert outcomes, "the schema's valid outcome examples"
+    lines = [json.dumps(json.loads(p.read_text())).encode() for p in outcomes] + [b"{not json"]
+    dead = tmp_path / "dead.jsonl"
+    run = ingest_file(tmp_path / "chdb", "--file", "-", "--dead-letter-file", str(dead), "--input-format", "native",
+                      stdin=b"\n".join(lines) + b"\n")
+    err = run.stderr.decode()
+    assert run.returncode == 2, err[-3000:]
+    assert f"none of the {len(lines)} lines of - is a trace" in err and "--outcomes" in err and "otlp_json" in err
+    assert summary(run)["complete"] and summary(run)["stored"] == 0, "the summary is printed first, as ever"
+    assert len(dead.read_bytes().splitlines()) == len(lines), "every line's dead letter written"
+    one_good = ingest_file(tmp_path / "chdb2", "--file", "-", stdin=b"\n".join(
+        [lines[-1], *(v for _, v, _ in realistic_stream(1, seed=13).messages if v)]) + b"\n")
+    assert one_good.returncode == 0, one_good.stderr.decode()[-3000:]
+
+
 @pytest.mark.parametrize("batch_rows", [None, 5], ids=["one-batch", "batches-of-5"])
 def test_stopped_while_its_dead_letters_cannot_be_written_it_exits_3_incomplete_and_resumes_exactly_once(
         tmp_path, batch_rows):
