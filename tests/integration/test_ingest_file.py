@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,8 @@ from typing import Any
 import pytest
 
 from tests.integration.ingest_support import ROOT, count_in_subprocess, exactly_once_problems
+from tests.support.cli_process import CliProcess
 from tests.support.producers import Stream, realistic_stream
-
-#: generous bounds that only catch a hang (no test here measures speed)
-START_SECONDS = 120
-EXIT_SECONDS = 60
 
 
 def ingest_file(chdb: Path, *args: str, stdin: bytes | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -52,57 +48,9 @@ def file_lines(stream: Stream) -> tuple[list[bytes], list[int]]:
     return [v for _, v, _ in messages], [i + 1 for i, (k, _, _) in enumerate(messages) if k.startswith(b"bad-")]
 
 
-class Started:
-    """``ragmon ingest`` running as a subprocess; its standard error collected line by line as it comes."""
-
-    def __init__(self, chdb: Path, *args: str, stdin: int | None = None, **env: str):
-        self.lines: list[str] = []
-        self._seen = threading.Condition()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from ragmon.cli.app import main; main()", "ingest", *args], cwd=ROOT,
-            stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=dict(os.environ, RAGMON_STORE__DSN=f"chdb://{chdb}", PYTHONPATH=str(ROOT), **env))
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            with self._seen:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
-                self._seen.notify_all()
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(self.lines)
-
-    def wait_for(self, text: str) -> None:
-        """Block until a line of standard error contains ``text`` (the process must still be running)."""
-        with self._seen:
-            ok = self._seen.wait_for(lambda: any(text in x for x in self.lines) or self.proc.poll() is not None,
-                                     START_SECONDS)
-        assert ok and any(text in x for x in self.lines), f"{text!r} never printed:\n{self.stderr[-3000:]}"
-
-    def stop(self, sig: int) -> int:
-        """Send ``sig`` and wait for the exit; a process still there after EXIT_SECONDS is a hang (killed)."""
-        self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(EXIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"still running {EXIT_SECONDS}s after {signal.Signals(sig).name}:\n"
-                                 f"{self.stderr[-3000:]}") from None
-        finally:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        self.proc.stderr.close() if self.proc.stderr is not None else None
-        return rc
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+def started(chdb: Path, *args: str, stdin: int | None = None) -> CliProcess:
+    """``ragmon ingest ARGS…`` running on the chDB store at ``chdb``."""
+    return CliProcess(["ingest", *args], {"RAGMON_STORE__DSN": f"chdb://{chdb}"}, stdin=stdin)
 
 
 def test_a_file_loaded_twice_stores_each_trace_once_and_dead_letters_its_bad_lines(tmp_path):
@@ -178,7 +126,7 @@ def test_stopped_while_its_dead_letters_cannot_be_written_it_exits_3_incomplete_
     path.write_bytes(b"\n".join(lines) + b"\n")
     chdb = tmp_path / "chdb"
     batching = ["--max-batch-rows", str(batch_rows)] if batch_rows else []  # None: the whole file in one batch
-    run = Started(chdb, "--file", str(path), "--dead-letter-file", "/dev/full", *batching)
+    run = started(chdb, "--file", str(path), "--dead-letter-file", "/dev/full", *batching)
     try:
         run.wait_for("dead_letter write failed")  # really failing: ENOSPC from /dev/full
         rc = run.stop(signal.SIGTERM)
@@ -243,7 +191,7 @@ def test_stopped_while_the_store_is_on_a_full_disk_it_exits_3_incomplete_and_a_r
     assert migrated.returncode == 0, migrated.stderr
     filler = fill(small_disk)
     dead = tmp_path / "dead.jsonl"
-    run = Started(chdb, "--file", str(path), "--dead-letter-file", str(dead))
+    run = started(chdb, "--file", str(path), "--dead-letter-file", str(dead))
     try:
         run.wait_for("store write failed")  # really failing: NOT_ENOUGH_SPACE
         rc = run.stop(signal.SIGTERM)
@@ -274,7 +222,7 @@ def test_standard_input_still_open_exits_promptly_on_a_signal_and_resumes_exactl
     lines, bad = file_lines(stream)
     data = b"\n".join(lines) + b"\n"
     chdb, dead = tmp_path / "chdb", tmp_path / "dead.jsonl"
-    run = Started(chdb, "--file", "-", "--dead-letter-file", str(dead), stdin=subprocess.PIPE)
+    run = started(chdb, "--file", "-", "--dead-letter-file", str(dead), stdin=subprocess.PIPE)
     try:
         run.wait_for("ragmon ingest: reading -")  # its start-up line: the signal handlers are in place
         assert run.proc.stdin is not None

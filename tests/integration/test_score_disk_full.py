@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,12 +22,11 @@ import pytest
 
 from ragmon.sampling.sampler import ScoreSampler
 from tests.conftest import make_trace
+from tests.support.cli_process import CliProcess
 from tests.support.collector import free_port
 from tests.support.missing import missing
 
 ROOT = Path(__file__).resolve().parents[2]
-#: how long the scorer may take to reach the full disk, and to finish once the disk has room
-WAIT_SECONDS = 120
 
 COUNT = """
 import json, sys
@@ -55,37 +53,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-class Scorer:
-    """``ragmon score`` as a subprocess; its standard error collected line by line as it comes."""
-
-    def __init__(self, args: list[str], dsn: str):
-        self.lines: list[str] = []
-        self._seen = threading.Condition()
-        self.proc = subprocess.Popen([sys.executable, "-m", "ragmon", "score", *args], cwd=ROOT,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=dict(os.environ, RAGMON_STORE__DSN=dsn, PYTHONPATH=str(ROOT), COLUMNS="200"))
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            with self._seen:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
-                self._seen.notify_all()
-
-    def wait_for(self, text: str, times: int = 1) -> str:
-        """The ``times``-th line of standard error containing ``text``; fails if the process ends first."""
-        def seen() -> list[str]:
-            return [x for x in self.lines if text in x]
-
-        with self._seen:
-            self._seen.wait_for(lambda: len(seen()) >= times or self.proc.poll() is not None, WAIT_SECONDS)
-            found = seen()
-        assert len(found) >= times and self.proc.poll() is None, (
-            f"{text!r} not printed {times}x while running (exit {self.proc.poll()}):\n" + "\n".join(self.lines[-40:]))
-        return found[times - 1]
-
-
 def test_score_waits_out_a_full_disk_then_stores_every_sampled_trace_once(small_disk, kafka_bootstrap, new_topic):
     from kafka import KafkaProducer
 
@@ -110,8 +77,9 @@ def test_score_waits_out_a_full_disk_then_stores_every_sampled_trace_once(small_
     assert os.statvfs(small_disk).f_bavail == 0
 
     port = free_port()
-    scorer = Scorer(["--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--group-id", f"g-{topic}",
-                     "--rate", "0.5", "--exit-when-idle", "3", "--port", str(port)], dsn)
+    scorer = CliProcess(["score", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--group-id",
+                         f"g-{topic}", "--rate", "0.5", "--exit-when-idle", "3", "--port", str(port)],
+                        {"RAGMON_STORE__DSN": dsn})
     try:
         failed = scorer.wait_for("score write failed")
         assert "NOT_ENOUGH_SPACE" in failed, failed
@@ -120,11 +88,9 @@ def test_score_waits_out_a_full_disk_then_stores_every_sampled_trace_once(small_
         assert ready.status_code == 503 and "writes failing" in ready.text, ready.text
 
         filler.unlink()  # room again: the kept batch is written, then the rest, then the idle exit
-        rc = scorer.proc.wait(WAIT_SECONDS)
+        rc = scorer.wait()
     finally:
-        if scorer.proc.poll() is None:
-            scorer.proc.kill()
-            scorer.proc.wait()
+        scorer.kill()
     assert rc == 0, "\n".join(scorer.lines[-40:])
     assert "score writes succeed again" in "\n".join(scorer.lines)
     count = subprocess.run([sys.executable, "-c", COUNT, dsn], env=env, cwd=ROOT, capture_output=True, text=True,
