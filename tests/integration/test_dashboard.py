@@ -49,7 +49,7 @@ def test_dashboard_structure(path: Path) -> None:
 @pytest.mark.parametrize("path", DASHBOARDS, ids=[p.name for p in DASHBOARDS])
 def test_every_query_uses_exported_metrics(path: Path) -> None:
     used = {m for expr in _targets(path) for m in re.findall(r"\bragmon_[a-z0-9_]+", expr)}
-    assert used and used <= exported_metric_names(), ("not defined in ragmon/telemetry.py: "
+    assert used and used <= exported_metric_names(), ("not in the metric catalogue (ragmon/telemetry/catalogue.py): "
                                                       f"{sorted(used - exported_metric_names())}")
     assert all(re.search(r"\bragmon_[a-z0-9_]+", expr) for expr in _targets(path)), "a query reads no ragmon metric"
 
