@@ -33,8 +33,8 @@ from ragmon.config import StoreSettings
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
 from ragmon.store.client import open_client, open_read_only_client, translate
 from ragmon.store.dsn import parse_dsn
-from ragmon.store.integrity import broken_on_disk
 from ragmon.store.migrate import load_migrations, render, tracking_table_sql
+from ragmon.store.parts import broken_on_disk
 from ragmon.store.trace_json import (
     TRACE_JSON_FORMAT,
     TRACE_JSON_SELECT,

@@ -38,7 +38,8 @@ from typing import Any, TypeVar
 
 from ragmon.errors import RetryableStoreError, StoreError
 from ragmon.store.disk import MIB, DiskState, FreeSpaceGuard
-from ragmon.store.integrity import BrokenPart, DetachedBroken, PartIntegrity, qualified
+from ragmon.store.integrity import PartIntegrity
+from ragmon.store.parts import BrokenPart, DetachedBroken, qualified
 
 log = logging.getLogger("ragmon.store.guard")
 T = TypeVar("T")

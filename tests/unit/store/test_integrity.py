@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragmon.store.integrity import _block_range, _link_copy, _linked
+from ragmon.store.parts import block_range as _block_range
+from ragmon.store.parts import link_copy as _link_copy
+from ragmon.store.parts import linked as _linked
 
 
 def part(where: Path) -> Path:
