@@ -49,9 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragmon.config import DriftSettings  # noqa: E402
 from ragmon.drift.assess import Assessed, Detector, Planned, assess  # noqa: E402
+from ragmon.drift.draw import Shift  # noqa: E402
 from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
 from ragmon.drift.offline import History  # noqa: E402
-from ragmon.drift.traffic import SHAPES, Shift, strata  # noqa: E402
+from ragmon.drift.traffic import SHAPES, strata  # noqa: E402
 from ragmon.drift.watch import look, series_per_day  # noqa: E402
 from ragmon.metrics.intervals import wilson_interval  # noqa: E402
 

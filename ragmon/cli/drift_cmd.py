@@ -281,8 +281,8 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                     extra_empty: float, stale_index: bool, drifting: tuple[str, ...] | None) -> None:
     from rich.progress import Progress
 
+    from ragmon.drift.draw import Shift
     from ragmon.drift.simulate import ShapedSpec, insert_shaped
-    from ragmon.drift.traffic import Shift
 
     now = datetime.now(UTC).replace(microsecond=0)  # the hours end now, so a check right after sees a full window
     drift = Shift(add=shift, scale=scale, extra_empty=extra_empty, stale_since=0.0 if stale_index else None)

@@ -24,10 +24,11 @@ import numpy as np
 
 from ragmon.drift.assess import Detector, Entry, Planned
 from ragmon.drift.by_query import RATE_PRIOR_ASKS, adjusted, adjusted_rate, levels_of_features
+from ragmon.drift.draw import NO_SHIFT, Draw, Shift
 from ragmon.drift.features import FEATURES
 from ragmon.drift.series import Series
 from ragmon.drift.summary import ContinuousSummary, RateSummary, Summary
-from ragmon.drift.traffic import NO_SHIFT, Draw, Shift, Stratum
+from ragmon.drift.traffic import Stratum
 
 #: the tests that read nothing but a window's count, mean and standard deviation (or its count of events)
 _MOMENTS_ONLY = frozenset({"window_mean", "window_rate"})

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragmon.drift.traffic import NO_SHIFT, Corpus, Draw, K, Shift, strata
+from ragmon.drift.draw import NO_SHIFT, Draw, K, Shift
+from ragmon.drift.traffic import Corpus, strata
 
 #: the version every document has before its first update (sorts before every ISO timestamp)
 ORIGINAL_VERSION = "1970-01-01T00:00:00"

@@ -12,8 +12,8 @@ import pytest
 from ragmon.config import DriftSettings
 from ragmon.drift.backtest import backtest
 from ragmon.drift.check import DriftChecker
+from ragmon.drift.draw import Shift
 from ragmon.drift.simulate import ShapedSpec, insert_shaped
-from ragmon.drift.traffic import Shift
 from ragmon.telemetry import Telemetry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

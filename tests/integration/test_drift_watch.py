@@ -11,9 +11,9 @@ import pytest
 
 from ragmon.config import DriftSettings
 from ragmon.drift.check import DriftChecker
+from ragmon.drift.draw import Shift
 from ragmon.drift.schedule import DriftRole
 from ragmon.drift.simulate import ShapedSpec, insert_shaped
-from ragmon.drift.traffic import Shift
 from ragmon.telemetry import Telemetry
 from tests.support.clocks import ManualClock
 

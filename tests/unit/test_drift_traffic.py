@@ -10,11 +10,12 @@ import pytest
 
 from ragmon.config import DriftSettings
 from ragmon.drift.assess import Assessed, Detector, Entry, Planned, assess
+from ragmon.drift.draw import Shift
 from ragmon.drift.features import FEATURES, plan_features
 from ragmon.drift.registry import get_test
 from ragmon.drift.series import Series
 from ragmon.drift.summary import ContinuousSummary, RateSummary
-from ragmon.drift.traffic import SHAPES, Shift, strata
+from ragmon.drift.traffic import SHAPES, strata
 
 DETECTOR = Detector()
 CHECKS = 24

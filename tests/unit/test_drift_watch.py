@@ -62,9 +62,10 @@ def test_a_collapse_pages_within_minutes_in_its_stratum_only() -> None:
     strata pages."""
     from ragmon.config import DriftSettings
     from ragmon.drift.assess import Detector, Planned
+    from ragmon.drift.draw import Shift
     from ragmon.drift.features import FEATURES, plan_features
     from ragmon.drift.offline import History
-    from ragmon.drift.traffic import Shift, strata
+    from ragmon.drift.traffic import strata
     from ragmon.drift.watch import look
 
     plans = {p.feature.name: [Planned(t.test, t.threshold, t.effect_threshold, t.min_samples) for t in p.tests]
