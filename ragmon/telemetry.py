@@ -208,7 +208,8 @@ class Telemetry:
         )
         self.ingest_otlp_unscored = Counter(
             "ragmon_ingest_otlp_unscored_documents_total",
-            "Retrieved documents of OTLP traces stored without a score (the instrumentation sent none).", registry=r,
+            "Retrieved documents of OTLP traces stored without a score (the instrumentation sent none); once per "
+            "trace, its repaired versions adding only documents it gained.", registry=r,
         )
         self.ingest_otlp_http_requests = Counter(
             "ragmon_ingest_otlp_http_requests_total",
