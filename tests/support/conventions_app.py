@@ -19,7 +19,9 @@ are not queries. Options, for the slow and late-span tests (``tests/integration/
   step, nor a rerank call); the app prints ``{"asked": FAMILY}`` when the model has been asked for one;
 - ``--hold-answer``: the span of each query's answering model call (its last LLM span) is held back when the
   query's root ends; the app exports everything else, prints ``{"holding": N}`` and sends the held spans only when
-  a line arrives on its standard input: a span that arrives after its trace was stored.
+  a line arrives on its standard input: a span that arrives after its trace was stored;
+- ``--stream``: OpenLLMetry's LlamaIndex query engine (``streaming=True``) and LangChain chain (``chain.stream``)
+  stream their answers, as an application does.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class Apps:
     is attached, so the expected retrievals are computed untraced)."""
 
     def __init__(self, base_url: str, endpoints: list[str], headers: dict[str, str], *, single: bool = False,
-                 hold: bool = False) -> None:
+                 hold: bool = False, stream: bool = False) -> None:
         import os
 
         os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -94,7 +96,7 @@ class Apps:
         from tests.support.instrumented import SpanTap
 
         self.base_url, self.endpoints, self.headers = base_url, endpoints, headers
-        self.single, self.hold = single, hold
+        self.single, self.hold, self.stream = single, hold, stream
         self.provider = TracerProvider(resource=Resource.create({"service.name": "rag-app-conventions"}))
         self.tap = SpanTap()
         self.provider.add_span_processor(self.tap)
@@ -143,11 +145,12 @@ class Apps:
             for (question, k, mode, rerank), (ids, scores, texts) in zip(plans, wanted, strict=True):
                 before = calls()
                 post = [StructuredLLMRerank(top_n=2, choice_batch_size=k)] if rerank else []
-                response = index.as_query_engine(similarity_top_k=k, response_mode=mode,
+                response = index.as_query_engine(similarity_top_k=k, response_mode=mode, streaming=self.stream,
                                                  node_postprocessors=post).query(question)
+                answer = "".join(response.response_gen) if self.stream else str(response)
                 n = calls() - before
                 context = [s.node.node_id for s in response.source_nodes] if rerank else []
-                sent.append(Sent(question, str(response), ids, scores, texts, context, n * PROMPT_TOKENS,
+                sent.append(Sent(question, answer, ids, scores, texts, context, n * PROMPT_TOKENS,
                                  n * COMPLETION_TOKENS, MODEL))
             if self.single:
                 return sent
@@ -188,12 +191,14 @@ class Apps:
         question = "Is shipping free over fifty euros?"
         docs = retriever.invoke(question)  # untraced
         with self.exporting():
-            answer = chain.invoke(question)
+            answer = "".join(chain.stream(question)) if self.stream else chain.invoke(question)
             if not self.single:
                 (prompt | model | StrOutputParser()).invoke({"context": "", "question": "Say hello."})
-        # OpenLLMetry records neither the documents' ids nor their scores: ragmon derives ids from the content
+        # OpenLLMetry records neither the documents' ids nor their scores: ragmon derives ids from the content. A
+        # stream has no usage: ChatOpenAI asks for it (stream_usage) by default only from OpenAI's own base URL
+        tokens = (0, 0) if self.stream else (PROMPT_TOKENS, COMPLETION_TOKENS)
         return [Sent(question, answer, [d.id or "" for d in docs], [None] * len(docs), [d.page_content for d in docs],
-                     [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
+                     [], *tokens, MODEL)]
 
     # -- the GenAI semantic conventions: openai-v2 and a retrieval span of the application's own ------------------
 
@@ -482,6 +487,7 @@ def main() -> None:
                         help="how long the model takes over each final answer")
     parser.add_argument("--hold-answer", action="store_true",
                         help="hold back each query's answering LLM span until a line arrives on standard input")
+    parser.add_argument("--stream", action="store_true", help="OpenLLMetry's frameworks stream their answers")
     args = parser.parse_args()
     family, _, frameworks = args.family.partition("_") if args.family.startswith("openllmetry_") else \
         (args.family, "", "")
@@ -489,7 +495,7 @@ def main() -> None:
     with FakeOpenAI(responder=functools.partial(_answer, delay=args.answer_delay, asked=asked)) as server:
         apps = Apps(server.base_url, args.endpoints.split(","),
                     {"Authorization": f"Bearer {args.token}"} if args.token else {}, single=args.single,
-                    hold=args.hold_answer)
+                    hold=args.hold_answer, stream=args.stream)
         calls = lambda: len(server.requests)  # noqa: E731
         sent = {"openllmetry": lambda: apps.openllmetry(calls, frameworks or "llamaindex,langchain"),
                 "genai": apps.genai, "haystack": apps.haystack, "dspy": apps.dspy,
