@@ -116,10 +116,11 @@ def rows(store: ClickHouseStore) -> list[dict[str, Any]]:
 
 
 def compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]], *, answer_seconds: float = 0.0,
-            version: str | None = None) -> None:
-    """Every query stored once, each row field by field what its application saw; with ``answer_seconds``, the
-    model took that long over the answer (the root's latency covers it, the retriever's does not); with
-    ``version``, each row is that version of a repaired trace (``ragmon.otlp.version``)."""
+            version: str | None = None, expected: dict[tuple[str, str], tuple[str, str]] = EXPECTED) -> None:
+    """Every query stored once, each row field by field what its application saw, read by the conventions and
+    missing the fields ``expected`` says (a row of each); with ``answer_seconds``, the model took that long over the
+    answer (the root's latency covers it, the retriever's does not); with ``version``, each row is that version of a
+    repaired trace (``ragmon.otlp.version``)."""
     assert len(rows) == len(sent), f"{len(rows)} rows for {len(sent)} queries"
     by_question = {r["question"]: r for r in rows}
     seen: set[tuple[str, str]] = set()
@@ -127,7 +128,7 @@ def compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]], *, answer_se
     for s in sent:
         row = by_question[s["question"]]
         where = f"{s['source']}: {s['question']!r}"
-        conventions, unavailable = EXPECTED[(s["source"], row["retriever_name"])]
+        conventions, unavailable = expected[(s["source"], row["retriever_name"])]
         ids = s["chunk_ids"]
         if "chunk_id" in unavailable:  # not carried: ragmon's id from the content, never a position
             ids = ["sha256:" + hashlib.sha256(t.encode()).hexdigest()[:32] for t in s["texts"]]
@@ -156,7 +157,7 @@ def compare(rows: list[dict[str, Any]], sent: list[dict[str, Any]], *, answer_se
         if s["source"] not in ("genai", "dspy"):  # their documents carry no metadata
             assert all(row["retrieved_doc_ids"]), where
         seen.add((s["source"], row["retriever_name"]))
-    assert seen == set(EXPECTED), "a row of every instrumentation"
+    assert seen == set(expected), "a row of every instrumentation"
 
 
 def skips(metric: Any, skipped: dict[str, int]) -> dict[str, float]:
