@@ -95,6 +95,7 @@ class _Emitted:
     key: openinference.Key | None  # the stored version's sort key; None while it is skipped
     version: int
     skipped: str = ""  # why it is not a query, while key is None
+    unscored: int = 0  # its documents without a score, counted already (a later version counts only new ones)
 
 
 class OtlpAssembler:
@@ -269,7 +270,7 @@ class OtlpAssembler:
             return _letter(spans, p.entries, p.source, outcome, "invalid_otlp",
                            f"cannot map the spans to a trace: {exc}", settles=True)
         self._keep(trace_id, _Emitted(now, p.spans, {e.partition for e in p.entries}, p.bytes, mapped.key, 1,
-                                      mapped.skipped))
+                                      mapped.skipped, mapped.unscored))
         return Assembled(mapped.document, p.entries, p.source, outcome, skipped=mapped.skipped,
                          unscored=mapped.unscored, settles=mapped.document is not None)
 
@@ -314,9 +315,9 @@ class OtlpAssembler:
         else:
             e.version += 1
         e.key = mapped.key
+        unscored, e.unscored = max(0, mapped.unscored - e.unscored), max(e.unscored, mapped.unscored)
         self._trim_emitted()
-        return Assembled(mapped.document, [entry], position, "repaired", unscored=mapped.unscored,
-                         settles=was_skipped)
+        return Assembled(mapped.document, [entry], position, "repaired", unscored=unscored, settles=was_skipped)
 
     def _keep(self, trace_id: str, emitted: _Emitted) -> None:
         if self.repair_seconds <= 0:

@@ -126,7 +126,8 @@ CATALOGUE: tuple[MetricDef, ...] = (
               help="OTLP traces stored again (a new version) because spans of theirs arrived after they were "
                    "emitted."),
     MetricDef("ingest_otlp_unscored", COUNTER, "ragmon_ingest_otlp_unscored_documents_total", "otlp",
-              help="Retrieved documents of OTLP traces stored without a score (the instrumentation sent none)."),
+              help="Retrieved documents of OTLP traces stored without a score (the instrumentation sent none); once "
+                   "per trace, its repaired versions adding only documents it gained."),
     MetricDef("ingest_otlp_http_requests", COUNTER, "ragmon_ingest_otlp_http_requests_total", "otlp",
               labels=("outcome",),
               help="OTLP/HTTP export requests on /v1/traces, by outcome (accepted, partial, invalid, unauthorized, "

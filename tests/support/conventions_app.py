@@ -6,11 +6,22 @@ OpenAI-compatible server (``tests/support/openai_server.py``), exporting over OT
 Instrumentations patch their frameworks (and the OpenAI client) globally, and OpenLLMetry's OpenAI one cannot be
 undone (``uninstrument`` leaves its wrapper in place), so each family runs in its own process, apart from the
 OpenInference tests (``tests/support/instrumented.py``) and from each other:
-``python -m tests.support.conventions_app ENDPOINT TOKEN FAMILY`` (``openllmetry``, ``genai``, ``haystack``,
-``dspy``, ``pydantic_ai``) runs
-that family's scenarios, exports its spans to ENDPOINT (a Collector's or ragmon's ``/v1/traces``) and prints what
-the applications saw, one JSON object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces
-that are not queries.
+``python -m tests.support.conventions_app ENDPOINT[,ENDPOINT…] TOKEN FAMILY [options]`` (``openllmetry``,
+``genai``, ``haystack``, ``dspy``, ``pydantic_ai``) runs that family's scenarios, exports its spans to every
+ENDPOINT at once (a Collector's or ragmon's ``/v1/traces``; one ``BatchSpanProcessor`` each) and prints what the
+applications saw, one JSON object per query (``Sent``), then ``{"skipped": {reason: count}}`` for the traces that
+are not queries. Options, for the slow and late-span tests (``tests/integration/test_otlp_conventions_slow.py``):
+
+- ``--single``: one query per framework and nothing else (no other scenario, no trace that is not a query); the
+  families ``openllmetry_llamaindex`` and ``openllmetry_langchain`` run OpenLLMetry's two frameworks apart, so that
+  two slow answers need not wait for each other;
+- ``--answer-delay SECONDS``: the model takes that long over each final answer (not over Pydantic AI's tool-call
+  step, nor a rerank call); the app prints ``{"asked": FAMILY}`` when the model has been asked for one;
+- ``--hold-answer``: the span of each query's answering model call (its last LLM span) is held back when the
+  query's root ends; the app exports everything else, prints ``{"holding": N}`` and sends the held spans only when
+  a line arrives on its standard input: a span that arrives after its trace was stored;
+- ``--stream``: OpenLLMetry's LlamaIndex query engine (``streaming=True``) and LangChain chain (``chain.stream``)
+  stream their answers, as an application does.
 """
 
 from __future__ import annotations
@@ -35,7 +46,8 @@ SKIPPED = {"openllmetry": {"embedding_only": 2, "llm_only": 1, "no_retriever": 2
 TOOL = "search_docs"
 
 
-def _answer(request: dict) -> Any:
+def _answer(request: dict, delay: float = 0.0, asked: Any = None) -> Any:
+    """The model's reply to ``request``; a final answer takes ``delay`` seconds (``asked`` is called first)."""
     from tests.support.openai_server import ok
 
     messages = request.get("messages", [])
@@ -47,7 +59,11 @@ def _answer(request: dict) -> Any:
     text = RERANK if "document_number" in prompt else ANSWER
     if "[[ ## answer ## ]]" in prompt:  # DSPy's chat adapter: its field markers around the answer
         text = f"[[ ## answer ## ]]\n{ANSWER}\n\n[[ ## completed ## ]]"
-    return ok(text, model=MODEL, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
+    delay = 0.0 if text == RERANK else delay  # a final answer (the tool-call step returned above)
+    if delay and asked is not None:
+        asked()
+    return ok(text, model=MODEL, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS,
+              delay_seconds=delay)
 
 
 def _tool_call(name: str, arguments: dict[str, Any]) -> Any:
@@ -67,7 +83,8 @@ class Apps:
     """One process's applications (``provider``'s spans pass through ``tap``: nothing is exported while no processor
     is attached, so the expected retrievals are computed untraced)."""
 
-    def __init__(self, base_url: str, endpoint: str, headers: dict[str, str]) -> None:
+    def __init__(self, base_url: str, endpoints: list[str], headers: dict[str, str], *, single: bool = False,
+                 hold: bool = False, stream: bool = False) -> None:
         import os
 
         os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -78,12 +95,13 @@ class Apps:
 
         from tests.support.instrumented import SpanTap
 
-        self.base_url, self.endpoint, self.headers = base_url, endpoint, headers
+        self.base_url, self.endpoints, self.headers = base_url, endpoints, headers
+        self.single, self.hold, self.stream = single, hold, stream
         self.provider = TracerProvider(resource=Resource.create({"service.name": "rag-app-conventions"}))
         self.tap = SpanTap()
         self.provider.add_span_processor(self.tap)
 
-    def openllmetry(self, calls: Any) -> list[Sent]:
+    def openllmetry(self, calls: Any, frameworks: str = "llamaindex,langchain") -> list[Sent]:
         from opentelemetry.instrumentation.langchain import LangchainInstrumentor
         from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor
@@ -91,7 +109,8 @@ class Apps:
         LlamaIndexInstrumentor().instrument(tracer_provider=self.provider)
         LangchainInstrumentor().instrument(tracer_provider=self.provider)
         OpenAIInstrumentor().instrument(tracer_provider=self.provider)
-        return self.llamaindex(calls) + self.langchain()
+        return (self.llamaindex(calls) if "llamaindex" in frameworks else []) + \
+            (self.langchain() if "langchain" in frameworks else [])
 
     def _index(self) -> Any:
         from llama_index.core import Document, Settings, VectorStoreIndex
@@ -100,7 +119,7 @@ class Apps:
         from tests.support.llamaindex_app import _build
 
         embedding, _ = _build()
-        Settings.llm = OpenAI(model=MODEL, api_base=self.base_url, api_key="test", max_retries=0)
+        Settings.llm = OpenAI(model=MODEL, api_base=self.base_url, api_key="test", max_retries=0, timeout=600)
         Settings.embed_model = embedding()
         return VectorStoreIndex.from_documents(
             [Document(text=text, doc_id=name, metadata={"doc_id": name, "doc_version": "3"})
@@ -119,19 +138,22 @@ class Apps:
             return [n.node.node_id for n in nodes], [n.score for n in nodes], [n.node.get_content() for n in nodes]
 
         plans = [("How long do refunds take?", 2, "compact", False), ("Where are invoices sent?", 3, "refine", False),
-                 ("Is shipping free?", 3, "compact", True)]
+                 ("Is shipping free?", 3, "compact", True)][:1 if self.single else 3]
         wanted = [expected(q, k) for q, k, _, _ in plans]
         sent = []
         with self.exporting():
             for (question, k, mode, rerank), (ids, scores, texts) in zip(plans, wanted, strict=True):
                 before = calls()
                 post = [StructuredLLMRerank(top_n=2, choice_batch_size=k)] if rerank else []
-                response = index.as_query_engine(similarity_top_k=k, response_mode=mode,
+                response = index.as_query_engine(similarity_top_k=k, response_mode=mode, streaming=self.stream,
                                                  node_postprocessors=post).query(question)
+                answer = "".join(response.response_gen) if self.stream else str(response)
                 n = calls() - before
                 context = [s.node.node_id for s in response.source_nodes] if rerank else []
-                sent.append(Sent(question, str(response), ids, scores, texts, context, n * PROMPT_TOKENS,
+                sent.append(Sent(question, answer, ids, scores, texts, context, n * PROMPT_TOKENS,
                                  n * COMPLETION_TOKENS, MODEL))
+            if self.single:
+                return sent
             chat = index.as_chat_engine(chat_mode="condense_plus_context", similarity_top_k=2)
             for message in ("Can I get a refund?", "And how are passwords reset?"):  # the second condenses first
                 before = calls()
@@ -169,11 +191,14 @@ class Apps:
         question = "Is shipping free over fifty euros?"
         docs = retriever.invoke(question)  # untraced
         with self.exporting():
-            answer = chain.invoke(question)
-            (prompt | model | StrOutputParser()).invoke({"context": "", "question": "Say hello."})
-        # OpenLLMetry records neither the documents' ids nor their scores: ragmon derives ids from the content
+            answer = "".join(chain.stream(question)) if self.stream else chain.invoke(question)
+            if not self.single:
+                (prompt | model | StrOutputParser()).invoke({"context": "", "question": "Say hello."})
+        # OpenLLMetry records neither the documents' ids nor their scores: ragmon derives ids from the content. A
+        # stream has no usage: ChatOpenAI asks for it (stream_usage) by default only from OpenAI's own base URL
+        tokens = (0, 0) if self.stream else (PROMPT_TOKENS, COMPLETION_TOKENS)
         return [Sent(question, answer, [d.id or "" for d in docs], [None] * len(docs), [d.page_content for d in docs],
-                     [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
+                     [], *tokens, MODEL)]
 
     # -- the GenAI semantic conventions: openai-v2 and a retrieval span of the application's own ------------------
 
@@ -201,7 +226,8 @@ class Apps:
                 ).choices[0].message.content or ""
                 workflow.output_messages = [OutputMessage(role="assistant", parts=[Text(content=answer)],
                                                           finish_reason="stop")]
-            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}])
+            if not self.single:
+                client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}])
         # the conventions carry ids and scores, not the documents' texts
         return [Sent(question, answer, ids, scores, [], [], PROMPT_TOKENS, COMPLETION_TOKENS, MODEL)]
 
@@ -228,7 +254,8 @@ class Apps:
             template=[ChatMessage.from_user("Context: {% for d in documents %}{{ d.content }} {% endfor %}\n"
                                             "Question: {{ question }}")], required_variables=["documents", "question"]))
         pipeline.add_component("llm", OpenAIChatGenerator(api_key=Secret.from_token("test"), model=MODEL,
-                                                          api_base_url=self.base_url, max_retries=0))
+                                                          api_base_url=self.base_url, max_retries=0,
+                                                          timeout=600))
         pipeline.connect("retriever.documents", "prompt.documents")
         pipeline.connect("prompt.prompt", "llm.messages")
         question = "Are invoices sent by email once the order has shipped?"
@@ -303,12 +330,15 @@ class Apps:
             before = calls()
             answer = agent.run_sync(question, conversation_id="conv-pydantic-ai").output
             n = calls() - before
-            plain.run_sync("Say hello.")
+            if not self.single:
+                plain.run_sync("Say hello.")
         # a retrieval tool's result is the documents: ids, scores, texts and metadata as the tool returned them
         return [Sent(question, answer, [d["id"] for d in docs], [d["score"] for d in docs], [d["text"] for d in docs],
                      [], n * PROMPT_TOKENS, n * COMPLETION_TOKENS, MODEL, session_id="conv-pydantic-ai")]
 
     def exporting(self) -> Any:
+        """Export every span that ends inside the block to every endpoint (one batch processor each); with
+        ``hold``, through ``HoldAnswer``: the held spans go once a line arrives on standard input."""
         from contextlib import contextmanager
 
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -316,17 +346,84 @@ class Apps:
 
         @contextmanager
         def block() -> Any:
-            processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=self.endpoint, headers=self.headers or None),
-                                           schedule_delay_millis=200)
-            self.tap.attach(processor)
+            processors = [BatchSpanProcessor(OTLPSpanExporter(endpoint=e, headers=self.headers or None),
+                                             schedule_delay_millis=200) for e in self.endpoints]
+            hold = HoldAnswer(processors) if self.hold else None
+            for processor in [hold] if hold else processors:
+                self.tap.attach(processor)
             try:
                 yield
             finally:
-                self.tap.detach(processor)
-                processor.force_flush()
-                processor.shutdown()
+                for processor in [hold] if hold else processors:
+                    self.tap.detach(processor)
+                if hold is not None:
+                    for processor in processors:
+                        processor.force_flush()  # every span but the held ones is on its way
+                    print(json.dumps({"holding": hold.holding()}), flush=True)
+                    sys.stdin.readline()
+                    hold.release()
+                for processor in processors:
+                    processor.force_flush()
+                    processor.shutdown()
 
         return block()
+
+
+def _is_llm_call(span: Any) -> bool:
+    attributes = span.attributes or {}
+    return attributes.get("openinference.span.kind") == "LLM" or \
+        attributes.get("gen_ai.operation.name") in ("chat", "text_completion", "generate_content")
+
+
+class HoldAnswer:
+    """A span processor in front of ``targets`` that holds back each trace's answering model call: the LLM spans
+    of a trace wait for its root; when the root ends it goes on with every LLM span but the one that ended last (the
+    answer's), which waits for ``release()``."""
+
+    def __init__(self, targets: list[Any]) -> None:
+        import threading
+
+        self.targets = targets
+        self._waiting: dict[int, list[Any]] = {}  # trace id → its LLM spans, until its root ends
+        self._held: list[Any] = []
+        self._lock = threading.Lock()
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        for t in self.targets:
+            t.on_start(span, parent_context)
+
+    def on_end(self, span: Any) -> None:
+        trace_id = span.context.trace_id
+        with self._lock:
+            if span.parent is not None and _is_llm_call(span):
+                self._waiting.setdefault(trace_id, []).append(span)
+                return
+            send = [span]
+            if span.parent is None and self._waiting.get(trace_id):
+                calls = sorted(self._waiting.pop(trace_id), key=lambda s: s.end_time)
+                self._held.append(calls.pop())
+                send += calls
+        for s in send:
+            for t in self.targets:
+                t.on_end(s)
+
+    def holding(self) -> int:
+        with self._lock:
+            assert not self._waiting, "an LLM span whose root never ended"
+            return len(self._held)
+
+    def release(self) -> None:
+        with self._lock:
+            held, self._held = self._held, []
+        for s in held:
+            for t in self.targets:
+                t.on_end(s)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
 
 
 class ColBERTServer:
@@ -374,18 +471,38 @@ class ColBERTServer:
 
 
 def main() -> None:
-    """``ENDPOINT TOKEN FAMILY``: run the family's scenarios, export to ENDPOINT, print what was sent."""
+    """``ENDPOINT[,ENDPOINT…] TOKEN FAMILY [--single] [--answer-delay S] [--hold-answer]``: run the family's
+    scenarios, export to every ENDPOINT, print what was sent (see the module docstring)."""
+    import argparse
+    import functools
+
     from tests.support.openai_server import FakeOpenAI
 
-    endpoint, token, family = sys.argv[1:4]
-    with FakeOpenAI(responder=_answer) as server:
-        apps = Apps(server.base_url, endpoint, {"Authorization": f"Bearer {token}"} if token else {})
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("endpoints")
+    parser.add_argument("token")
+    parser.add_argument("family", choices=[*SKIPPED, "openllmetry_llamaindex", "openllmetry_langchain"])
+    parser.add_argument("--single", action="store_true", help="one query per framework, nothing else")
+    parser.add_argument("--answer-delay", type=float, default=0.0, metavar="SECONDS",
+                        help="how long the model takes over each final answer")
+    parser.add_argument("--hold-answer", action="store_true",
+                        help="hold back each query's answering LLM span until a line arrives on standard input")
+    parser.add_argument("--stream", action="store_true", help="OpenLLMetry's frameworks stream their answers")
+    args = parser.parse_args()
+    family, _, frameworks = args.family.partition("_") if args.family.startswith("openllmetry_") else \
+        (args.family, "", "")
+    asked = lambda: print(json.dumps({"asked": args.family}), flush=True)  # noqa: E731
+    with FakeOpenAI(responder=functools.partial(_answer, delay=args.answer_delay, asked=asked)) as server:
+        apps = Apps(server.base_url, args.endpoints.split(","),
+                    {"Authorization": f"Bearer {args.token}"} if args.token else {}, single=args.single,
+                    hold=args.hold_answer, stream=args.stream)
         calls = lambda: len(server.requests)  # noqa: E731
-        sent = {"openllmetry": lambda: apps.openllmetry(calls), "genai": apps.genai, "haystack": apps.haystack,
-                "dspy": apps.dspy, "pydantic_ai": lambda: apps.pydantic_ai(calls)}[family]()
+        sent = {"openllmetry": lambda: apps.openllmetry(calls, frameworks or "llamaindex,langchain"),
+                "genai": apps.genai, "haystack": apps.haystack, "dspy": apps.dspy,
+                "pydantic_ai": lambda: apps.pydantic_ai(calls)}[family]()
     for s in sent:
         print(json.dumps({"source": family, **asdict(s)}), flush=True)
-    print(json.dumps({"skipped": SKIPPED[family]}), flush=True)
+    print(json.dumps({"skipped": {} if args.single else SKIPPED[family]}), flush=True)
 
 
 if __name__ == "__main__":

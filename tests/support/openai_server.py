@@ -1,7 +1,8 @@
 """A local OpenAI-compatible chat-completions server for judge tests: a real socket, the real protocol.
 
 ``FakeOpenAI`` listens on 127.0.0.1 (a free port), answers ``POST /v1/chat/completions`` with scripted steps
-(good JSON, malformed JSON, slow answers, 429 with Retry-After, 5xx…) and records every request body and
+(good JSON, malformed JSON, slow answers, 429 with Retry-After, 5xx…; a request with ``"stream": true`` gets its
+answer as server-sent chunks) and records every request body and
 Authorization header so tests can check what the judge sent. When the script is empty, ``responder`` (if
 given) builds the answer from the request.
 """
@@ -113,6 +114,9 @@ class FakeOpenAI:
                 if step.delay_seconds:
                     time.sleep(step.delay_seconds)
                 body = step.body
+                kind = "application/json"
+                if body is None and request.get("stream") and step.status == 200:
+                    body, kind = _stream(step, request), "text/event-stream"
                 if body is None:
                     content = step.content if isinstance(step.content, str) else json.dumps(step.content)
                     body = json.dumps({
@@ -125,7 +129,7 @@ class FakeOpenAI:
                     }).encode()
                 try:
                     self.send_response(step.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", kind)
                     self.send_header("Content-Length", str(len(body)))
                     for k, v in step.headers.items():
                         self.send_header(k, v)
@@ -135,6 +139,23 @@ class FakeOpenAI:
                     pass  # the client timed out and went away: that is the point of a slow step
 
         return Handler
+
+
+def _stream(step: Step, request: dict) -> bytes:
+    """A streamed chat completion (``"stream": true``), as server-sent events: the content a word a chunk, a last
+    chunk with the finish reason, a usage chunk when ``stream_options.include_usage`` asks for one, ``[DONE]``."""
+    content = step.content if isinstance(step.content, str) else json.dumps(step.content)
+    words = content.split(" ")
+    base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": int(time.time()), "model": step.model}
+    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    chunks += [{**base, "choices": [{"index": 0, "delta": {"content": w if i == 0 else " " + w},
+                                     "finish_reason": None}]} for i, w in enumerate(words)]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": {
+            "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
+            "total_tokens": step.prompt_tokens + step.completion_tokens}})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
 
 # -- a provider with latency, a request limit and occasional failures (tests and bench/judge_throughput.py) ------

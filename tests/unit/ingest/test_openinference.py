@@ -146,6 +146,26 @@ def test_3_spans_after_the_trace_was_stored_make_a_new_version_that_replaces_it(
     assert r.source.committed == {(T, 0): 2}
 
 
+def test_3_a_repaired_trace_counts_its_unscored_documents_once(rig, chain):
+    """A version is the same trace stored again: its documents without scores are not counted again (they were,
+    once per version: a LangChain answer whose model call came late counted its two documents twice)."""
+    with capture() as spans:
+        chain.ask("Is shipping free?")
+    finished = list(spans.get_finished_spans())
+    llm = [s for s in finished if s.attributes.get("openinference.span.kind") == "LLM"]
+    r = rig(max_batch_rows=100)
+    r.source.append(T, 0, otlp_messages([s for s in finished if s not in llm], 100, "proto"))
+    r.drive(20)
+    [first] = r.writer.rows
+    assert first["attributes"]["ragmon.otlp.missing"] == "llm" and scores(first) == [None, None]
+    r.source.append(T, 0, otlp_messages(llm, 100, "proto"))
+    r.drive(10)
+    [row] = final(r.writer.rows).values()
+    assert row["attributes"]["ragmon.otlp.version"] == "2" and scores(row) == [None, None]
+    assert r.metric("ragmon_ingest_otlp_repaired_traces_total") == 1
+    assert r.metric("ragmon_ingest_otlp_unscored_documents_total") == 2, "the trace's two documents, once"
+
+
 def test_3_late_spans_past_the_repair_window_are_dead_lettered_and_counted(rig, app):
     with capture() as spans:
         app.query("How long do refunds take?")
