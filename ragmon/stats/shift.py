@@ -1,4 +1,4 @@
-"""Drift statistics: two-sample KS, PSI, Wasserstein distance, proportion tests and Benjamini–Hochberg.
+"""Distribution-shift statistics: two-sample KS, PSI, Wasserstein distance, proportion tests and Benjamini–Hochberg.
 
 Pure functions of numbers: no I/O, no clock, no globals. Each statistic exists in two forms:
 

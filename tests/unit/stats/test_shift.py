@@ -1,4 +1,5 @@
-"""Drift statistics: known answers against SciPy, Hypothesis properties, and the sketch forms vs the sample forms."""
+"""Shift statistics (ragmon.stats.shift): known answers against SciPy, Hypothesis properties, and the sketch forms vs
+the sample forms."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift import stats
 from ragmon.drift.summary import LEVELS
+from ragmon.stats import shift as stats
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 samples = st.lists(finite, min_size=1, max_size=60)
