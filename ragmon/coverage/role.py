@@ -16,7 +16,7 @@ from ragmon.config import CoverageSettings
 from ragmon.coverage.check import check_coverage, export
 from ragmon.coverage.stats import CoverageThresholds
 from ragmon.daemon import PeriodicRole
-from ragmon.gate.golden_io import load_golden
+from ragmon.golden_files import load_golden
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.coverage")

@@ -37,7 +37,7 @@ from ragmon.demo.scenario import (
 from ragmon.demo.traffic import generate_golden
 from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
-from ragmon.gate.golden_io import write_golden
+from ragmon.golden_files import write_golden
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop

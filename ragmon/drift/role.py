@@ -20,7 +20,7 @@ from ragmon.drift.features import plan_features
 from ragmon.drift.judge_agreement import JudgeAgreementJob
 from ragmon.drift.schedule import DriftRole
 from ragmon.errors import ConfigError, InputError
-from ragmon.gate.golden_io import load_golden
+from ragmon.golden_files import load_golden
 from ragmon.telemetry import Telemetry
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragmon.errors import InputError
-from ragmon.gate.golden_io import MAX_PROBLEMS, load_golden
+from ragmon.golden_files import MAX_PROBLEMS, load_golden
 
 CASE = {"id": "c1", "question": "q", "category": "s", "expected_behaviour": "answer",
         "reference_passages": [{"doc_id": "d", "chunk_ids": ["a"]}]}  # fmt: skip

@@ -1,4 +1,7 @@
-"""Loading a golden-set file for the gate: validation with errors that name the case id and the field.
+"""Golden-set files, read and written: validation with errors that name the case id and the field.
+
+Shared by every part that uses a golden set (the gate, the coverage check, the review export, ``ragmon golden``,
+the demo), so it sits below the roles and imports none of them. Must not reach the store or a network.
 
 A golden file is either a JSON array of ``golden-case.v1`` cases, or an envelope that also says which set and
 version it is::
