@@ -165,7 +165,7 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep
     from ragmon.ingest.intake import Intake
     from ragmon.ingest.offsets import OffsetLedger
-    from ragmon.ingest.source import KafkaTraceSource
+    from ragmon.stream.source import KafkaTraceSource
     from ragmon.telemetry import Telemetry
 
     settings = IngestSettings()

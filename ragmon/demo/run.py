@@ -42,7 +42,6 @@ from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
 from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
 from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.judge.base import JudgeInput
 from ragmon.judge.classify import HeuristicClassifier
@@ -57,6 +56,7 @@ from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.result import ComparisonResult
 from ragmon.shadow.verdict import Thresholds
 from ragmon.store import ClickHouseStore
+from ragmon.stream.source import InMemoryTraceSource
 from ragmon.telemetry import Telemetry
 
 TOPIC = "rag.traces"

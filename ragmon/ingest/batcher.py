@@ -23,10 +23,10 @@ from typing import Protocol
 from ragmon.contracts.decode import FastTrace
 from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, release_trace
-from ragmon.ingest.source import Partition
 from ragmon.metrics.permissions import LeakRule
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
+from ragmon.stream.source import Partition
 
 #: the kinds of trace an acknowledged row or dead letter settles (``ragmon_ingest_traces_settled_total{kind}``): a
 #: message that is one trace (or is rejected whole), an OTLP trace assembled from spans; '' settles none (a later

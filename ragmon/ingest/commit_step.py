@@ -23,8 +23,8 @@ from opentelemetry.trace import SpanKind
 from ragmon.errors import SourceError
 from ragmon.ingest.batcher import Batch
 from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.source import Partition
 from ragmon.ingest.stats import IngestStats
+from ragmon.stream.source import Partition
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 

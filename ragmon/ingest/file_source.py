@@ -29,7 +29,7 @@ from typing import BinaryIO
 from ragmon.errors import InputError
 from ragmon.ingest.dead_letter import CUT_VALUE_BYTES
 from ragmon.ingest.fd_lines import DescriptorLines
-from ragmon.ingest.source import LocalPosition, Partition, RawMessage, RevokeHandler
+from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.file")
 

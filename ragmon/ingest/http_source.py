@@ -23,7 +23,7 @@ from ragmon.contracts.decode import Rejection
 from ragmon.errors import RetryableSourceError
 from ragmon.ingest.http_spool import HttpSpool, SpoolError, SpoolFull, SpoolRecord
 from ragmon.ingest.otlp import decode_request, request_spans
-from ragmon.ingest.source import LocalPosition, Partition, RawMessage, RevokeHandler
+from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.otlp")
 

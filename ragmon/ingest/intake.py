@@ -27,8 +27,8 @@ from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
 from ragmon.ingest.otlp import Span, detect_format, parse_otlp
 from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
-from ragmon.ingest.source import Partition, RawMessage
 from ragmon.store.trace_rows import SourcePosition
+from ragmon.stream.source import Partition, RawMessage
 from ragmon.telemetry import Telemetry
 
 #: the timestamps the store keeps as they are: the table's TTL and sort key compute in ClickHouse's DateTime and

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ragmon.ingest.source import Partition
+from ragmon.stream.source import Partition
 
 
 class Entry:

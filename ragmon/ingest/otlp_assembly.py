@@ -40,8 +40,8 @@ from ragmon.ingest import openinference
 from ragmon.ingest.conventions import canonical
 from ragmon.ingest.offsets import Entry, OffsetLedger
 from ragmon.ingest.otlp import Span
-from ragmon.ingest.source import Partition, RawMessage
 from ragmon.store.trace_rows import SourcePosition
+from ragmon.stream.source import Partition, RawMessage
 
 #: how a trace left the assembler (or a late message went); the incomplete ones are counted in
 #: ragmon_ingest_otlp_incomplete_traces_total. ``ended_*``: its input ended (a file read to its end)

@@ -33,8 +33,8 @@ from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
 from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
-from ragmon.ingest.lag import LagReporter
-from ragmon.ingest.source import Partition, RawMessage, TraceSource
+from ragmon.stream.lag import LagReporter
+from ragmon.stream.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest.outcomes")
@@ -252,7 +252,7 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dea
         done: Callable[[], bool] | None = lambda: source.exhausted and loop.idle()  # noqa: E731
     else:
         from ragmon.ingest.dead_letter import KafkaDeadLetterSink
-        from ragmon.ingest.source import KafkaTraceSource
+        from ragmon.stream.source import KafkaTraceSource
 
         kafka = settings.kafka.model_copy(update={"topic": settings.ab.outcomes_topic,
                                                   "group_id": settings.ab.outcomes_group_id,

@@ -42,13 +42,13 @@ from ragmon.ingest.commit_step import CommitStep
 from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.intake import Intake
-from ragmon.ingest.lag import LagReporter
 from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.source import Partition, RawMessage, TraceSource
 from ragmon.ingest.stats import IngestStats
 from ragmon.ingest.write_step import WriteStep
 from ragmon.ingest.writer import TraceWriter
 from ragmon.metrics.permissions import LeakRule
+from ragmon.stream.lag import LagReporter
+from ragmon.stream.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry
 
 __all__ = ["IngestPipeline", "IngestStats"]

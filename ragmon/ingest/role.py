@@ -18,9 +18,9 @@ from ragmon.errors import ConfigError
 from ragmon.ingest.dead_letter import KafkaDeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import KafkaTraceSource
 from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
+from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest")

@@ -18,7 +18,7 @@ from kafka import KafkaProducer
 
 from ragmon.config import KafkaSettings
 from ragmon.ingest.file_source import FileTraceSource
-from ragmon.ingest.source import InMemoryTraceSource, KafkaTraceSource, RawMessage
+from ragmon.stream.source import InMemoryTraceSource, KafkaTraceSource, RawMessage
 
 T = "contract.traces"
 

@@ -17,7 +17,7 @@ from ragmon.config import AbSettings
 from ragmon.errors import RetryableStoreError
 from ragmon.ingest.dead_letter import InMemoryDeadLetterSink, KafkaDeadLetterSink
 from ragmon.ingest.outcomes import OutcomeLoop
-from ragmon.ingest.source import InMemoryTraceSource, KafkaTraceSource
+from ragmon.stream.source import InMemoryTraceSource, KafkaTraceSource
 from tests.conftest import make_trace
 from tests.integration.ingest_support import committed, kafka_settings, produce, read_topic
 from tests.integration.review.support import insert_traces

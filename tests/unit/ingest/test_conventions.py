@@ -240,7 +240,7 @@ def raw(s: Span) -> Span:
 def test_a_slow_openllmetry_query_waits_for_its_root_and_is_stored_whole_at_once():
     from ragmon.ingest.offsets import OffsetLedger
     from ragmon.ingest.otlp_assembly import OtlpAssembler
-    from ragmon.ingest.source import RawMessage
+    from ragmon.stream.source import RawMessage
 
     root, retriever, llm = (raw(s) for s in llamaindex_trace())
     assembler, ledger = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2), OffsetLedger()
@@ -256,7 +256,7 @@ def test_a_slow_openllmetry_query_waits_for_its_root_and_is_stored_whole_at_once
 def test_a_late_model_call_span_repairs_the_stored_openllmetry_query():
     from ragmon.ingest.offsets import OffsetLedger
     from ragmon.ingest.otlp_assembly import OtlpAssembler
-    from ragmon.ingest.source import RawMessage
+    from ragmon.stream.source import RawMessage
 
     root, retriever, llm = (raw(s) for s in llamaindex_trace())
     assembler = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2, repair_seconds=60)

@@ -11,7 +11,7 @@ from ragmon.contracts.decode import Rejection
 from ragmon.ingest.offsets import OffsetLedger, release_trace
 from ragmon.ingest.otlp import Span, detect_format, parse_otlp
 from ragmon.ingest.otlp_assembly import OtlpAssembler
-from ragmon.ingest.source import RawMessage
+from ragmon.stream.source import RawMessage
 from tests.support.otel_spans import otlp_messages, rag_spans
 from tests.unit.ingest.conftest import trace_bytes
 

@@ -20,7 +20,7 @@ from ragmon.ingest.file_source import FileTraceSource
 from ragmon.ingest.offsets import OffsetLedger
 from ragmon.ingest.otlp import Span
 from ragmon.ingest.otlp_assembly import OtlpAssembler
-from ragmon.ingest.source import RawMessage
+from ragmon.stream.source import RawMessage
 from tests.support.instrumented import capture
 from tests.support.otel_spans import otlp_messages
 from tests.unit.ingest.conftest import trace_bytes

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.batcher import FlushWait
-from ragmon.ingest.source import InMemoryTraceSource
 from ragmon.ingest.writer import InMemoryTraceWriter
+from ragmon.stream.source import InMemoryTraceSource
 from tests.unit.ingest.conftest import SEED, trace_bytes
 
 T = "rag.traces"

@@ -125,7 +125,7 @@ class KafkaTraceSource:
         from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
         from kafka.errors import KafkaError
 
-        from ragmon.ingest import kafka_records  # imports kafka-python, as this class does: only when used
+        from ragmon.stream import kafka_records  # imports kafka-python, as this class does: only when used
 
         kafka_records.install()  # a non-UTF-8 header key must not cost the rest of its record batch
         missing = kafka_records.missing_codecs()
@@ -195,7 +195,7 @@ class KafkaTraceSource:
     def poll(self, timeout_seconds: float, max_records: int) -> list[RawMessage]:
         from kafka.errors import CorruptRecordError, UnsupportedCodecError
 
-        from ragmon.ingest import kafka_records
+        from ragmon.stream import kafka_records
 
         try:
             batches = self._consumer.poll(timeout_ms=int(timeout_seconds * 1000), max_records=max_records)

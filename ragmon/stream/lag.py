@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from ragmon.ingest.source import Partition
+from ragmon.stream.source import Partition
 
 log = logging.getLogger("ragmon.ingest")
 
