@@ -427,7 +427,7 @@ class Telemetry:
             ("retriever", "variant", "stratum", "feature", "dimension", "segment"),
         )
         self.drift_explain_gauges = GaugeSnapshot(self.drift_explain_top)
-        # judge drift (drift role, ragmon.drift.judge_agreement): the latest week with enough labels per
+        # judge drift (the judge_agreement role, ragmon.judge_agreement): the latest week with enough labels per
         # (fingerprint, label, stratum), replaced as a whole at every computation
         agreement_labels = ("fingerprint", "label", "stratum")
         self.judge_agreement_kappa = GaugeSpec(

@@ -1,14 +1,13 @@
-"""Judge drift in the drift role: weekly judge-vs-human agreement from review labels, exported for alerting.
+"""Judge drift: weekly judge-vs-human agreement from review labels, exported for alerting.
 
 Owns reading the pairs (a human label in ``review_labels`` joined with the judge's ``ok`` score of the same trace
 and the metric that label is compared with, binarized at ``judge.calibrate.LABEL_METRICS``), grouping them by
 the review week of the labelled trace, and publishing the trends of ``ragmon.judge.agreement_trend`` as the
 ``ragmon_judge_agreement_*`` gauges that ``RagmonJudgeAgreementLow`` reads.
 
-Why here: the drift role is the one single-replica periodic role (review may run several web replicas), and a
-judge that drifts away from its reviewers is drift. Labels arrive during the week after the one they review, so
-the computation is cheap to repeat hourly (``drift.judge_agreement.interval_seconds``) and idempotent. Must not
-write to the store.
+It runs in one process only (review may run several web replicas), by default wherever the drift role runs
+(``roles.judge_agreement``). Labels arrive during the week after the one they review, so the computation is cheap
+to repeat hourly (``drift.judge_agreement.interval_seconds``) and idempotent. Must not write to the store.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from ragmon.judge.agreement_trend import AgreementTrend, agreement_trends
 from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize
 from ragmon.telemetry import GaugeSpec, Telemetry
 
-log = logging.getLogger("ragmon.drift")
+log = logging.getLogger("ragmon.judge_agreement")
 
 _SQL = """SELECT l.week AS week, l.trace_id AS trace_id, l.reviewer AS reviewer, l.grounded AS grounded,
     l.citations_supported AS citations_supported, l.refusal_appropriate AS refusal_appropriate,
