@@ -34,9 +34,8 @@ ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "judge_agreement", "cov
 #: roles that ran inside the drift role before they were roles of their own: unless switched off they run wherever
 #: it does (an unset ``roles.<name>`` follows ``roles.drift``; ``ragmon drift`` starts them too)
 WITH_DRIFT = ("judge_agreement", "coverage")
-#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver and the outcome-event loop live in the
-#: ingest package
-ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role", "outcomes": "ragmon.ingest.outcomes_role"}
+#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver lives in the ingest package
+ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role"}
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 

@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ragmon.contracts.decode import FastTrace
-from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, release_trace
 from ragmon.metrics.permissions import LeakRule
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
+from ragmon.stream.dead_letter import DeadLetter
 from ragmon.stream.source import Partition
 
 #: the kinds of trace an acknowledged row or dead letter settles (``ragmon_ingest_traces_settled_total{kind}``): a

@@ -23,11 +23,11 @@ from ragmon.config import IngestSettings
 from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.contracts.redact import Redactor
 from ragmon.ingest.batcher import MESSAGE, OTLP_TRACE, Produced
-from ragmon.ingest.dead_letter import DeadLetter
 from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
 from ragmon.ingest.otlp import Span, detect_format, parse_otlp
 from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
 from ragmon.store.trace_rows import SourcePosition
+from ragmon.stream.dead_letter import DeadLetter
 from ragmon.stream.source import Partition, RawMessage
 from ragmon.telemetry import Telemetry
 

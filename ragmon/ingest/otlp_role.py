@@ -20,8 +20,6 @@ from ragmon.config import Settings, secret_value
 from ragmon.config.otlp import KAFKA_DEAD_LETTERS
 from ragmon.daemon import Listener, RoleParts
 from ragmon.errors import ConfigError, InputError
-from ragmon.ingest.dead_letter import DeadLetterSink, KafkaDeadLetterSink
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.http_source import HttpTraceSource
 from ragmon.ingest.http_spool import HttpSpool, SpoolError
@@ -31,6 +29,8 @@ from ragmon.ingest.role import redaction_problems
 from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
 from ragmon.store.dsn import parse_dsn
+from ragmon.stream.dead_letter import DeadLetterSink, KafkaDeadLetterSink
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest.otlp")

@@ -36,10 +36,8 @@ from collections.abc import Callable
 from ragmon.config import IngestSettings
 from ragmon.daemon import ConsumerState
 from ragmon.errors import FatalSourceError, SourceError
-from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.ingest.commit_step import CommitStep
-from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.intake import Intake
 from ragmon.ingest.offsets import OffsetLedger
@@ -47,6 +45,8 @@ from ragmon.ingest.stats import IngestStats
 from ragmon.ingest.write_step import WriteStep
 from ragmon.ingest.writer import TraceWriter
 from ragmon.metrics.permissions import LeakRule
+from ragmon.stream.backoff import Backoff
+from ragmon.stream.dead_letter import DeadLetterSink
 from ragmon.stream.lag import LagReporter
 from ragmon.stream.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry

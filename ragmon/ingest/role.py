@@ -15,11 +15,11 @@ from ragmon.config import Settings
 from ragmon.contracts.redact import Redactor
 from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
-from ragmon.ingest.dead_letter import KafkaDeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.pipeline import IngestPipeline
 from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
+from ragmon.stream.dead_letter import KafkaDeadLetterSink
 from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry
 

@@ -22,13 +22,13 @@ from typing import Protocol
 from opentelemetry.trace import SpanKind
 
 from ragmon.errors import RagmonError, SourceError, StoreError
-from ragmon.ingest.backoff import Backoff
 from ragmon.ingest.batcher import Batch
-from ragmon.ingest.dead_letter import DeadLetterSink
 from ragmon.ingest.faults import FaultPoints
 from ragmon.ingest.stats import IngestStats
 from ragmon.ingest.writer import TraceWriter
 from ragmon.store.trace_json import LeakRow
+from ragmon.stream.backoff import Backoff
+from ragmon.stream.dead_letter import DeadLetterSink
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ragmon.errors import InputError
-from ragmon.ingest.dead_letter import CUT_VALUE_BYTES
-from ragmon.ingest.fd_lines import DescriptorLines
+from ragmon.stream.dead_letter import CUT_VALUE_BYTES
+from ragmon.stream.fd_lines import DescriptorLines
 from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.file")

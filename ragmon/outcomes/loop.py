@@ -31,8 +31,8 @@ from ragmon.contracts.decode import Rejection
 from ragmon.contracts.outcome import Outcome, decode_outcome, looks_like_a_trace
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
-from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.dead_letter import DeadLetter, DeadLetterSink
+from ragmon.stream.backoff import Backoff
+from ragmon.stream.dead_letter import DeadLetter, DeadLetterSink
 from ragmon.stream.lag import LagReporter
 from ragmon.stream.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry
@@ -238,8 +238,8 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dea
     (the other kafka.* settings apply). File: JSON Lines (``-``: standard input), dead letters appended to
     ``dead_letter_file``. Fails fast when the broker or a file cannot be opened."""
     if file is not None:
-        from ragmon.ingest.dead_letter_file import FileDeadLetterSink
-        from ragmon.ingest.file_source import FileTraceSource, topic_of
+        from ragmon.stream.dead_letter_file import FileDeadLetterSink
+        from ragmon.stream.file_source import FileTraceSource, topic_of
 
         sink: Any = FileDeadLetterSink(dead_letter_file)
         try:
@@ -251,7 +251,7 @@ def open_outcome_loop(settings: Any, store: Any, *, file: str | None = None, dea
         loop = OutcomeLoop(source, store, sink, settings.ab, telemetry=telemetry)
         done: Callable[[], bool] | None = lambda: source.exhausted and loop.idle()  # noqa: E731
     else:
-        from ragmon.ingest.dead_letter import KafkaDeadLetterSink
+        from ragmon.stream.dead_letter import KafkaDeadLetterSink
         from ragmon.stream.source import KafkaTraceSource
 
         kafka = settings.kafka.model_copy(update={"topic": settings.ab.outcomes_topic,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ragmon.errors import InputError, RetryableSourceError, SourceError
-from ragmon.ingest.dead_letter import DeadLetter
+from ragmon.stream.dead_letter import DeadLetter
 
 #: errors a later write may not hit again (the disk filled up, a network file system hiccuped)
 TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EAGAIN, errno.EINTR})

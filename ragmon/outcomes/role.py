@@ -1,7 +1,7 @@
 """The ``outcomes`` role as a process starts it: the outcome-event loop over ``ab.outcomes_topic``.
 
 ``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape of every role's
-``role.py`` (the code lives in the ingest package, beside the trace loop it mirrors). ``ragmon run`` starts it with
+``role.py``; the loop is ``loop.OutcomeLoop``, with the trace loop's guarantees. ``ragmon run`` starts it with
 ``roles.outcomes`` (off by default: only an A/B cohort sends outcome events); ``ragmon ingest --outcomes`` runs
 the same loop on its own. Everything checkable before the loop starts is checked here (topics, the broker), so a
 bad setup fails at start-up. Must not open the store or bind a port.
@@ -14,7 +14,7 @@ from typing import Any
 from ragmon.config import Settings
 from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
-from ragmon.ingest.outcomes import open_outcome_loop
+from ragmon.outcomes.loop import open_outcome_loop
 from ragmon.server import heartbeat_check
 from ragmon.telemetry import Telemetry
 
