@@ -28,14 +28,11 @@ from ragmon.errors import ConfigError, RagmonError
 from ragmon.server import Check, Health, ServerHandle, create_app, create_listener_app, serve
 from ragmon.telemetry import Telemetry
 
-#: every role a process can run, in start-up order; each is the package ``ragmon.<role>`` with ``role.py``, but for
-#: those in ``ROLE_MODULES``
+#: every role a process can run, in start-up order: each is the package ``ragmon.<role>`` with ``role.py``
 ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "judge_agreement", "coverage", "review", "shadow")
 #: roles that ran inside the drift role before they were roles of their own: unless switched off they run wherever
 #: it does (an unset ``roles.<name>`` follows ``roles.drift``; ``ragmon drift`` starts them too)
 WITH_DRIFT = ("judge_agreement", "coverage")
-#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver lives in the ingest package
-ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role"}
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 
@@ -285,4 +282,4 @@ def configured(settings: Settings, role: str) -> bool:
 def role_module(name: str) -> Any:
     """``ragmon.<name>.role``: its ``check(settings)`` and ``build(settings, store, telemetry, **options)``.
     Imported on first use, so a process loads only the roles it runs."""
-    return importlib.import_module(ROLE_MODULES.get(name, f"ragmon.{name}.role"))
+    return importlib.import_module(f"ragmon.{name}.role")

@@ -38,13 +38,13 @@ from ragmon.demo.traffic import generate_golden
 from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
 from ragmon.golden_files import write_golden
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.writer import StoreTraceWriter
 from ragmon.judge.base import JudgeInput
 from ragmon.judge.classify import HeuristicClassifier
 from ragmon.leaks.listing import LeakListing, list_leaks
 from ragmon.metrics.permissions import LeakRule
 from ragmon.outcomes.loop import OutcomeLoop
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import SelectionResult, iso_week, select_week
 from ragmon.score.pipeline import BatchResult

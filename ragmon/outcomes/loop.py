@@ -9,7 +9,7 @@ committed only after both the insert and the dead letters were acknowledged, so 
 uncommitted tail, which collapses under FINAL (one row per ``event_id``). While the store or the dead-letter sink
 fails, the source is paused and the same batch is retried on the ``Backoff`` schedule; memory stays bounded by
 one batch. Partitions revoked in a rebalance are flushed first. After each poll it publishes its
-``ConsumerState`` (lag read by ``lag.py``) for ``--exit-when-idle``. It reuses the trace sources and sinks
+``ConsumerState`` (lag read by ``ragmon.stream.lag``) for ``--exit-when-idle``. It reuses the trace sources and sinks
 (``TraceSource``, ``DeadLetterSink``) and must not talk to Kafka or ClickHouse directly.
 """
 

@@ -20,8 +20,8 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from ragmon.config import IngestSettings, KafkaSettings
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.stream.dead_letter import KafkaDeadLetterSink
 from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import grimp
 
+from ragmon.process import ROLES
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -54,6 +56,7 @@ def test_the_contract_keeps_every_role_package_independent() -> None:
     with_role_module = {p.parent.name for p in (ROOT / "ragmon").glob("*/role.py")}
     assert {"ingest", "drift", "coverage", "judge_agreement"} <= with_role_module  # the glob is not blind
     assert sorted(with_role_module - set(role_packages())) == []
+    assert sorted(with_role_module) == sorted(ROLES), "the roles a process runs are the packages with a role.py"
 
 
 def test_an_import_between_roles_is_found() -> None:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.otlp import Span
-from ragmon.ingest.otlp_assembly import OtlpAssembler
+from ragmon.pipeline.offsets import OffsetLedger
+from ragmon.pipeline.spans.otlp import Span
+from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
 from ragmon.stream.file_source import FileTraceSource
 from ragmon.stream.source import RawMessage
 from tests.support.instrumented import capture

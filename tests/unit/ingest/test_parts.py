@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ragmon.config import IngestSettings
 from ragmon.contracts.decode import decode_trace
 from ragmon.contracts.redact import Redactor, _has_digit
-from ragmon.ingest.batcher import Batch, BatchLimits
-from ragmon.ingest.offsets import OffsetLedger, release_trace
+from ragmon.pipeline.batcher import Batch, BatchLimits
+from ragmon.pipeline.offsets import OffsetLedger, release_trace
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
 from tests.unit.ingest.conftest import trace_bytes

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragmon.ingest.batcher import FlushWait
-from ragmon.ingest.writer import InMemoryTraceWriter
+from ragmon.pipeline.batcher import FlushWait
+from ragmon.pipeline.writer import InMemoryTraceWriter
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.source import InMemoryTraceSource
 from tests.unit.ingest.conftest import SEED, trace_bytes

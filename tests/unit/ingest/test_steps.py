@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragmon.config import IngestSettings
-from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
-from ragmon.ingest.intake import Intake
-from ragmon.ingest.offsets import OffsetLedger
+from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep, FlushWait
+from ragmon.pipeline.intake import Intake
+from ragmon.pipeline.offsets import OffsetLedger
 from ragmon.stream.backoff import FIRST_SECONDS, Backoff
 from ragmon.stream.lag import LagReporter
 from ragmon.stream.source import InMemoryTraceSource, RawMessage

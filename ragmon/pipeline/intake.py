@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
-from ragmon.config import IngestSettings
+from ragmon.config import IngestSettings, Settings
 from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.contracts.redact import Redactor
-from ragmon.ingest.batcher import MESSAGE, OTLP_TRACE, Produced
-from ragmon.ingest.offsets import Entry, OffsetLedger, release_trace
-from ragmon.ingest.otlp import Span, detect_format, parse_otlp
-from ragmon.ingest.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
+from ragmon.pipeline.batcher import MESSAGE, OTLP_TRACE, Produced
+from ragmon.pipeline.offsets import Entry, OffsetLedger, release_trace
+from ragmon.pipeline.spans.otlp import Span, detect_format, parse_otlp
+from ragmon.pipeline.spans.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.stream.dead_letter import DeadLetter
 from ragmon.stream.source import Partition, RawMessage
@@ -36,6 +36,16 @@ from ragmon.telemetry import Telemetry
 #: early dates (a trace deleted as expired, invisible to time-range queries), so such a trace is rejected here
 MIN_TS = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_TS = datetime(2106, 2, 7, 6, 28, 15, 999_000, tzinfo=UTC)
+
+
+def redaction_problems(settings: Settings) -> list[str]:
+    """The redaction settings' problem, if any, as a line (checked at start-up by each role that runs this loop:
+    ingest, otlp)."""
+    try:
+        Redactor(settings.ingest.redact_patterns, settings.ingest.redact_fields, settings.ingest.redact_attributes)
+    except ValueError as exc:
+        return [f"ingest.redact_fields: {exc}"]
+    return []
 
 
 class Intake:

@@ -21,9 +21,9 @@ from typing import Protocol
 from opentelemetry.trace import SpanKind
 
 from ragmon.errors import SourceError
-from ragmon.ingest.batcher import Batch
-from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.stats import IngestStats
+from ragmon.pipeline.batcher import Batch
+from ragmon.pipeline.offsets import OffsetLedger
+from ragmon.pipeline.stats import IngestStats
 from ragmon.stream.source import Partition
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
@@ -79,7 +79,7 @@ class CommitStep:
     @contextmanager
     def held(self) -> Iterator[None]:
         """No commits inside: the rebalance listener commits the revoked partitions itself, with what the
-        revoke handler returns (see ``source.py``)."""
+        revoke handler returns (see ``ragmon.stream.source``)."""
         self._held = True
         try:
             yield

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans.otlp import Span
 
 # OpenLLMetry records the call's arguments and result: LlamaIndex's ``str_or_query_bundle``, LangChain's ``inputs``
 # and ``outputs`` (docs/otlp.md)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmon.ingest.genai import last_text
+from ragmon.pipeline.spans.genai import last_text
 
 MESSAGES = "pydantic_ai.all_messages"
 RESULT = "final_result"

@@ -9,7 +9,7 @@ committed position (what the last process accepted and did not store, or held fo
 polled first, read back from the spool. So a restart, even after ``kill -9``, re-reads what was not stored, as a
 Kafka consumer does. ``offer`` refuses (the receiver answers 503, and the exporter retries) while the queue is
 full, while the loop is paused because store writes fail, while the spool is full or cannot be written, and once
-closed. It must not answer HTTP (``otlp_http`` does).
+closed. It must not answer HTTP (``receiver`` does).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 
 from ragmon.contracts.decode import Rejection
 from ragmon.errors import RetryableSourceError
-from ragmon.ingest.http_spool import HttpSpool, SpoolError, SpoolFull, SpoolRecord
-from ragmon.ingest.otlp import decode_request, request_spans
+from ragmon.otlp.http_spool import HttpSpool, SpoolError, SpoolFull, SpoolRecord
+from ragmon.pipeline.spans.otlp import decode_request, request_spans
 from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
 log = logging.getLogger("ragmon.ingest.otlp")

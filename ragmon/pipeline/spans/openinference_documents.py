@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans.otlp import Span
 
 _DOC_ID_KEYS = ("doc_id", "document_id", "ref_doc_id", "source")
 _DOC_VERSION_KEYS = ("doc_version", "version")

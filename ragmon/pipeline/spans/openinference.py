@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ragmon.ingest.conventions import convention
-from ragmon.ingest.openinference_documents import DERIVED_ID, documents, has_documents
-from ragmon.ingest.openinference_texts import llm_text, question, root_answer
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans.conventions import convention
+from ragmon.pipeline.spans.openinference_documents import DERIVED_ID, documents, has_documents
+from ragmon.pipeline.spans.openinference_texts import llm_text, question, root_answer
+from ragmon.pipeline.spans.otlp import Span
 from ragmon.store.trace_rows import VERSION_ATTRIBUTE
 
 #: why a trace is not stored as a query (``ragmon_ingest_otlp_traces_skipped_total{reason}``)

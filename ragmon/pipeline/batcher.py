@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ragmon.contracts.decode import FastTrace
-from ragmon.ingest.offsets import Entry, release_trace
 from ragmon.metrics.permissions import LeakRule
+from ragmon.pipeline.offsets import Entry, release_trace
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.stream.dead_letter import DeadLetter

@@ -19,9 +19,9 @@ one batch. A source that can never be read as it is (``FatalSourceError``: a cod
 loop: what is buffered is written and committed, and ``fatal_error`` says why. Every source re-reads what is not
 committed (Kafka, the OTLP/HTTP spool, a file run again), so OTLP traces still assembling at shutdown are left
 uncommitted and counted ``released``; an input that has ended (``exhausted``: a file read to its end) can send no
-more spans, so what is still assembling is emitted at once. Consumer lag is reported by ``lag.py``; after each
-step the loop publishes its ``ConsumerState`` (for ``--exit-when-idle``). It must not talk to Kafka or ClickHouse
-directly (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
+more spans, so what is still assembling is emitted at once. Consumer lag is reported by ``ragmon.stream.lag``;
+after each step the loop publishes its ``ConsumerState`` (for ``--exit-when-idle``). It must not talk to Kafka or
+ClickHouse directly (``TraceSource``, ``TraceWriter``, ``DeadLetterSink`` do).
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ from collections.abc import Callable
 from ragmon.config import IngestSettings
 from ragmon.daemon import ConsumerState
 from ragmon.errors import FatalSourceError, SourceError
-from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
-from ragmon.ingest.commit_step import CommitStep
-from ragmon.ingest.faults import FaultPoints
-from ragmon.ingest.intake import Intake
-from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.stats import IngestStats
-from ragmon.ingest.write_step import WriteStep
-from ragmon.ingest.writer import TraceWriter
 from ragmon.metrics.permissions import LeakRule
+from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep, FlushWait
+from ragmon.pipeline.commit_step import CommitStep
+from ragmon.pipeline.faults import FaultPoints
+from ragmon.pipeline.intake import Intake
+from ragmon.pipeline.offsets import OffsetLedger
+from ragmon.pipeline.stats import IngestStats
+from ragmon.pipeline.write_step import WriteStep
+from ragmon.pipeline.writer import TraceWriter
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.dead_letter import DeadLetterSink
 from ragmon.stream.lag import LagReporter

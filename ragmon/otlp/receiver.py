@@ -22,8 +22,8 @@ from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
 
 from ragmon.contracts.decode import Rejection
-from ragmon.ingest.http_source import HttpTraceSource
-from ragmon.ingest.otlp import ParsedSpans, decode_request, request_spans
+from ragmon.otlp.http_source import HttpTraceSource
+from ragmon.pipeline.spans.otlp import ParsedSpans, decode_request, request_spans
 from ragmon.telemetry import Telemetry
 
 PATH = "/v1/traces"

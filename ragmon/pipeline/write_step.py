@@ -22,10 +22,10 @@ from typing import Protocol
 from opentelemetry.trace import SpanKind
 
 from ragmon.errors import RagmonError, SourceError, StoreError
-from ragmon.ingest.batcher import Batch
-from ragmon.ingest.faults import FaultPoints
-from ragmon.ingest.stats import IngestStats
-from ragmon.ingest.writer import TraceWriter
+from ragmon.pipeline.batcher import Batch
+from ragmon.pipeline.faults import FaultPoints
+from ragmon.pipeline.stats import IngestStats
+from ragmon.pipeline.writer import TraceWriter
 from ragmon.store.trace_json import LeakRow
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.dead_letter import DeadLetterSink

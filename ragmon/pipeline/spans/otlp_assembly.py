@@ -36,10 +36,10 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
 from ragmon.contracts.decode import Rejection
-from ragmon.ingest import openinference
-from ragmon.ingest.conventions import canonical
-from ragmon.ingest.offsets import Entry, OffsetLedger
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.offsets import Entry, OffsetLedger
+from ragmon.pipeline.spans import openinference
+from ragmon.pipeline.spans.conventions import canonical
+from ragmon.pipeline.spans.otlp import Span
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.stream.source import Partition, RawMessage
 

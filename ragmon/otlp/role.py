@@ -2,8 +2,8 @@
 it accepts.
 
 ``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape of every role's
-``role.py`` (the role is named ``otlp``; its code lives in the ingest package, whose loop it runs). The receiver
-(``otlp_http``) spools and queues requests in an ``HttpTraceSource``; an ``IngestPipeline`` polls it with the same
+``role.py``; it runs the trace loop of ``ragmon.pipeline``, as the ingest role does. The receiver
+(``receiver``) spools and queues requests in an ``HttpTraceSource``; an ``IngestPipeline`` polls it with the same
 assembly, validation, redaction, batching and store writes as Kafka input. The spool directory (``spool_dir``) is
 opened here, so an unusable one fails the start with one line; what it holds from the last run is replayed first.
 Dead letters go to a JSON Lines file or the Kafka dead-letter topic (``otlp.dead_letters``). The port is bound by
@@ -20,13 +20,13 @@ from ragmon.config import Settings, secret_value
 from ragmon.config.otlp import KAFKA_DEAD_LETTERS
 from ragmon.daemon import Listener, RoleParts
 from ragmon.errors import ConfigError, InputError
-from ragmon.ingest.faults import FaultPoints
-from ragmon.ingest.http_source import HttpTraceSource
-from ragmon.ingest.http_spool import HttpSpool, SpoolError
-from ragmon.ingest.otlp_http import PATH, otlp_router
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.role import redaction_problems
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.otlp.http_source import HttpTraceSource
+from ragmon.otlp.http_spool import HttpSpool, SpoolError
+from ragmon.otlp.receiver import PATH, otlp_router
+from ragmon.pipeline.faults import FaultPoints
+from ragmon.pipeline.intake import redaction_problems
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
 from ragmon.store.dsn import parse_dsn
 from ragmon.stream.dead_letter import DeadLetterSink, KafkaDeadLetterSink

@@ -10,8 +10,8 @@ may mix conventions: each span is read by its own. Never raises (``view`` functi
 
 from __future__ import annotations
 
-from ragmon.ingest import genai, openllmetry, pydantic_ai
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans import genai, openllmetry, pydantic_ai
+from ragmon.pipeline.spans.otlp import Span
 
 #: the span attribute naming the convention a span was read by (absent: OpenInference, or none)
 CONVENTION = "ragmon.otlp.convention"

@@ -1,6 +1,6 @@
 """What one ingest loop did: counters and timestamps its steps add to, read by tests, the CLI and the benchmark.
 
-Owns the ``IngestStats`` record only. The steps (``pipeline.py``, ``write_step.py``, ``commit_step.py``) update
+Owns the ``IngestStats`` record only. The steps (``loop.py``, ``write_step.py``, ``commit_step.py``) update
 it; the writer thread does too, so a reader from another thread sees each field as it was at some moment
 (plain ints and floats: no lock, no torn values). It must not hold behaviour.
 """
