@@ -73,12 +73,12 @@ from ragmon.config import (  # noqa: E402
 from ragmon.console.router import console_router, redirect_router  # noqa: E402
 from ragmon.drift.check import DriftChecker  # noqa: E402
 from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic  # noqa: E402
-from ragmon.ingest.dead_letter import DeadLetter  # noqa: E402
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink  # noqa: E402
 from ragmon.review.auth import hash_password, token_digest  # noqa: E402
 from ragmon.review.role import ReviewRole  # noqa: E402
 from ragmon.server import Health, create_app, serve  # noqa: E402
 from ragmon.store import ClickHouseStore  # noqa: E402
+from ragmon.stream.dead_letter import DeadLetter  # noqa: E402
+from ragmon.stream.dead_letter_file import FileDeadLetterSink  # noqa: E402
 from ragmon.telemetry import Telemetry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ragmon.config import DriftSettings, StoreSettings  # noqa: E402
 from ragmon.drift.explain_run import parse_group, run_explain  # noqa: E402
 from ragmon.drift.incidents import KINDS, Traffic, draw_incident, insert  # noqa: E402
-from ragmon.metrics.intervals import wilson_interval  # noqa: E402
+from ragmon.stats.intervals import wilson_interval  # noqa: E402
 from ragmon.store.clickhouse import ClickHouseStore  # noqa: E402
 
 

@@ -54,7 +54,7 @@ from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
 from ragmon.drift.offline import History  # noqa: E402
 from ragmon.drift.traffic import SHAPES, strata  # noqa: E402
 from ragmon.drift.watch import look, series_per_day  # noqa: E402
-from ragmon.metrics.intervals import wilson_interval  # noqa: E402
+from ragmon.stats.intervals import wilson_interval  # noqa: E402
 
 STRATA = 4
 SIZES = (200, 1000, 5000)

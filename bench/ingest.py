@@ -162,10 +162,10 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     """(c) ``ragmon ingest`` without the store: its Kafka source, decoding, redaction and batching, same defaults."""
     from ragmon.config import IngestSettings, KafkaSettings
     from ragmon.daemon import tune_gc
-    from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep
-    from ragmon.ingest.intake import Intake
-    from ragmon.ingest.offsets import OffsetLedger
-    from ragmon.ingest.source import KafkaTraceSource
+    from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep
+    from ragmon.pipeline.intake import Intake
+    from ragmon.pipeline.offsets import OffsetLedger
+    from ragmon.stream.source import KafkaTraceSource
     from ragmon.telemetry import Telemetry
 
     settings = IngestSettings()

@@ -28,12 +28,11 @@ from ragmon.errors import ConfigError, RagmonError
 from ragmon.server import Check, Health, ServerHandle, create_app, create_listener_app, serve
 from ragmon.telemetry import Telemetry
 
-#: every role a process can run, in start-up order; each is the package ``ragmon.<role>`` with ``role.py``, but for
-#: those in ``ROLE_MODULES``
-ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "review", "shadow")
-#: roles whose ``check``/``build`` live elsewhere: the OTLP/HTTP receiver and the outcome-event loop live in the
-#: ingest package
-ROLE_MODULES = {"otlp": "ragmon.ingest.otlp_role", "outcomes": "ragmon.ingest.outcomes_role"}
+#: every role a process can run, in start-up order: each is the package ``ragmon.<role>`` with ``role.py``
+ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "judge_agreement", "coverage", "review", "shadow")
+#: roles that ran inside the drift role before they were roles of their own: unless switched off they run wherever
+#: it does (an unset ``roles.<name>`` follows ``roles.drift``; ``ragmon drift`` starts them too)
+WITH_DRIFT = ("judge_agreement", "coverage")
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 
@@ -256,14 +255,31 @@ def _problems(role: str, exc: RagmonError, hint: str = "") -> list[str]:
 
 
 def enabled_roles(settings: Settings) -> list[str]:
-    """The roles a process with these settings runs: the switches in ``roles``, and shadow only when comparisons
-    are configured too."""
-    roles = settings.roles
-    names = [name for name in ROLES[:-1] if getattr(roles, name)]
-    return names + (["shadow"] if roles.shadow and settings.shadow.comparisons else [])
+    """The roles a process with these settings runs: the switches in ``roles`` (``RolesSettings.switched_on``), and
+    of the roles that have work to configure besides (``configured``) only those that have some."""
+    return [name for name in ROLES if settings.roles.switched_on(name) and configured(settings, name)]
+
+
+def drift_roles(settings: Settings) -> list[str]:
+    """The roles ``ragmon drift`` runs: drift, and those of ``WITH_DRIFT`` that are configured and not switched
+    off explicitly (``roles.<name>: false``), whatever ``roles.drift`` says (the command names the drift role)."""
+    return ["drift", *(name for name in WITH_DRIFT
+                       if getattr(settings.roles, name) is not False and configured(settings, name))]
+
+
+def configured(settings: Settings, role: str) -> bool:
+    """Whether a switched-on role has work: shadow needs comparisons (``shadow.comparisons``), coverage a golden
+    set (``coverage.golden_path``), judge agreement ``drift.judge_agreement.enabled``; every other role always."""
+    if role == "shadow":
+        return bool(settings.shadow.comparisons)
+    if role == "coverage":
+        return settings.coverage.golden_path is not None
+    if role == "judge_agreement":
+        return settings.drift.judge_agreement.enabled
+    return True
 
 
 def role_module(name: str) -> Any:
     """``ragmon.<name>.role``: its ``check(settings)`` and ``build(settings, store, telemetry, **options)``.
     Imported on first use, so a process loads only the roles it runs."""
-    return importlib.import_module(ROLE_MODULES.get(name, f"ragmon.{name}.role"))
+    return importlib.import_module(f"ragmon.{name}.role")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from ragmon.metrics.intervals import wilson_interval
+from ragmon.stats.intervals import wilson_interval
 
 
 @dataclass(frozen=True)

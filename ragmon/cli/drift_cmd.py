@@ -54,7 +54,7 @@ def drift(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from ragmon.process import Process, serve_roles
+    from ragmon.process import Process, drift_roles, serve_roles
 
     configure_logging(log_level)
     settings = override(settings_of(ctx), "server", host=host, port=port)
@@ -64,7 +64,7 @@ def drift(
         console.print(f"ragmon drift: a check every {settings.drift.interval_seconds:g}s; metrics on "
                       f"http://{settings.server.host}:{process.port}/metrics", highlight=False, soft_wrap=True)
 
-    exit_if_stuck(serve_roles(settings, only=["drift"], title="ragmon drift", started=announce))
+    exit_if_stuck(serve_roles(settings, only=drift_roles(settings), title="ragmon drift", started=announce))
 
 
 @app.command("check")

@@ -38,7 +38,6 @@ from ragmon.gate.generation_report import (
     render_generation_markdown,
     render_generation_table,
 )
-from ragmon.gate.golden_io import GoldenFile, load_golden
 from ragmon.gate.leaks import LeakApproval, LeakCheck, leak_section, parse_approval
 from ragmon.gate.report import (
     Thresholds,
@@ -49,6 +48,7 @@ from ragmon.gate.report import (
     small_strata_notes,
 )
 from ragmon.gate.runner import load_retriever, run_gate_cases
+from ragmon.golden_files import GoldenFile, load_golden
 from ragmon.metrics.permissions import LeakRule
 
 

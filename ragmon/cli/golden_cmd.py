@@ -40,7 +40,7 @@ def coverage_cmd(
     from ragmon.coverage.check import check_coverage
     from ragmon.coverage.report import FORMATS, rich_renderable, to_json
     from ragmon.coverage.stats import CoverageThresholds
-    from ragmon.gate.golden_io import load_golden
+    from ragmon.golden_files import load_golden
 
     if fmt not in FORMATS:
         raise fail(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")

@@ -197,7 +197,7 @@ def _ingest_outcomes(settings: Settings, file: str | None, dead_letter_path: str
     import signal
 
     from ragmon.errors import InputError
-    from ragmon.ingest.outcomes import open_outcome_loop
+    from ragmon.outcomes.loop import open_outcome_loop
     from ragmon.store import ClickHouseStore
 
     store = ClickHouseStore.open(settings.store)

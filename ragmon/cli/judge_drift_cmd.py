@@ -40,7 +40,7 @@ def judge_agreement(
     week, against the fingerprint's calibration weeks (drift.judge_agreement). Low = the latest week fell below the
     calibrated kappa by more than the 95% interval of the difference. See docs/judges.md, 'Judge drift'."""
     from ragmon.cli.store_open import open_store
-    from ragmon.drift.judge_agreement import JudgeAgreementJob
+    from ragmon.judge_agreement.job import JudgeAgreementJob
 
     settings = settings_of(ctx)
     trends = JudgeAgreementJob(open_store(settings), settings.drift.judge_agreement, None).compute()

@@ -212,7 +212,7 @@ def _under_represented(settings: Any, store: Any, golden: Path) -> list[str]:
     """The types a coverage check of ``golden`` against live traffic names (none when the file is missing)."""
     from ragmon.coverage.check import check_coverage
     from ragmon.coverage.stats import CoverageThresholds
-    from ragmon.gate.golden_io import load_golden
+    from ragmon.golden_files import load_golden
 
     c = settings.coverage
     cases = load_golden(golden).cases if golden.exists() else ()

@@ -17,7 +17,7 @@ from ragmon.cli.options import check_output_dir
 from ragmon.contracts import GoldenCase, Rejection, decode_trace, schemas
 from ragmon.contracts.decode import DEFAULT_MAX_BYTES
 from ragmon.errors import InputError
-from ragmon.gate.golden_io import parse_golden
+from ragmon.golden_files import parse_golden
 
 app = typer.Typer(help="JSON Schemas of the trace and golden-case contracts.", no_args_is_help=True)
 

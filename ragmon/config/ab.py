@@ -1,7 +1,7 @@
 """The ``ab`` section: outcome events of an A/B cohort (their topic) and how ``ragmon ab compare`` judges it.
 
 Owns the outcome topic names, the bounded wait of the trace/outcome join, the reformulation window and the
-comparison's defaults. Ingesting outcomes is ``ragmon.ingest.outcomes``; comparing is ``ragmon.ab``. Must not
+comparison's defaults. Ingesting outcomes is ``ragmon.outcomes.loop``; comparing is ``ragmon.ab``. Must not
 open a connection.
 """
 

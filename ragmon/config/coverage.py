@@ -36,7 +36,8 @@ class CoverageSettings(Section):
         "classifier picks one of these (or 'other') for a live question. Part of the classifier fingerprint.",
     )
     golden_path: Path | None = Field(
-        None, description="Golden set (JSON) the drift role compares with live traffic every interval_seconds; "
+        None, description="Golden set (JSON) the coverage role (roles.coverage) compares with live traffic every "
+        "interval_seconds; "
         "unset: no periodic coverage check (the command `ragmon golden coverage --golden` still works).",
     )
     interval_seconds: float = Field(3600.0, ge=60, le=7 * 86400, description="Time between periodic coverage checks.")

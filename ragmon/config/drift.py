@@ -81,8 +81,8 @@ class DriftWatchSettings(Section):
 
 class JudgeAgreementSettings(Section):
     enabled: bool = Field(
-        True, description="Track judge-vs-human agreement (Cohen's kappa) week by week in the drift role and export "
-        "it for RagmonJudgeAgreementLow (docs/judges.md, 'Judge drift').",
+        True, description="Track judge-vs-human agreement (Cohen's kappa) week by week in the judge_agreement role "
+        "(roles.judge_agreement) and export it for RagmonJudgeAgreementLow (docs/judges.md, 'Judge drift').",
     )
     interval_seconds: float = Field(
         3600.0, ge=60, le=7 * 86400, description="How often the weekly agreement is recomputed from review labels."

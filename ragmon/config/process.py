@@ -51,8 +51,23 @@ class RolesSettings(Section):
     )
     score: bool = Field(True, description="Score sampled traces with the judge.")
     drift: bool = Field(True, description="Run drift checks on a schedule.")
+    coverage: bool | None = Field(
+        None, description="Compare the golden set (coverage.golden_path; no check without it) with live traffic's "
+        "question types every coverage.interval_seconds. Unset: as roles.drift (the drift role ran it before it was "
+        "a role of its own).",
+    )
+    judge_agreement: bool | None = Field(
+        None, description="Track judge-vs-human agreement week by week (drift.judge_agreement; off there, off here) "
+        "for RagmonJudgeAgreementLow. Unset: as roles.drift (the drift role ran it before it was a role of its own). "
+        "With several processes, run it in one of them only.",
+    )
     review: bool = Field(True, description="Serve the review UI and select the weekly sample.")
     shadow: bool = Field(
         True, description="Run the configured shadow comparisons (shadow.comparisons) on a schedule. With several "
         "processes, switch it on in one of them only (the Helm chart runs it in the drift Deployment).",
     )
+
+    def switched_on(self, role: str) -> bool:
+        """``roles.<role>``; an unset switch (coverage, judge agreement) follows ``roles.drift``."""
+        value = getattr(self, role)
+        return self.drift if value is None else bool(value)

@@ -1,8 +1,12 @@
-"""The periodic coverage check the drift role runs when ``coverage.golden_path`` is set.
+"""The coverage role as a process starts it: the golden set's question types against live traffic's, every
+``coverage.interval_seconds``.
 
-Owns building the ``PeriodicRole`` that reads the golden set (again each time, so a refreshed file is picked
-up), compares it with the last ``coverage.window_days`` of classified traffic and sets the gauges. A failing
-check is logged by ``PeriodicRole`` and retried next interval. Must not open the store or bind a port.
+``check(settings)`` and ``build(settings, store, telemetry) -> RoleParts`` have the shape every role package's
+``role.py`` has; ``ragmon.process`` calls them for ``ragmon run`` and ``ragmon drift`` (where this check ran inside
+the drift role before it was a role of its own: ``roles.coverage`` unset follows ``roles.drift``). Each run reads
+the golden set again (a refreshed file is picked up), compares it with the last ``coverage.window_days`` of
+classified traffic and sets the gauges; a failing run is logged by ``PeriodicRole`` and tried again next interval.
+Must not open the store or bind a port.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ragmon.config import CoverageSettings
+from ragmon.config import CoverageSettings, Settings
 from ragmon.coverage.check import check_coverage, export
 from ragmon.coverage.stats import CoverageThresholds
-from ragmon.daemon import PeriodicRole
-from ragmon.gate.golden_io import load_golden
+from ragmon.daemon import PeriodicRole, RoleParts
+from ragmon.errors import ConfigError, InputError
+from ragmon.golden_files import load_golden
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.coverage")
@@ -37,5 +42,20 @@ def run_check(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> A
     return result
 
 
-def coverage_role(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> PeriodicRole:
-    return PeriodicRole("coverage", settings.interval_seconds, lambda: run_check(settings, store, telemetry))
+def check(settings: Settings) -> None:
+    """Raise ``ConfigError`` when ``coverage.golden_path`` is unset or not a valid golden set."""
+    path = settings.coverage.golden_path
+    if path is None:
+        raise ConfigError(["coverage.golden_path is not set: no golden set to compare traffic with; set it, or "
+                           "switch the role off (RAGMON_ROLES__COVERAGE=false)"])
+    try:
+        load_golden(path)
+    except InputError as exc:
+        raise ConfigError([f"coverage.golden_path: {exc}"]) from None
+
+
+def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
+    """The check every ``coverage.interval_seconds`` (the first at start-up)."""
+    check(settings)
+    cov = settings.coverage
+    return RoleParts(loops=(PeriodicRole("coverage", cov.interval_seconds, lambda: run_check(cov, store, telemetry)),))

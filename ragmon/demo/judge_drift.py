@@ -22,8 +22,8 @@ from typing import Any
 
 from ragmon.config.drift import JudgeAgreementSettings
 from ragmon.demo.scenario import Scenario, share_of, unsupported
-from ragmon.drift.judge_agreement import JudgeAgreementJob
 from ragmon.judge.agreement_trend import AgreementTrend
+from ragmon.judge_agreement.job import JudgeAgreementJob
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.records import Label, iso_week
 from ragmon.review.selection import select_week

@@ -37,17 +37,14 @@ from ragmon.demo.scenario import (
 from ragmon.demo.traffic import generate_golden
 from ragmon.demo.triage import TriageDemo, run_triage
 from ragmon.drift.check import CheckResult, DriftChecker
-from ragmon.gate.golden_io import write_golden
-from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
-from ragmon.ingest.outcomes import OutcomeLoop
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import InMemoryTraceSource
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.golden_files import write_golden
 from ragmon.judge.base import JudgeInput
 from ragmon.judge.classify import HeuristicClassifier
 from ragmon.leaks.listing import LeakListing, list_leaks
 from ragmon.metrics.permissions import LeakRule
+from ragmon.outcomes.loop import OutcomeLoop
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import SelectionResult, iso_week, select_week
 from ragmon.score.pipeline import BatchResult
@@ -57,6 +54,9 @@ from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.result import ComparisonResult
 from ragmon.shadow.verdict import Thresholds
 from ragmon.store import ClickHouseStore
+from ragmon.stream.dead_letter import InMemoryDeadLetterSink
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
+from ragmon.stream.source import InMemoryTraceSource
 from ragmon.telemetry import Telemetry
 
 TOPIC = "rag.traces"

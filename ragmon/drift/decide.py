@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragmon.drift.registry import Comparison, DriftTest, NotTestable, TestOutcome
-from ragmon.drift.stats import benjamini_hochberg
+from ragmon.stats.shift import benjamini_hochberg
 
 Status = Literal["ok", "insufficient_data", "error"]
 

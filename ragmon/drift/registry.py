@@ -36,9 +36,10 @@ from typing import Literal
 
 import numpy as np
 
-from ragmon.drift import stats, window_tests
+from ragmon.drift import window_tests
 from ragmon.drift.comparison import Comparison, TestOutcome
 from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary, Summary
+from ragmon.stats import shift as stats
 
 Kind = Literal["continuous", "rate"]
 Unit = Literal["window", "trace"]

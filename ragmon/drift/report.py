@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmon.drift.query import QueryStore
-from ragmon.drift.stats import cdf_from_quantiles
 from ragmon.drift.summary import LEVELS
+from ragmon.stats.shift import cdf_from_quantiles
 
 #: the columns of a stored check, as a row names them: the table's ``category`` column is the row's ``stratum``, the
 #: project's word, as in every drift output (``drift backtest``, the gauges' label)

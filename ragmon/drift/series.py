@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragmon.drift.stats import cdf_from_quantiles
 from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary, Summary
+from ragmon.stats.shift import cdf_from_quantiles
 
 _LEVELS = np.asarray(LEVELS)
 

@@ -27,10 +27,10 @@ import math
 import numpy as np
 from scipy import special as _special
 
-from ragmon.drift import stats
 from ragmon.drift.baseline import Baseline, compare
 from ragmon.drift.comparison import Comparison, TestOutcome
 from ragmon.drift.summary import LEVELS
+from ragmon.stats import shift as stats
 
 #: the quantile levels ``window_quantiles`` tests, and the half-width of the span a density is read over
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)

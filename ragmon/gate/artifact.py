@@ -26,9 +26,9 @@ from ragmon import __version__
 from ragmon.errors import InputError
 from ragmon.gate.generation import GenerationRun
 from ragmon.gate.generation_report import GenerationResult
-from ragmon.gate.golden_io import GoldenFile
 from ragmon.gate.report import GateResult
 from ragmon.gate.runner import CaseRun
+from ragmon.golden_files import GoldenFile
 
 SCHEMA = "ragmon-gate-run.v1"
 RETRIEVER_SNAPSHOT_ATTRIBUTES = ("CORPUS_SNAPSHOT", "corpus_snapshot")

@@ -23,8 +23,8 @@ from ragmon.gate.runner import CaseRun
 from ragmon.gated import ALL as ALL  # the gate's reports name their all-strata row this way
 from ragmon.gated import StrataReport, per_stratum
 from ragmon.metrics.cost import percentile
-from ragmon.metrics.intervals import wilson_interval
 from ragmon.metrics.summary import mean_defined
+from ragmon.stats.intervals import wilson_interval
 
 
 @dataclass(frozen=True, slots=True)

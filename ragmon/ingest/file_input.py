@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ragmon.config import Settings
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
-from ragmon.ingest.file_source import FileTraceSource, topic_of
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
+from ragmon.stream.file_source import FileTraceSource, topic_of
 from ragmon.telemetry import Telemetry
 
 

@@ -12,27 +12,18 @@ import logging
 from typing import Any
 
 from ragmon.config import Settings
-from ragmon.contracts.redact import Redactor
 from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
-from ragmon.ingest.dead_letter import KafkaDeadLetterSink
-from ragmon.ingest.faults import FaultPoints
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import KafkaTraceSource
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.pipeline.faults import FaultPoints
+from ragmon.pipeline.intake import redaction_problems
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.server import heartbeat_check
+from ragmon.stream.dead_letter import KafkaDeadLetterSink
+from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.ingest")
-
-
-def redaction_problems(settings: Settings) -> list[str]:
-    """The redaction settings' problem, if any, as a line (every ingest loop redacts: Kafka and OTLP/HTTP)."""
-    try:
-        Redactor(settings.ingest.redact_patterns, settings.ingest.redact_fields, settings.ingest.redact_attributes)
-    except ValueError as exc:
-        return [f"ingest.redact_fields: {exc}"]
-    return []
 
 
 def check(settings: Settings) -> None:

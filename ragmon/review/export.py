@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ragmon.contracts.golden import Adjudication, GoldenCase, GoldenSet, ReferencePassage
 from ragmon.errors import InputError
-from ragmon.gate.golden_io import write_golden
+from ragmon.golden_files import write_golden
 from ragmon.review.labels import Label, disagreements
 from ragmon.review.queries import ReviewStore
 

@@ -16,7 +16,7 @@ is committed meanwhile. Only a permanent store error ends the loop. On stop it r
 running are abandoned uncommitted, and scored again by whoever reads those offsets next (rows are keyed by trace
 and fingerprint, so a FINAL read sees each once). After each step the loop publishes its ``ConsumerState``
 (records read; settled: nothing judging or waiting to be written, every offset read committed; the lag per
-partition from ``ragmon.ingest.lag``) for ``--exit-when-idle``, which stops the process from outside. Must not
+partition from ``ragmon.stream.lag``) for ``--exit-when-idle``, which stops the process from outside. Must not
 build its own source or judge.
 """
 
@@ -34,9 +34,9 @@ from typing import Any
 
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError
-from ragmon.ingest.lag import LagReporter
 from ragmon.score.ledger import OffsetLedger, Ticket
 from ragmon.score.pipeline import BatchResult, LiveScorer, Scoring
+from ragmon.stream.lag import LagReporter
 
 log = logging.getLogger(__name__)
 

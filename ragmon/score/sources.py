@@ -132,7 +132,7 @@ class KafkaScoreSource:
             self._consumer = KafkaConsumer(topic, **options)
         except KafkaError as exc:
             raise RetryableSourceError(f"cannot reach Kafka at {k.bootstrap_servers}: {exc}") from None
-        from ragmon.ingest.source import warn_if_topic_missing
+        from ragmon.stream.source import warn_if_topic_missing
 
         warn_if_topic_missing(self._consumer, topic, k.bootstrap_servers)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from ragmon.drift import stats as drift_stats
+from ragmon.stats import shift
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
@@ -141,11 +141,11 @@ def distribution_shift(baseline: Sequence[float], candidate: Sequence[float]) ->
     b, c = _finite(baseline), _finite(candidate)
     if b.size == 0 or c.size == 0:
         return None
-    d, p_value = drift_stats.ks_2samp(b, c)
+    d, p_value = shift.ks_2samp(b, c)
     return ShiftResult(
         n_baseline=int(b.size),
         n_candidate=int(c.size),
         ks_statistic=d,
         ks_p_value=p_value,
-        wasserstein=drift_stats.wasserstein(b, c),
+        wasserstein=shift.wasserstein(b, c),
     )

@@ -27,13 +27,13 @@ from kafka import KafkaConsumer
 
 from ragmon.config import KafkaSettings
 from ragmon.errors import RetryableSourceError, SourceError
-from ragmon.ingest.dead_letter import (
+from ragmon.stream.dead_letter import (
     MAX_DETAIL_BYTES,
     DeadLetter,
     InMemoryDeadLetterSink,
     KafkaDeadLetterSink,
 )
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
 
 #: read back: (key, value, headers) as a consumer of the dead-letter topic sees them
 Record = tuple[bytes, bytes, list[tuple[str, bytes]]]

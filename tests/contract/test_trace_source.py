@@ -17,8 +17,8 @@ import pytest
 from kafka import KafkaProducer
 
 from ragmon.config import KafkaSettings
-from ragmon.ingest.file_source import FileTraceSource
-from ragmon.ingest.source import InMemoryTraceSource, KafkaTraceSource, RawMessage
+from ragmon.stream.file_source import FileTraceSource
+from ragmon.stream.source import InMemoryTraceSource, KafkaTraceSource, RawMessage
 
 T = "contract.traces"
 

@@ -21,8 +21,8 @@ import pytest
 
 from ragmon.contracts.decode import decode_trace
 from ragmon.errors import PermanentStoreError, RetryableStoreError, StoreError
-from ragmon.ingest.writer import InMemoryTraceWriter, StoreTraceWriter
 from ragmon.metrics.permissions import LeakRule
+from ragmon.pipeline.writer import InMemoryTraceWriter, StoreTraceWriter
 from ragmon.store.trace_json import TraceRows
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace

@@ -20,10 +20,10 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from ragmon.config import IngestSettings, KafkaSettings
-from ragmon.ingest.dead_letter import KafkaDeadLetterSink
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import KafkaTraceSource
-from ragmon.ingest.writer import StoreTraceWriter
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import StoreTraceWriter
+from ragmon.stream.dead_letter import KafkaDeadLetterSink
+from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry
 from tests.conftest import make_trace
 

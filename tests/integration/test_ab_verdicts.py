@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from ragmon.ab.compare import HOLD, PROMOTE, AbOptions, Arm, compare
 from ragmon.config import AbSettings
-from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
-from ragmon.ingest.outcomes import OutcomeLoop
-from ragmon.ingest.source import InMemoryTraceSource
+from ragmon.outcomes.loop import OutcomeLoop
+from ragmon.stream.dead_letter import InMemoryDeadLetterSink
+from ragmon.stream.source import InMemoryTraceSource
 from tests.conftest import make_trace
 from tests.integration.review.support import insert_score, insert_traces
 

@@ -13,8 +13,8 @@ import pytest
 
 from ragmon.config import ConsoleSettings, DriftSettings, ShadowComparisonSettings, ShadowSettings
 from ragmon.drift.check import DriftChecker
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.server import serve
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from ragmon.telemetry import Telemetry
 from tests.conftest import make_trace
 from tests.integration.console.support import HOSTILE, console_app, console_settings, hostile_trace

@@ -63,6 +63,8 @@ def test_rendered_manifest_invariants(values: Path | None) -> None:
         for other in ("ingest", "score", "drift", "review"):
             assert env[f"RAGMON_ROLES__{other.upper()}"]["value"] == str(other == role).lower()
         assert env["RAGMON_ROLES__SHADOW"]["value"] == str(role == "drift").lower()  # once, not in every pod
+        for beside_drift in ("JUDGE_AGREEMENT", "COVERAGE"):  # once, where they ran inside the drift role
+            assert env[f"RAGMON_ROLES__{beside_drift}"]["value"] == str(role == "drift").lower()
         assert env["RAGMON_ROLES__OTLP"]["value"] == "false"  # no stray OTLP/HTTP port: traces come through Kafka
         outcomes = role == "ingest" and spec.get("roles", {}).get("ingest", {}).get("outcomes", False)
         assert env["RAGMON_ROLES__OUTCOMES"]["value"] == str(outcomes).lower()  # beside the traces, if switched on

@@ -22,7 +22,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError, NoError
 
-from ragmon.ingest.source import KafkaTraceSource
+from ragmon.stream.source import KafkaTraceSource
 from tests.conftest import make_trace
 from tests.integration.ingest_support import (
     ROOT,

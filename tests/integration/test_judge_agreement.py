@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ragmon.cli.app import app
 from ragmon.config.drift import JudgeAgreementSettings
-from ragmon.drift.judge_agreement import JudgeAgreementJob, iso_week
+from ragmon.judge_agreement.job import JudgeAgreementJob, iso_week
 from ragmon.store import ClickHouseStore
 from ragmon.telemetry import Telemetry
 

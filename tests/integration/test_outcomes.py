@@ -15,9 +15,9 @@ from ragmon.ab.compare import HOLD, REJECT, AbOptions, Arm, compare
 from ragmon.cli.app import app as cli
 from ragmon.config import AbSettings
 from ragmon.errors import RetryableStoreError
-from ragmon.ingest.dead_letter import InMemoryDeadLetterSink, KafkaDeadLetterSink
-from ragmon.ingest.outcomes import OutcomeLoop
-from ragmon.ingest.source import InMemoryTraceSource, KafkaTraceSource
+from ragmon.outcomes.loop import OutcomeLoop
+from ragmon.stream.dead_letter import InMemoryDeadLetterSink, KafkaDeadLetterSink
+from ragmon.stream.source import InMemoryTraceSource, KafkaTraceSource
 from tests.conftest import make_trace
 from tests.integration.ingest_support import committed, kafka_settings, produce, read_topic
 from tests.integration.review.support import insert_traces
@@ -261,7 +261,7 @@ def test_run_with_the_outcomes_role_stores_events_and_exports_their_counts(store
 def test_outcome_topics_that_collide_with_the_traces_topics_are_refused():
     from ragmon.config import Settings
     from ragmon.errors import ConfigError
-    from ragmon.ingest.outcomes_role import check
+    from ragmon.outcomes.role import check
 
     with pytest.raises(ConfigError) as err:
         check(Settings(ab=AbSettings(outcomes_topic="rag.traces", outcomes_group_id="ragmon-ingest",

@@ -16,7 +16,8 @@ ONLY_DRIFT = {"ingest": False, "otlp": False, "score": False, "drift": True, "re
 REVIEWERS = {"users": [{"username": "alice", "token_sha256": token_digest("t" * 32)}]}
 
 
-@pytest.mark.parametrize(("shadow_on", "expected"), [(True, ["drift", "shadow"]), (False, ["drift"])])
+@pytest.mark.parametrize(("shadow_on", "expected"), [(True, ["drift", "judge_agreement", "shadow"]),
+                                                     (False, ["drift", "judge_agreement"])])
 def test_configured_comparisons_run_only_where_the_shadow_role_is_on(store, shadow_on, expected):
     settings = Settings(roles={**ONLY_DRIFT, "shadow": shadow_on}, shadow=COMPARISON)
     assert build_process(settings, store=store).role_names == expected
@@ -34,8 +35,8 @@ def test_shadow_alone_is_a_process_and_no_role_at_all_refuses_to_start(store):
 def test_drift_review_and_shadow_register_their_checks_under_the_role_names(store):
     settings = Settings(roles={**ONLY_DRIFT, "review": True}, shadow=COMPARISON, review=REVIEWERS)
     process = build_process(settings, store=store)
-    assert process.role_names == ["drift", "review", "shadow"]
-    assert set(process.health.liveness) == {"drift_loop", "review_loop", "shadow_loop"}
+    assert process.role_names == ["drift", "judge_agreement", "review", "shadow"]
+    assert set(process.health.liveness) == {"drift_loop", "judge_agreement_loop", "review_loop", "shadow_loop"}
     assert set(process.health.readiness) == {"store"}
     ready, checks = process.health.evaluate(process.health.readiness)
     assert ready and checks["store"]["ok"] and checks["store"]["detail"].startswith("store answers"), checks

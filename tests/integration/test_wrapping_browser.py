@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 import pytest
 
 from ragmon.config import ConsoleSettings
-from ragmon.ingest.dead_letter import DeadLetter
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import select_week
 from ragmon.review.triage import select_triage
 from ragmon.server import serve
+from ragmon.stream.dead_letter import DeadLetter
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from tests.integration.console.support import console_app, console_settings
 from tests.integration.review.support import PASSWORDS, insert_score, insert_traces, week_traces
 from tests.integration.test_review_browser import ARGS, ARTIFACTS, chromium_path  # noqa: F401 - a fixture

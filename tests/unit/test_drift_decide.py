@@ -10,8 +10,8 @@ from ragmon.drift import comparison
 from ragmon.drift.comparison import Comparison
 from ragmon.drift.decide import Candidate, adjust_within, decide
 from ragmon.drift.registry import DriftTest
-from ragmon.drift.stats import benjamini_hochberg
 from ragmon.drift.summary import RateSummary
+from ragmon.stats.shift import benjamini_hochberg
 
 ALPHA = 0.05
 _PAIR = Comparison.of_pair(RateSummary(100, 5), RateSummary(100, 5))

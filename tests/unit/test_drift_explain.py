@@ -28,7 +28,7 @@ def _normal(rng: np.random.Generator, n: int, mean: float, sd: float = 0.05) -> 
 
 
 def test_explain_is_pure() -> None:
-    _module_is_pure("explain.py")
+    _module_is_pure("drift/explain.py")
 
 
 def test_known_answer_by_hand() -> None:

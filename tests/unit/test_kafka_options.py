@@ -79,9 +79,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def test_the_ingest_consumer_the_score_consumer_and_the_dead_letter_producer_all_use_them(recorded):
-    from ragmon.ingest.dead_letter import KafkaDeadLetterSink
-    from ragmon.ingest.source import KafkaTraceSource
     from ragmon.score.sources import KafkaScoreSource
+    from ragmon.stream.dead_letter import KafkaDeadLetterSink
+    from ragmon.stream.source import KafkaTraceSource
 
     settings = KafkaSettings(**SASL)
     KafkaTraceSource(settings)

@@ -116,7 +116,7 @@ def test_decode_of_encode(query_id: str, kind: str, time, value) -> None:
 
 
 def test_a_missing_outcome_topic_names_the_outcome_setting(caplog) -> None:
-    from ragmon.ingest.source import warn_if_topic_missing
+    from ragmon.stream.source import warn_if_topic_missing
 
     class NoTopics:
         def partitions_for_topic(self, topic: str) -> set[int]:

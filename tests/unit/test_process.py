@@ -11,6 +11,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,9 +19,11 @@ import typer
 
 from ragmon.cli.common import exit_if_stuck
 from ragmon.config import Settings
+from ragmon.contracts.golden import GoldenCase
 from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
-from ragmon.process import Process, build_process
+from ragmon.golden_files import write_golden
+from ragmon.process import Process, build_process, drift_roles, enabled_roles, startup_problems
 from ragmon.telemetry import Telemetry
 
 
@@ -205,3 +208,52 @@ def test_a_named_role_fails_with_its_own_error_and_switched_roles_with_the_switc
         build_process(no_reviewers, ["nosuch"], store=Store())
     with pytest.raises(ValueError, match="score"):
         build_process(no_reviewers, ["review"], store=Store(), options={"score": {"max_traces": 1}})
+
+
+NO_ROLES = {"ingest": False, "otlp": False, "score": False, "review": False, "shadow": False}
+
+
+def with_drift(tmp_path: Path, *, golden: bool = True, agreement: bool = True, **roles: bool | None) -> Settings:
+    path = tmp_path / "golden.json"
+    write_golden(path, [GoldenCase(id="g1", question="q", category="c", expected_behaviour="refuse",
+                                   tags=["single-fact"])])
+    return Settings(roles={**NO_ROLES, **roles}, coverage={"golden_path": path if golden else None},
+                    drift={"judge_agreement": {"enabled": agreement}})
+
+
+def test_coverage_and_judge_agreement_run_wherever_drift_runs_unless_switched(tmp_path: Path):
+    # they ran inside the drift role before they were roles of their own: a config that set only roles.drift
+    # gets them where it got them before, and no more
+    assert enabled_roles(with_drift(tmp_path, drift=True)) == ["drift", "judge_agreement", "coverage"]
+    assert enabled_roles(with_drift(tmp_path, drift=False, review=True)) == ["review"]
+    assert enabled_roles(with_drift(tmp_path, drift=True, coverage=False)) == ["drift", "judge_agreement"]
+    assert enabled_roles(with_drift(tmp_path, drift=False, judge_agreement=True)) == ["judge_agreement"]
+    # each only with its work configured: a golden set; drift.judge_agreement.enabled
+    assert enabled_roles(with_drift(tmp_path, drift=True, golden=False, agreement=False)) == ["drift"]
+
+
+def test_the_drift_command_starts_them_unless_switched_off_explicitly(tmp_path: Path):
+    assert drift_roles(with_drift(tmp_path, drift=False)) == ["drift", "judge_agreement", "coverage"]
+    assert drift_roles(with_drift(tmp_path, drift=True, judge_agreement=False)) == ["drift", "coverage"]
+    assert drift_roles(with_drift(tmp_path, drift=True, golden=False)) == ["drift", "judge_agreement"]
+
+
+def test_coverage_and_judge_agreement_are_built_as_roles_with_their_own_loop(tmp_path: Path):
+    settings = with_drift(tmp_path, drift=False, coverage=True, judge_agreement=True)
+    process = build_process(settings, store=Store())
+    assert process.role_names == ["judge_agreement", "coverage"]
+    assert [loop.name for loop in process.daemon.roles] == ["judge-agreement", "coverage"]
+    assert set(process.health.liveness) == {"judge_agreement_loop", "coverage_loop"}
+
+
+def test_a_bad_golden_set_is_the_coverage_role_problem_with_its_switch(tmp_path: Path):
+    settings = with_drift(tmp_path, drift=False, coverage=True)
+    assert settings.coverage.golden_path is not None
+    settings.coverage.golden_path.write_text("[]", encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        build_process(settings, store=Store())
+    [line] = refused.value.problems
+    assert line.startswith("coverage: coverage.golden_path: ") and "holds no cases" in line, line
+    assert startup_problems(settings) == [line]  # `ragmon config check` says the same, without opening anything
+    with pytest.raises(ConfigError, match="drift.judge_agreement.enabled is false"):
+        build_process(with_drift(tmp_path, agreement=False), ["judge_agreement"], store=Store())

@@ -13,9 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragmon.config import ConsoleSettings, KafkaSettings
-from ragmon.ingest.dead_letter import DeadLetter, KafkaDeadLetterSink
-from ragmon.ingest.dead_letter_file import FileDeadLetterSink
 from ragmon.review.selection import select_week
+from ragmon.stream.dead_letter import DeadLetter, KafkaDeadLetterSink
+from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from tests.conftest import make_trace
 from tests.integration.console.support import HOSTILE, console_app, console_settings, hostile_trace
 from tests.integration.review.support import insert_score, insert_traces, signed_in, week_traces

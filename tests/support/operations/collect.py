@@ -164,7 +164,7 @@ def read_letter_file(path: Path) -> list[DeadLetter]:
 def scan_topic(bootstrap: str, topic: str) -> TopicScan:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from ragmon.ingest.otlp import detect_format
+    from ragmon.pipeline.spans.otlp import detect_format
 
     scan = TopicScan()
     for m in _consume_all(bootstrap, topic):

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from ragmon.config import IngestSettings
-from ragmon.ingest.dead_letter import InMemoryDeadLetterSink
-from ragmon.ingest.pipeline import IngestPipeline
-from ragmon.ingest.source import InMemoryTraceSource
-from ragmon.ingest.writer import InMemoryTraceWriter, TraceWriter
+from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.writer import InMemoryTraceWriter, TraceWriter
+from ragmon.stream.dead_letter import InMemoryDeadLetterSink
+from ragmon.stream.source import InMemoryTraceSource
 from ragmon.telemetry import Telemetry
 from tests.conftest import make_trace
 

@@ -3,8 +3,8 @@ leaks are counted on traces from instrumented applications too (docs/leaks.md)."
 
 from __future__ import annotations
 
-from ragmon.ingest.openinference_documents import documents
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans.openinference_documents import documents
+from ragmon.pipeline.spans.otlp import Span
 
 
 def test_an_openinference_documents_tenant_metadata_becomes_the_chunks_tenant() -> None:

@@ -1,5 +1,5 @@
-"""Each span read by its own convention (ragmon/ingest/conventions.py, openllmetry.py, genai.py): attribute values as
-the real instrumentations record them (OpenLLMetry 0.62 for LlamaIndex and LangChain, openai-v2 2.4b0 and
+"""Each span read by its own convention (ragmon/pipeline/spans/conventions.py, openllmetry.py, genai.py): attribute
+values as the real instrumentations record them (OpenLLMetry 0.62 for LlamaIndex and LangChain, openai-v2 2.4b0 and
 opentelemetry-util-genai 1.1b0, pydantic-ai-slim 2.31, captured from tests/support/conventions_app.py), mapped by
 ``openinference.build``.
 The same applications are driven end to end in tests/integration/test_otlp_conventions.py."""
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from ragmon.ingest import openinference
-from ragmon.ingest.conventions import canonical, convention
-from ragmon.ingest.otlp import Span
+from ragmon.pipeline.spans import openinference
+from ragmon.pipeline.spans.conventions import canonical, convention
+from ragmon.pipeline.spans.otlp import Span
 
 TRACE = "ab" * 16
 
@@ -238,9 +238,9 @@ def raw(s: Span) -> Span:
 
 
 def test_a_slow_openllmetry_query_waits_for_its_root_and_is_stored_whole_at_once():
-    from ragmon.ingest.offsets import OffsetLedger
-    from ragmon.ingest.otlp_assembly import OtlpAssembler
-    from ragmon.ingest.source import RawMessage
+    from ragmon.pipeline.offsets import OffsetLedger
+    from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
+    from ragmon.stream.source import RawMessage
 
     root, retriever, llm = (raw(s) for s in llamaindex_trace())
     assembler, ledger = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2), OffsetLedger()
@@ -254,9 +254,9 @@ def test_a_slow_openllmetry_query_waits_for_its_root_and_is_stored_whole_at_once
 
 
 def test_a_late_model_call_span_repairs_the_stored_openllmetry_query():
-    from ragmon.ingest.offsets import OffsetLedger
-    from ragmon.ingest.otlp_assembly import OtlpAssembler
-    from ragmon.ingest.source import RawMessage
+    from ragmon.pipeline.offsets import OffsetLedger
+    from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
+    from ragmon.stream.source import RawMessage
 
     root, retriever, llm = (raw(s) for s in llamaindex_trace())
     assembler = OtlpAssembler(wait_seconds=10, max_pending=10, settle_seconds=2, repair_seconds=60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from ragmon.ingest.fd_lines import CHUNK_BYTES, DescriptorLines
+from ragmon.stream.fd_lines import CHUNK_BYTES, DescriptorLines
 
 
 def pipe_with(data: bytes, *, close: bool = True) -> tuple[int, int]:

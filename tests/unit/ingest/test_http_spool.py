@@ -10,7 +10,7 @@ import pytest
 
 from ragmon.config import Settings
 from ragmon.errors import ConfigError
-from ragmon.ingest.http_spool import RECORD, HttpSpool, SpoolError, SpoolFull
+from ragmon.otlp.http_spool import RECORD, HttpSpool, SpoolError, SpoolFull
 
 
 def bodies(n: int, size: int = 50) -> list[bytes]:
@@ -122,7 +122,7 @@ def test_a_directory_in_use_or_unusable_fails_with_one_line(tmp_path: Path):
 
 
 def test_the_otlp_role_refuses_to_start_on_an_unusable_spool_dir(tmp_path: Path):
-    from ragmon.ingest import otlp_role
+    from ragmon.otlp import role as otlp_role
     from ragmon.telemetry import Telemetry
 
     (tmp_path / "a-file").write_text("")
@@ -135,7 +135,7 @@ def test_the_otlp_role_refuses_to_start_on_an_unusable_spool_dir(tmp_path: Path)
 
 
 def test_the_default_spool_dir_is_beside_the_embedded_store_and_names_its_database(tmp_path: Path):
-    from ragmon.ingest.otlp_role import spool_dir
+    from ragmon.otlp.role import spool_dir
 
     assert spool_dir(Settings()) == Path(".ragmon/otlp-spool/ragmon")
     embedded = Settings(store={"dsn": f"chdb://{tmp_path}/data/chdb", "database": "eu"})

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from ragmon.contracts.decode import Rejection
-from ragmon.ingest.offsets import OffsetLedger, release_trace
-from ragmon.ingest.otlp import Span, detect_format, parse_otlp
-from ragmon.ingest.otlp_assembly import OtlpAssembler
-from ragmon.ingest.source import RawMessage
+from ragmon.pipeline.offsets import OffsetLedger, release_trace
+from ragmon.pipeline.spans.otlp import Span, detect_format, parse_otlp
+from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
+from ragmon.stream.source import RawMessage
 from tests.support.otel_spans import otlp_messages, rag_spans
 from tests.unit.ingest.conftest import trace_bytes
 
@@ -219,7 +219,7 @@ def test_embedding_vectors_are_not_decoded():
     ({"input.value": "{not json, but text}", "input.mime_type": "text/plain"}, "{not json, but text}"),
 ])
 def test_the_question_is_read_from_text_or_the_json_an_instrumentation_recorded(attrs, question):
-    from ragmon.ingest.openinference import build
+    from ragmon.pipeline.spans.openinference import build
 
     root = Span("c" * 32, "1" * 16, "", "rag", 0, 10, {"openinference.span.kind": "CHAIN", **attrs}, "")
     retriever = Span("c" * 32, "2" * 16, "1" * 16, "r", 1, 2, {"openinference.span.kind": "RETRIEVER",

@@ -12,9 +12,9 @@ import pytest
 
 from ragmon.config import load_settings
 from ragmon.errors import ConfigError
-from ragmon.ingest.http_source import HttpTraceSource
-from ragmon.ingest.http_spool import HttpSpool
-from ragmon.ingest.otlp import parse_otlp
+from ragmon.otlp.http_source import HttpTraceSource
+from ragmon.otlp.http_spool import HttpSpool
+from ragmon.pipeline.spans.otlp import parse_otlp
 from ragmon.server import create_listener_app, serve
 from tests.support.otel_spans import otlp_messages, rag_spans
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragmon.ingest.file_source import FileTraceSource
-from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.otlp import Span
-from ragmon.ingest.otlp_assembly import OtlpAssembler
-from ragmon.ingest.source import RawMessage
+from ragmon.pipeline.offsets import OffsetLedger
+from ragmon.pipeline.spans.otlp import Span
+from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
+from ragmon.stream.file_source import FileTraceSource
+from ragmon.stream.source import RawMessage
 from tests.support.instrumented import capture
 from tests.support.otel_spans import otlp_messages
 from tests.unit.ingest.conftest import trace_bytes

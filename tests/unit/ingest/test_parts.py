@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ragmon.config import IngestSettings
 from ragmon.contracts.decode import decode_trace
 from ragmon.contracts.redact import Redactor, _has_digit
-from ragmon.ingest.batcher import Batch, BatchLimits
-from ragmon.ingest.offsets import OffsetLedger, release_trace
+from ragmon.pipeline.batcher import Batch, BatchLimits
+from ragmon.pipeline.offsets import OffsetLedger, release_trace
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
 from tests.unit.ingest.conftest import trace_bytes
@@ -182,7 +182,7 @@ def test_messages_without_obligations_are_committable_at_once():
 # -- hostile input at the edges of the contract -----------------------------------------------------------------
 
 def test_the_detail_header_is_cut_at_a_character_boundary():
-    from ragmon.ingest.dead_letter import MAX_DETAIL_BYTES, DeadLetter
+    from ragmon.stream.dead_letter import MAX_DETAIL_BYTES, DeadLetter
 
     letter = DeadLetter("t", 0, 1, b"x", "invalid_otlp", "中" * 400)  # 1,200 bytes of 3-byte characters
     detail = dict(letter.kafka_headers())["ragmon.detail"]
@@ -228,7 +228,7 @@ def test_a_source_that_can_never_be_read_ends_the_loop_after_writing_and_committ
 def test_a_cut_dead_letter_keeps_the_first_bytes_fitting_headers_and_the_originals_facts():
     import hashlib
 
-    from ragmon.ingest.dead_letter import DeadLetter
+    from ragmon.stream.dead_letter import DeadLetter
 
     value = b"{" + b"x" * 5_000
     letter = DeadLetter("t", 2, 9, value, "schema", "Object missing required field `question`",

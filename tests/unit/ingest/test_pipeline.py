@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragmon.ingest.backoff import Backoff
-from ragmon.ingest.batcher import FlushWait
-from ragmon.ingest.source import InMemoryTraceSource
-from ragmon.ingest.writer import InMemoryTraceWriter
+from ragmon.pipeline.batcher import FlushWait
+from ragmon.pipeline.writer import InMemoryTraceWriter
+from ragmon.stream.backoff import Backoff
+from ragmon.stream.source import InMemoryTraceSource
 from tests.unit.ingest.conftest import SEED, trace_bytes
 
 T = "rag.traces"

@@ -9,12 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragmon.config import IngestSettings
-from ragmon.ingest.backoff import FIRST_SECONDS, Backoff
-from ragmon.ingest.batcher import Batch, BatchLimits, BatchStep, FlushWait
-from ragmon.ingest.intake import Intake
-from ragmon.ingest.lag import LagReporter
-from ragmon.ingest.offsets import OffsetLedger
-from ragmon.ingest.source import InMemoryTraceSource, RawMessage
+from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep, FlushWait
+from ragmon.pipeline.intake import Intake
+from ragmon.pipeline.offsets import OffsetLedger
+from ragmon.stream.backoff import FIRST_SECONDS, Backoff
+from ragmon.stream.lag import LagReporter
+from ragmon.stream.source import InMemoryTraceSource, RawMessage
 from ragmon.telemetry import Telemetry
 from tests.unit.ingest.conftest import FakeClock, trace_bytes
 
