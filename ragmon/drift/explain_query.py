@@ -4,9 +4,10 @@ segment, window) — count, sum, sum of squares — for the reference and curren
 The dimensions are the fields every trace carries that a change can hide in (``DIMENSIONS``; the expressions are
 code constants). Each trace is counted once per dimension (``arrayJoin`` over the dimensions), the rows are
 grouped by (dimension, segment, window) and only the ``MAX_SEGMENTS`` busiest segments of each dimension and
-window come back (``LIMIT … BY``); the rest is summed into ``(other)`` from the window totals. Question types
-come from the ``question_types`` table (the score role classifies the traces it scores; the others are
-``(not classified)``). Values travel as ``{name:Type}`` parameters; nothing from a trace is formatted into SQL.
+window come back, each with its window's totals (one query); the rest is summed into ``(other)`` from the
+totals. Question types come from the ``question_types`` table (the score role classifies the traces it scores;
+the others are ``(not classified)``). Values travel as ``{name:Type}`` parameters; nothing from a trace is
+formatted into SQL.
 
 Which traces: the group's (retriever name and version, variant, stratum), in the current window of the check's
 window plan and in its reference windows — with ``same_hours``, the windows at the current one's time of day
@@ -115,16 +116,16 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
 
 
 def explain_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan) -> str:
-    """One aggregation per (dimension, segment, window); the busiest ``MAX_SEGMENTS`` of each dimension and window."""
-    return (f"SELECT d.1 AS dim, d.2 AS seg, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss, "
-            f"substringUTF8(any(d.3), 1, 200) AS label FROM ({_inner_sql(traces, question_types, feature, p)}) "
-            f"GROUP BY dim, seg, cur ORDER BY dim, cur, n DESC LIMIT {MAX_SEGMENTS} BY dim, cur")
-
-
-def totals_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan) -> str:
-    """Per (dimension, window): the moments of every trace the dimension counts."""
-    return (f"SELECT d.1 AS dim, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss "
-            f"FROM ({_inner_sql(traces, question_types, feature, p)}) GROUP BY dim, cur")
+    """One aggregation per (dimension, segment, window) — the busiest ``MAX_SEGMENTS`` of each dimension and window —
+    with the moments of every trace the dimension counts in that window alongside (``total_*``, a window function
+    over the same aggregation: one pass over the traces, not a second one for the totals)."""
+    segments = (f"SELECT d.1 AS dim, d.2 AS seg, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss, "
+                f"substringUTF8(any(d.3), 1, 200) AS label FROM ({_inner_sql(traces, question_types, feature, p)}) "
+                f"GROUP BY dim, seg, cur")
+    return (f"SELECT dim, seg, cur, n, s, ss, label, total_n, total_s, total_ss FROM (SELECT *, "
+            f"sum(n) OVER w AS total_n, sum(s) OVER w AS total_s, sum(ss) OVER w AS total_ss, "
+            f"row_number() OVER (w ORDER BY n DESC) AS rank FROM ({segments}) WINDOW w AS (PARTITION BY dim, cur)) "
+            f"WHERE rank <= {MAX_SEGMENTS} ORDER BY dim, cur, n DESC")
 
 
 _COLUMNS = ("corpus_snapshot", "index_version", "retriever_params", "model_name", "model_version", "prompt_id",
@@ -147,14 +148,12 @@ def summarise(store: QueryStore, feature: Feature, group: Group, p: WindowPlan) 
     params = parameters(group, p)
     per: dict[str, dict[str, dict[int, Moments]]] = defaultdict(lambda: defaultdict(dict))
     labels: dict[tuple[str, str], str] = {}
-    for row in store.query_rows(explain_sql(*tables), params):
-        name = DIMENSIONS[int(row["dim"])].name
-        per[name][str(row["seg"])][int(bool(row["cur"]))] = Moments(int(row["n"]), float(row["s"]), float(row["ss"]))
-        labels[(name, str(row["seg"]))] = str(row["label"] or "")
     totals: dict[str, dict[int, Moments]] = defaultdict(lambda: {0: Moments(), 1: Moments()})
-    for row in store.query_rows(totals_sql(*tables), params):
-        totals[DIMENSIONS[int(row["dim"])].name][int(bool(row["cur"]))] = Moments(
-            int(row["n"]), float(row["s"]), float(row["ss"]))
+    for row in store.query_rows(explain_sql(*tables), params):
+        name, cur = DIMENSIONS[int(row["dim"])].name, int(bool(row["cur"]))
+        per[name][str(row["seg"])][cur] = Moments(int(row["n"]), float(row["s"]), float(row["ss"]))
+        labels[(name, str(row["seg"]))] = str(row["label"] or "")
+        totals[name][cur] = Moments(int(row["total_n"]), float(row["total_s"]), float(row["total_ss"]))
     out: dict[str, list[SegmentInput]] = {}
     for d in DIMENSIONS:
         segs = per.get(d.name, {})
