@@ -113,11 +113,14 @@ def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
     if high is not None:
         sql, params = f"{sql} AND {score} <= {{score_max:Float64}}", {**params, "score_max": high}
     order = f"score {'DESC' if f.order == 'desc' else 'ASC'}, ts DESC, trace_id" if f.order else "ts DESC, trace_id"
-    total = int(store.query_rows(f"SELECT count() AS n FROM {source} WHERE {sql} {FINAL_SETTINGS}", params)[0]["n"])
+    # the page's keys with the total beside them (a window function: one pass over the window, not a second
+    # one to count); a page past the end has no row to carry it, so it is counted apart
     keys = store.query_rows(
-        f"SELECT {_KEY}, toFloat64({score}) AS score FROM {source} WHERE {sql} ORDER BY {order} "
-        f"LIMIT {{limit:UInt32}} OFFSET {{offset:UInt64}} {FINAL_SETTINGS}",
+        f"SELECT {_KEY}, toFloat64({score}) AS score, count() OVER () AS total FROM {source} WHERE {sql} "
+        f"ORDER BY {order} LIMIT {{limit:UInt32}} OFFSET {{offset:UInt64}} {FINAL_SETTINGS}",
         {**params, "limit": PAGE_SIZE, "offset": (f.page - 1) * PAGE_SIZE})
+    total = int(keys[0]["total"]) if keys else int(store.query_rows(
+        f"SELECT count() AS n FROM {source} WHERE {sql} {FINAL_SETTINGS}", params)[0]["n"])
     rows = _by_key(store, keys)
     return TraceList([_row(r) for r in rows], total, start, end, choices(store, start, end))
 

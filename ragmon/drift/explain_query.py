@@ -85,6 +85,8 @@ def window_condition(p: WindowPlan) -> tuple[str, str]:
     return current, reference
 
 
+#: the dimensions whose segments come from the joins (question types, where a question was answered before)
+_JOINED = ("qt_type", "src_before")
 #: the marker of a trace a dimension leaves out (``source_before`` of a question not asked in the reference)
 _SKIP = "\\0skip"
 
@@ -96,8 +98,12 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
     group = ("retriever_name = {rn:String} AND retriever_version = {rv:String} AND variant = {var:String} "
              "AND category = {cat:String}")
     source = next(d.expr for d in DIMENSIONS if d.name == "source")
-    rows = (f"SELECT trace_id, toFloat64({feature.expr}) AS v, ({current}) AS cur, {source} AS src, "
-            f"{', '.join(_COLUMNS)} FROM {traces} WHERE {group} AND (({current}) OR ({reference}))")
+    # each dimension's segment is computed once per trace, before the joins, which then carry short strings rather
+    # than the trace's maps, arrays and question text
+    own = ", ".join(f"toString({d.expr}) AS d{i}" for i, d in enumerate(DIMENSIONS) if d.expr not in _JOINED)
+    rows = (f"SELECT trace_id, toFloat64({feature.expr}) AS v, ({current}) AS cur, question_hash, "
+            f"substringUTF8(question, 1, 200) AS question_start, {own} FROM {traces} "
+            f"WHERE {group} AND (({current}) OR ({reference})) AND isFinite(v)")
     types = (f"SELECT trace_id, argMax(toString(question_type), classified_at) AS qt_type FROM {question_types} "
              f"WHERE status = 'ok' AND retriever_name = {{rn:String}} AND variant = {{var:String}} "
              f"AND category = {{cat:String}} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}}, 'UTC') "
@@ -108,9 +114,9 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
     joined = (f"SELECT t.*, if(q.qt_type = '', '(not classified)', q.qt_type) AS qt_type, "
               f"if(b.qh = 0, '{_SKIP}', b.src_before) AS src_before FROM ({rows}) AS t "
               f"ANY LEFT JOIN ({types}) AS q ON t.trace_id = q.trace_id "
-              f"ANY LEFT JOIN ({before}) AS b ON t.question_hash = b.qh WHERE isFinite(v)")
-    dims = ", ".join(f"tuple({i}, toString({d.expr}), {'question' if d.name == 'question' else chr(39) * 2})"
-                     for i, d in enumerate(DIMENSIONS))
+              f"ANY LEFT JOIN ({before}) AS b ON t.question_hash = b.qh")
+    dims = ", ".join(f"tuple({i}, {f'toString({d.expr})' if d.expr in _JOINED else f'd{i}'}, "
+                     f"{'question_start' if d.name == 'question' else chr(39) * 2})" for i, d in enumerate(DIMENSIONS))
     return (f"SELECT v, cur, d FROM (SELECT v, cur, arrayJoin([{dims}]) AS d FROM ({joined})) "
             f"WHERE d.2 != '{_SKIP}'")
 
@@ -126,10 +132,6 @@ def explain_sql(traces: str, question_types: str, feature: Feature, p: WindowPla
             f"sum(n) OVER w AS total_n, sum(s) OVER w AS total_s, sum(ss) OVER w AS total_ss, "
             f"row_number() OVER (w ORDER BY n DESC) AS rank FROM ({segments}) WINDOW w AS (PARTITION BY dim, cur)) "
             f"WHERE rank <= {MAX_SEGMENTS} ORDER BY dim, cur, n DESC")
-
-
-_COLUMNS = ("corpus_snapshot", "index_version", "retriever_params", "model_name", "model_version", "prompt_id",
-            "prompt_version", "question_hash", "question", "tenant", "attributes", "retrieved_doc_ids")
 
 
 def parameters(group: Group, p: WindowPlan) -> dict[str, Any]:
