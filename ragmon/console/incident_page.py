@@ -4,13 +4,18 @@ what changed (``ragmon.drift.explain``) with each top segment one click from its
 and the runbook's steps with the commands filled in for this group and time.
 
 Owns reading that page's data (stored checks, the explanation, one segment's traces) and drawing the CUSUM path
-(every label escaped: segment values come from producers). Must not write anything.
+(every label escaped: segment values come from producers). The explanation of a stored check is computed once
+(``ExplanationCache``: one pass over a week of the group's traces, about a second on a 10 M-trace store) and reused
+by every view until the next check of the group is stored, as the Shadow page reuses its comparison; with no
+stored check it is computed on each view. Must not write anything.
 """
 
 from __future__ import annotations
 
 import math
 import shlex
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,9 +26,9 @@ from urllib.parse import urlencode
 from ragmon.config import Settings
 from ragmon.console import runbooks
 from ragmon.console.filters import MAX_TEXT, iso_time
-from ragmon.drift.applied import applied_settings
+from ragmon.drift.applied import applied_settings, record
 from ragmon.drift.explain_query import DIMENSIONS, OTHER, parameters, window_condition
-from ragmon.drift.explain_run import ExplainResult, run_explain
+from ragmon.drift.explain_run import ExplainResult, run_explain, stored_check
 from ragmon.drift.features import FEATURES
 from ragmon.drift.query import Group
 from ragmon.drift.windows import plan
@@ -32,7 +37,11 @@ from ragmon.errors import InputError
 #: checks of the CUSUM path shown (the newest)
 HISTORY = 72
 SEGMENT_TRACES = 50
+#: bootstrap draws of the page's intervals
+DRAWS = 200
 RUNBOOK = "RagmonRetrievalScoreDrift"
+#: explanations kept (each of one stored check of one group and feature)
+CACHED = 32
 #: the features an incident page explains (those of the traces)
 FEATURES_EXPLAINED = frozenset(f for f, x in FEATURES.items() if x.source == "traces")
 
@@ -80,10 +89,38 @@ def group_from_query(params: Mapping[str, str]) -> tuple[Group, str]:
     return Group(name, version, values["variant"], values["stratum"]), values["feature"]
 
 
-def load_incident(store: Any, settings: Settings, group: Group, feature: str, now: datetime) -> IncidentPage:
+class ExplanationCache:
+    """The explanation of each stored check (by group, feature, check and the drift settings applied): computed
+    once, one at a time, then reused; the ``CACHED`` latest kept. Thread-safe."""
+
+    def __init__(self, size: int = CACHED):
+        self._size = size
+        self._kept: OrderedDict[tuple[Any, ...], ExplainResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def explain(self, store: Any, drift: Any, group: Group, feature: str, now: datetime) -> ExplainResult:
+        check = stored_check(store, group, feature, None)
+        if check is None:  # the windows of a check run now: they move with the clock
+            return run_explain(store, drift, group, feature, None, now=now, draws=DRAWS)
+        key = (group, feature, str(check["check_id"]), check["checked_at"], record(drift))
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:  # at the check's time: the check the key names, even if another is stored meanwhile
+                found = run_explain(store, drift, group, feature, check["checked_at"], now=now, draws=DRAWS)
+                self._kept[key] = found
+                while len(self._kept) > self._size:
+                    self._kept.popitem(last=False)
+            else:
+                self._kept.move_to_end(key)
+            return found
+
+
+def load_incident(store: Any, settings: Settings, group: Group, feature: str, now: datetime,
+                  cache: ExplanationCache | None = None) -> IncidentPage:
     drift = applied_settings(store, settings.drift).settings
     history = _history(store, group, feature)
-    result = run_explain(store, drift, group, feature, None, now=now, draws=200)
+    result = (cache.explain(store, drift, group, feature, now) if cache is not None
+              else run_explain(store, drift, group, feature, None, now=now, draws=DRAWS))
     if result.explanation.n_current == 0 or result.explanation.n_reference == 0:
         result = None  # type: ignore[assignment]
     check = history[-1] if history else None

@@ -98,6 +98,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
 
     letters_read = dead_letter_reading.CachedLetters(settings.console, settings.kafka)
     comparisons = shadow_page.ComparisonCache()
+    explanations = incident_page.ExplanationCache()
 
     @router.get("/dead-letters")
     def letters(request: Request, fresh: str = "") -> Response:
@@ -171,7 +172,7 @@ def console_router(settings: Settings, store: traces.RowStore, review: ReviewCon
                 group, feature = incident_page.group_from_query(request.query_params)
             except InputError as exc:
                 return pages.error(session, 400, str(exc))
-            found = incident_page.load_incident(store, settings, group, feature, now())
+            found = incident_page.load_incident(store, settings, group, feature, now(), explanations)
             return pages.page("incident.html", session, i=found, plot=incident_page.cusum_plot(found.history))
 
         return pages.signed_in(request, render)

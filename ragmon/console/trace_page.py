@@ -3,17 +3,19 @@ other traces (its shadow or canary twin, or the production trace of a shadow one
 
 Owns these reads. A trace is found by id; the page's link carries the trace's time (``at``) so the read prunes to
 that day's partitions, and without it the whole table is searched. Ranked chunks and the answer's citations are
-laid out by the review UI's ``build_item_view`` (the same reading of a trace for reviewers and on-call). Values
-travel as ``{name:Type}`` parameters. Must not render HTML or decide who may see the page.
+laid out by the review UI's ``build_item_view`` (the same reading of a trace for reviewers and on-call). Its score
+rows carry the trace's own time (``scores.ts``, as the score role writes them), so they and the twins are read a
+day either side of the trace's time, never from the whole table. Values travel as ``{name:Type}`` parameters. Must
+not render HTML or decide who may see the page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ragmon.console.traces import RowStore
+from ragmon.console.traces import FINAL_SETTINGS, RowStore
 from ragmon.review.item_view import ItemView, build_item_view
 from ragmon.review.queries import parse_details
 from ragmon.review.records import Verdict
@@ -51,33 +53,43 @@ def load_trace_page(store: RowStore, trace_id: str, at: datetime | None) -> Trac
         where.require("ts", ">=", "DateTime64(3)", at - NEAR, name="start").require(
             "ts", "<=", "DateTime64(3)", at + NEAR, name="end")
     sql, params = where.clause()
-    rows = store.query_rows(f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL WHERE {sql} LIMIT 1",
-                            params)
+    rows = store.query_rows(
+        f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL WHERE {sql} LIMIT 1 {FINAL_SETTINGS}",
+        params)
     if not rows:
         return None
     trace = row_to_trace(rows[0])
-    return TracePage(trace, build_item_view(trace), scores(store, trace_id), twins(store, trace),
+    return TracePage(trace, build_item_view(trace), scores(store, trace), twins(store, trace),
                      review_weeks(store, trace_id))
 
 
-def scores(store: RowStore, trace_id: str) -> list[Verdict]:
-    """The latest score row per judge fingerprint and metric, by fingerprint then metric."""
+def scores(store: RowStore, trace: dict[str, Any]) -> list[Verdict]:
+    """The latest score row per judge fingerprint and metric, by fingerprint then metric: the score rows of the
+    trace's id a day either side of its time (a score row's ``ts`` is its trace's)."""
+    at = _at(trace)
     rows = store.query_rows(
         "SELECT metric, value, status, error, judge_name, judge_fingerprint, details "
-        f"FROM {store.table('scores')} FINAL WHERE trace_id = {{t:String}} ORDER BY judge_fingerprint, metric "
-        f"LIMIT {MAX_RELATED * 4}", {"t": trace_id})
+        f"FROM {store.table('scores')} FINAL WHERE trace_id = {{t:String}} AND ts >= {{start:DateTime64(3)}} "
+        f"AND ts <= {{end:DateTime64(3)}} ORDER BY judge_fingerprint, metric LIMIT {MAX_RELATED * 4} {FINAL_SETTINGS}",
+        {"t": trace["trace_id"], "start": at - NEAR, "end": at + NEAR})
     return [Verdict(str(r["metric"]), float(r["value"]), str(r["status"]), str(r["error"]), str(r["judge_name"]),
                     str(r["judge_fingerprint"]), parse_details(str(r["details"]))) for r in rows]
 
 
+def _at(trace: dict[str, Any]) -> datetime:
+    """The trace's time, naive UTC (as ``DateTime64`` parameters take it)."""
+    at = datetime.fromisoformat(trace["timestamp"].replace("Z", "+00:00"))
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+
+
 def twins(store: RowStore, trace: dict[str, Any]) -> list[Twin]:
     """The other traces of the same query (shadow mode sends one query to several retrievers), a day either side."""
-    at = datetime.fromisoformat(trace["timestamp"]).replace(tzinfo=None)
+    at = _at(trace)
     rows = store.query_rows(
         "SELECT trace_id, ts, retriever_name, retriever_version, variant "
         f"FROM {store.table('traces')} FINAL WHERE query_id = {{q:String}} AND trace_id != {{t:String}} "
         "AND ts >= {start:DateTime64(3)} AND ts <= {end:DateTime64(3)} ORDER BY variant, ts "
-        f"LIMIT {MAX_RELATED}",
+        f"LIMIT {MAX_RELATED} {FINAL_SETTINGS}",
         {"q": trace["query_id"], "t": trace["trace_id"], "start": at - NEAR, "end": at + NEAR})
     return [Twin(str(r["trace_id"]), r["ts"], str(r["retriever_name"]), str(r["retriever_version"]),
                  str(r["variant"])) for r in rows]

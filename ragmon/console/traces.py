@@ -9,6 +9,11 @@ Owns the list's SQL. Every value travels as a ``{name:Type}`` parameter through 
 code-constant column lists are formatted in. Rows come back as plain records for the template; long questions are
 cut in ClickHouse (``substringUTF8``) so a page never carries megabytes of text. Must not render HTML or parse
 query strings (``filters`` does).
+
+On a big store (bench/console.py, 10 M traces) a page reads in two steps: the page's keys (the table's sort key and
+the score), then the columns of those 50 rows by key — sorting by a judge score joins every scored trace of the
+window, and carrying the question text of each through the join and the sort cost more than the join. ``FINAL``
+reads merge within each partition only (``FINAL_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,15 @@ _LIST_COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, var
                  "question_chars, "
                  "latency_total_ms, cost_usd, tokens_prompt + tokens_completion AS tokens, top1_score, n_results, "
                  "error != '' AS failed")
+#: ``FINAL`` within each monthly partition only: a row's partition (``toYYYYMM(ts)``) follows from its sort key
+#: (``toDate(ts)`` is in it), so two versions of a row never sit in different partitions and merging across them
+#: changes nothing; ClickHouse cannot tell this by itself (its automatic decision looks for ``ts`` itself in the key)
+#: and otherwise merges every part of the window together — five times slower on a settled 10 M-trace store
+FINAL_SETTINGS = "SETTINGS do_not_merge_across_partitions_select_final = 1"
+#: the (retriever, variant, stratum) combinations the filter form's choices are read from at once
+_COMBINATIONS = 10_000
+#: the traces table's sort key, which identifies a row under ``FINAL`` (migration 0001)
+_KEY = "retriever_name, variant, category, toDate(ts) AS day, trace_id"
 #: the trace's own figures as columns of the traces table (code constants: formatted into the SQL)
 _FIGURES = {"top1_score": "top1_score", "latency_ms": "latency_total_ms", "cost_usd": "cost_usd",
             "tokens": "tokens_prompt + tokens_completion"}
@@ -99,12 +113,31 @@ def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
     if high is not None:
         sql, params = f"{sql} AND {score} <= {{score_max:Float64}}", {**params, "score_max": high}
     order = f"score {'DESC' if f.order == 'desc' else 'ASC'}, ts DESC, trace_id" if f.order else "ts DESC, trace_id"
-    total = int(store.query_rows(f"SELECT count() AS n FROM {source} WHERE {sql}", params)[0]["n"])
-    rows = store.query_rows(
-        f"SELECT {_LIST_COLUMNS}, toFloat64({score}) AS score FROM {source} WHERE {sql} ORDER BY {order} "
-        "LIMIT {limit:UInt32} OFFSET {offset:UInt64}",
+    # the page's keys with the total beside them (a window function: one pass over the window, not a second
+    # one to count); a page past the end has no row to carry it, so it is counted apart
+    keys = store.query_rows(
+        f"SELECT {_KEY}, toFloat64({score}) AS score, count() OVER () AS total FROM {source} WHERE {sql} "
+        f"ORDER BY {order} LIMIT {{limit:UInt32}} OFFSET {{offset:UInt64}} {FINAL_SETTINGS}",
         {**params, "limit": PAGE_SIZE, "offset": (f.page - 1) * PAGE_SIZE})
+    total = int(keys[0]["total"]) if keys else int(store.query_rows(
+        f"SELECT count() AS n FROM {source} WHERE {sql} {FINAL_SETTINGS}", params)[0]["n"])
+    rows = _by_key(store, keys)
     return TraceList([_row(r) for r in rows], total, start, end, choices(store, start, end))
+
+
+def _by_key(store: RowStore, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list's columns of the rows ``keys`` name (sort key and score), in the keys' order."""
+    if not keys:
+        return []
+    ids = [(str(k["retriever_name"]), str(k["variant"]), str(k["category"]), k["day"], str(k["trace_id"]))
+           for k in keys]
+    found = {(str(r["retriever_name"]), str(r["variant"]), str(r["category"]), r["day"], str(r["trace_id"])): r
+             for r in store.query_rows(
+                 f"SELECT {_LIST_COLUMNS}, toDate(ts) AS day FROM {store.table('traces')} FINAL "
+                 "WHERE (retriever_name, variant, category, toDate(ts), trace_id) IN "
+                 f"{{keys:Array(Tuple(String, String, String, Date, String))}} {FINAL_SETTINGS}", {"keys": ids})}
+    # a row deleted between the two reads (the retention TTL) is left out
+    return [{**found[key], "score": k["score"]} for key, k in zip(ids, keys, strict=True) if key in found]
 
 
 def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[str]]:
@@ -112,10 +145,17 @@ def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[s
     trace's own figures, for the filter form."""
     sql, params = _where(TraceFilter(), start, end).clause()
     out: dict[str, list[str]] = {}
+    # the sort key's first columns, the three at once (one read of the window); per column when they combine in
+    # more ways than that read returns
+    rows = store.query_rows(f"SELECT DISTINCT retriever_name, variant, category FROM {store.table('traces')} "
+                            f"WHERE {sql} LIMIT {_COMBINATIONS + 1}", params)
     for column, key in (("retriever_name", "retriever"), ("variant", "variant"), ("category", "stratum")):
-        rows = store.query_rows(f"SELECT DISTINCT {column} AS v FROM {store.table('traces')} WHERE {sql} "
-                                "ORDER BY v LIMIT 200", params)
-        out[key] = [str(r["v"]) for r in rows]
+        if len(rows) <= _COMBINATIONS:
+            out[key] = sorted({str(r[column]) for r in rows})[:200]
+            continue
+        values = store.query_rows(f"SELECT DISTINCT {column} AS v FROM {store.table('traces')} WHERE {sql} "
+                                  "ORDER BY v LIMIT 200", params)
+        out[key] = [str(r["v"]) for r in values]
     rows = store.query_rows(f"SELECT DISTINCT metric AS v FROM {store.table('scores')} WHERE {sql} "
                             "ORDER BY v LIMIT 200", params)
     out["metric"] = [*TRACE_FIGURES, *(str(r["v"]) for r in rows if str(r["v"]) not in TRACE_FIGURES)]

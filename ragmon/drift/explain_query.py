@@ -4,9 +4,10 @@ segment, window) — count, sum, sum of squares — for the reference and curren
 The dimensions are the fields every trace carries that a change can hide in (``DIMENSIONS``; the expressions are
 code constants). Each trace is counted once per dimension (``arrayJoin`` over the dimensions), the rows are
 grouped by (dimension, segment, window) and only the ``MAX_SEGMENTS`` busiest segments of each dimension and
-window come back (``LIMIT … BY``); the rest is summed into ``(other)`` from the window totals. Question types
-come from the ``question_types`` table (the score role classifies the traces it scores; the others are
-``(not classified)``). Values travel as ``{name:Type}`` parameters; nothing from a trace is formatted into SQL.
+window come back, each with its window's totals (one query); the rest is summed into ``(other)`` from the
+totals. Question types come from the ``question_types`` table (the score role classifies the traces it scores;
+the others are ``(not classified)``). Values travel as ``{name:Type}`` parameters; nothing from a trace is
+formatted into SQL.
 
 Which traces: the group's (retriever name and version, variant, stratum), in the current window of the check's
 window plan and in its reference windows — with ``same_hours``, the windows at the current one's time of day
@@ -84,6 +85,8 @@ def window_condition(p: WindowPlan) -> tuple[str, str]:
     return current, reference
 
 
+#: the dimensions whose segments come from the joins (question types, where a question was answered before)
+_JOINED = ("qt_type", "src_before")
 #: the marker of a trace a dimension leaves out (``source_before`` of a question not asked in the reference)
 _SKIP = "\\0skip"
 
@@ -95,8 +98,12 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
     group = ("retriever_name = {rn:String} AND retriever_version = {rv:String} AND variant = {var:String} "
              "AND category = {cat:String}")
     source = next(d.expr for d in DIMENSIONS if d.name == "source")
-    rows = (f"SELECT trace_id, toFloat64({feature.expr}) AS v, ({current}) AS cur, {source} AS src, "
-            f"{', '.join(_COLUMNS)} FROM {traces} WHERE {group} AND (({current}) OR ({reference}))")
+    # each dimension's segment is computed once per trace, before the joins, which then carry short strings rather
+    # than the trace's maps, arrays and question text
+    own = ", ".join(f"toString({d.expr}) AS d{i}" for i, d in enumerate(DIMENSIONS) if d.expr not in _JOINED)
+    rows = (f"SELECT trace_id, toFloat64({feature.expr}) AS v, ({current}) AS cur, question_hash, "
+            f"substringUTF8(question, 1, 200) AS question_start, {own} FROM {traces} "
+            f"WHERE {group} AND (({current}) OR ({reference})) AND isFinite(v)")
     types = (f"SELECT trace_id, argMax(toString(question_type), classified_at) AS qt_type FROM {question_types} "
              f"WHERE status = 'ok' AND retriever_name = {{rn:String}} AND variant = {{var:String}} "
              f"AND category = {{cat:String}} AND ts >= fromUnixTimestamp64Milli({{lo:Int64}}, 'UTC') "
@@ -107,28 +114,24 @@ def _inner_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan
     joined = (f"SELECT t.*, if(q.qt_type = '', '(not classified)', q.qt_type) AS qt_type, "
               f"if(b.qh = 0, '{_SKIP}', b.src_before) AS src_before FROM ({rows}) AS t "
               f"ANY LEFT JOIN ({types}) AS q ON t.trace_id = q.trace_id "
-              f"ANY LEFT JOIN ({before}) AS b ON t.question_hash = b.qh WHERE isFinite(v)")
-    dims = ", ".join(f"tuple({i}, toString({d.expr}), {'question' if d.name == 'question' else chr(39) * 2})"
-                     for i, d in enumerate(DIMENSIONS))
+              f"ANY LEFT JOIN ({before}) AS b ON t.question_hash = b.qh")
+    dims = ", ".join(f"tuple({i}, {f'toString({d.expr})' if d.expr in _JOINED else f'd{i}'}, "
+                     f"{'question_start' if d.name == 'question' else chr(39) * 2})" for i, d in enumerate(DIMENSIONS))
     return (f"SELECT v, cur, d FROM (SELECT v, cur, arrayJoin([{dims}]) AS d FROM ({joined})) "
             f"WHERE d.2 != '{_SKIP}'")
 
 
 def explain_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan) -> str:
-    """One aggregation per (dimension, segment, window); the busiest ``MAX_SEGMENTS`` of each dimension and window."""
-    return (f"SELECT d.1 AS dim, d.2 AS seg, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss, "
-            f"substringUTF8(any(d.3), 1, 200) AS label FROM ({_inner_sql(traces, question_types, feature, p)}) "
-            f"GROUP BY dim, seg, cur ORDER BY dim, cur, n DESC LIMIT {MAX_SEGMENTS} BY dim, cur")
-
-
-def totals_sql(traces: str, question_types: str, feature: Feature, p: WindowPlan) -> str:
-    """Per (dimension, window): the moments of every trace the dimension counts."""
-    return (f"SELECT d.1 AS dim, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss "
-            f"FROM ({_inner_sql(traces, question_types, feature, p)}) GROUP BY dim, cur")
-
-
-_COLUMNS = ("corpus_snapshot", "index_version", "retriever_params", "model_name", "model_version", "prompt_id",
-            "prompt_version", "question_hash", "question", "tenant", "attributes", "retrieved_doc_ids")
+    """One aggregation per (dimension, segment, window) — the busiest ``MAX_SEGMENTS`` of each dimension and window —
+    with the moments of every trace the dimension counts in that window alongside (``total_*``, a window function
+    over the same aggregation: one pass over the traces, not a second one for the totals)."""
+    segments = (f"SELECT d.1 AS dim, d.2 AS seg, cur, count() AS n, sum(v) AS s, sum(v * v) AS ss, "
+                f"substringUTF8(any(d.3), 1, 200) AS label FROM ({_inner_sql(traces, question_types, feature, p)}) "
+                f"GROUP BY dim, seg, cur")
+    return (f"SELECT dim, seg, cur, n, s, ss, label, total_n, total_s, total_ss FROM (SELECT *, "
+            f"sum(n) OVER w AS total_n, sum(s) OVER w AS total_s, sum(ss) OVER w AS total_ss, "
+            f"row_number() OVER (w ORDER BY n DESC) AS rank FROM ({segments}) WINDOW w AS (PARTITION BY dim, cur)) "
+            f"WHERE rank <= {MAX_SEGMENTS} ORDER BY dim, cur, n DESC")
 
 
 def parameters(group: Group, p: WindowPlan) -> dict[str, Any]:
@@ -147,14 +150,12 @@ def summarise(store: QueryStore, feature: Feature, group: Group, p: WindowPlan) 
     params = parameters(group, p)
     per: dict[str, dict[str, dict[int, Moments]]] = defaultdict(lambda: defaultdict(dict))
     labels: dict[tuple[str, str], str] = {}
-    for row in store.query_rows(explain_sql(*tables), params):
-        name = DIMENSIONS[int(row["dim"])].name
-        per[name][str(row["seg"])][int(bool(row["cur"]))] = Moments(int(row["n"]), float(row["s"]), float(row["ss"]))
-        labels[(name, str(row["seg"]))] = str(row["label"] or "")
     totals: dict[str, dict[int, Moments]] = defaultdict(lambda: {0: Moments(), 1: Moments()})
-    for row in store.query_rows(totals_sql(*tables), params):
-        totals[DIMENSIONS[int(row["dim"])].name][int(bool(row["cur"]))] = Moments(
-            int(row["n"]), float(row["s"]), float(row["ss"]))
+    for row in store.query_rows(explain_sql(*tables), params):
+        name, cur = DIMENSIONS[int(row["dim"])].name, int(bool(row["cur"]))
+        per[name][str(row["seg"])][cur] = Moments(int(row["n"]), float(row["s"]), float(row["ss"]))
+        labels[(name, str(row["seg"]))] = str(row["label"] or "")
+        totals[name][cur] = Moments(int(row["total_n"]), float(row["total_s"]), float(row["total_ss"]))
     out: dict[str, list[SegmentInput]] = {}
     for d in DIMENSIONS:
         segs = per.get(d.name, {})

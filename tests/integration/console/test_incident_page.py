@@ -5,6 +5,7 @@ hostile segment value a producer sent stays text. Then in Chromium: from the ale
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
@@ -13,8 +14,12 @@ import numpy as np
 import pytest
 
 from ragmon.config import DriftSettings
+from ragmon.console.incident_page import ExplanationCache
+from ragmon.drift.applied import applied_settings
 from ragmon.drift.check import DriftChecker
+from ragmon.drift.explain_run import run_explain
 from ragmon.drift.incidents import Incident, Traffic, insert
+from ragmon.drift.query import Group
 from ragmon.server import serve
 from ragmon.telemetry import Telemetry
 from tests.integration.console.support import HOSTILE, console_app
@@ -69,6 +74,9 @@ def test_the_incident_page_says_what_fired_and_what_changed(store) -> None:
                       for v in [v.split("<")[0]]]
             assert len(values) == 50 and values == sorted(values)  # the worst first
             assert HOSTILE not in traces.text
+            # each trace links with its time, so its page reads that day's partitions, not the whole table
+            links = re.findall(r'href="(/review/console/traces/[^"]+)"', traces.text)
+            assert len(links) == 50 and all("?at=" in x for x in links)
             bad = client.get("/review/console/incident/traces?" + urlencode({**GROUP, "dimension": "nope",
                                                                            "segment": "x"}))
             assert bad.status_code == 400
@@ -80,6 +88,26 @@ def test_the_incident_page_says_what_fired_and_what_changed(store) -> None:
 
 
 @pytest.mark.browser
+def test_the_explanation_of_a_stored_check_is_computed_once_per_check(store) -> None:
+    """The incident page explains the latest stored check once and shows that until the next check is stored (as
+    the Shadow page its comparison): traces stored meanwhile in its window change the next check's explanation."""
+    _seed(store)
+    group, feature = Group("hybrid", "v1", "production", "billing"), "top1_score"
+    drift = applied_settings(store, DriftSettings()).settings
+    cache = ExplanationCache()
+    first = cache.explain(store, drift, group, feature, NOW)
+    assert first.checked_at == NOW and first.explanation.n_current > 0
+    late = Traffic(np.random.default_rng(4)).window(100, NOW - timedelta(minutes=30), 600, None)
+    insert(store, late, retriever="hybrid@v1", variant="production", stratum="billing", run_id="late")
+    assert cache.explain(store, drift, group, feature, NOW) is first
+    fresh = run_explain(store, drift, group, feature, None, now=NOW, draws=200)
+    assert fresh.explanation.n_current > first.explanation.n_current  # the store did change
+    later = NOW + timedelta(hours=1)
+    DriftChecker(store, DriftSettings(features=["top1_score"]), Telemetry(), clock=lambda: later).run_once()
+    next_check = cache.explain(store, drift, group, feature, later)
+    assert next_check is not first and next_check.checked_at == later
+
+
 def test_from_the_alerts_dashboard_url_to_the_top_cause_in_chromium(store, chromium_path) -> None:  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 

@@ -237,3 +237,41 @@ def test_trace_list_sorted_and_filtered_by_any_score(store):
     for bad in ("order=asc", "metric=faithfulness&min=abc", "metric=faithfulness&order=up", "metric=%3Cb%3E"):
         r = client.get(f"/review/console/traces?{bad}")
         assert r.status_code == 400 and "<b>" not in r.text, bad
+
+
+def test_trace_list_shows_a_redelivered_trace_once_in_its_latest_version(store):
+    """A page is read in two steps (its keys, then those rows' columns by key, both ``FINAL``): a trace stored twice
+    (a re-delivered message, then a corrected one) is counted and listed once, as last stored — sorted by a score
+    too, where the keys come from a join with the scores."""
+    rows = [make_trace(trace_id=f"t-{i:03d}", timestamp=_ago(i)) for i in range(1, 8)]
+    insert_traces(store, rows)
+    again = dict(rows[2], question="the corrected question")
+    insert_traces(store, [again])
+    insert_traces(store, [again])
+    for i, r in enumerate(rows):
+        insert_score(store, r, "faithfulness", i / 10)
+    client = signed_in(console_app(store))
+    for query in ("", "metric=faithfulness&order=asc", "metric=faithfulness&order=desc&page=1"):
+        html = client.get(f"/review/console/traces?{query}").text
+        ids = re.findall(r"/review/console/traces/([^?\"]+)\?at=", html)
+        assert sorted(ids) == [r["trace_id"] for r in rows] and "7 traces" in html, query
+        assert html.count("the corrected question") == 1 and html.count(rows[2]["question"]) == 6, query
+    past = client.get("/review/console/traces?page=2").text  # no row to carry the total: counted apart
+    assert "7 traces" in past and not re.findall(r"/review/console/traces/([^?\"]+)\?at=", past)
+
+
+def test_the_filter_forms_choices_read_per_column_when_the_combinations_are_many(store, monkeypatch):
+    """The choices come from one read of the (retriever, variant, stratum) combinations; past the limit, from one
+    read per column — the same choices either way."""
+    from ragmon.console import traces
+
+    rows = [make_trace(trace_id=f"t-{i}", timestamp=_ago(i), category=f"s{i % 4}",
+                       retriever={"name": f"r{i % 3}", "version": "v1", "variant": ("production", "shadow")[i % 2],
+                                  "parameters": {}}) for i in range(1, 25)]
+    insert_traces(store, rows)
+    start, end = datetime.now(UTC) - timedelta(days=1), datetime.now(UTC)
+    once = traces.choices(store, start, end)
+    assert once["retriever"] == ["r0", "r1", "r2"] and once["stratum"] == ["s0", "s1", "s2", "s3"]
+    assert once["variant"] == ["production", "shadow"]
+    monkeypatch.setattr(traces, "_COMBINATIONS", 2)
+    assert traces.choices(store, start, end) == once
