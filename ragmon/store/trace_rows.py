@@ -173,21 +173,27 @@ def _unsorted(retrieved: list[Any]) -> bool:
     return any(retrieved[i].rank > retrieved[i + 1].rank for i in range(len(retrieved) - 1))
 
 
+def _at(values: Any, i: int, default: Any) -> Any:
+    return values[i] if i < len(values) else default
+
+
 def row_to_trace(row: dict[str, Any]) -> dict[str, Any]:
     """Rebuild a trace.v1 document (plain data) from a ``traces`` row selected with ``SELECT_TRACE_COLUMNS``."""
     ts = row["ts"]
     if isinstance(ts, datetime) and ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     n = len(row["retrieved_chunk_ids"])
+    # the arrays are parallel when ingest wrote the row; a row written another way (SQL, a simulator) may have
+    # shorter ones: a missing value reads as absent, never as an error on a page
     retrieved = [
         {
             "chunk_id": row["retrieved_chunk_ids"][i],
-            "doc_id": row["retrieved_doc_ids"][i],
-            "doc_version": row["retrieved_doc_versions"][i],
-            "score": _score(row["retrieved_scores"][i]),
-            "rank": row["retrieved_ranks"][i],
-            "text": row["retrieved_texts"][i] or None,
-            "tenant": row["retrieved_tenants"][i] or None,
+            "doc_id": _at(row["retrieved_doc_ids"], i, ""),
+            "doc_version": _at(row["retrieved_doc_versions"], i, ""),
+            "score": _score(_at(row["retrieved_scores"], i, math.nan)),
+            "rank": _at(row["retrieved_ranks"], i, i + 1),
+            "text": _at(row["retrieved_texts"], i, "") or None,
+            "tenant": _at(row["retrieved_tenants"], i, "") or None,
         }
         for i in range(n)
     ]
