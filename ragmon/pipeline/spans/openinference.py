@@ -92,26 +92,8 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     # the call that wrote the answer: the last to end with text (a streaming wrapper ends after its child, textless)
     answer_span = ([s for s in llms if llm_text(s)] or llms or [None])[-1]
 
-    retrieved = documents(retriever, "retrieval.documents.") if retriever is not None else []
-    context: list[str] = []
-    if reranker is not None:
-        if retriever is None or not retrieved:
-            retrieved = documents(reranker, "reranker.input_documents.")
-        reranked = documents(reranker, "reranker.output_documents.")
-        context = [d["chunk_id"] for d in reranked]
-        known = {d["chunk_id"] for d in retrieved}
-        for d in reranked:  # the model saw it: keep its text, without the reranker's score (another scale)
-            if d["chunk_id"] not in known:
-                known.add(d["chunk_id"])
-                retrieved.append({**d, "score": None, "rank": len(retrieved) + 1})
-
-    a = root.attributes
-    attributes = {"otel.trace_id": root.trace_id, "otel.span_count": str(len(spans))}
-    for name, value in (("service.name", a.get("resource.service.name")), ("session.id", _first(ordered, "session.id")),
-                        ("user.id", _first(ordered, "user.id")),
-                        ("reranker.model_name", reranker.attributes.get("reranker.model_name") if reranker else None)):
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
-            attributes[name] = str(value)[:_LABEL_MAX]
+    retrieved, context = _retrieved_and_context(retriever, reranker)
+    attributes = _attributes(spans, ordered, reranker)
     missing = [part for part, absent in (("retriever", retriever is None),
                                          ("llm", answer_span is None and kind(root) != "RETRIEVER")) if absent]
     if incomplete:
@@ -122,7 +104,6 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
     if version > 1:
         attributes[VERSION_ATTRIBUTE] = str(version)
     attributes["ragmon.otlp.conventions"] = ",".join(sorted({c for s in spans if (c := convention(s))}))
-
     latency = {"total": _ms(root)}
     for stage, span in (("retrieve", retriever), ("rerank", reranker),
                         ("generate", _outermost_llm(answer_span, by_id))):
@@ -166,6 +147,37 @@ def build(spans: list[Span], *, incomplete: bool, version: int = 1, key: Key | N
         attributes["ragmon.otlp.unavailable"] = ",".join(unavailable)
     unscored = sum(1 for d in retrieved if d["score"] is None)
     return Mapped(json.dumps(doc, allow_nan=True).encode(), key=(name, variant, category), unscored=unscored)
+
+def _retrieved_and_context(retriever: Span | None, reranker: Span | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The retrieved documents and the context's chunk ids: the retriever's documents (the reranker's input when
+    there is no retriever), and what the reranker kept, which the model saw (appended unscored when the retriever
+    did not return it: the reranker's score is on another scale)."""
+    retrieved = documents(retriever, "retrieval.documents.") if retriever is not None else []
+    if reranker is None:
+        return retrieved, []
+    if retriever is None or not retrieved:
+        retrieved = documents(reranker, "reranker.input_documents.")
+    reranked = documents(reranker, "reranker.output_documents.")
+    known = {d["chunk_id"] for d in retrieved}
+    for d in reranked:
+        if d["chunk_id"] not in known:
+            known.add(d["chunk_id"])
+            retrieved.append({**d, "score": None, "rank": len(retrieved) + 1})
+    return retrieved, [d["chunk_id"] for d in reranked]
+
+
+def _attributes(spans: list[Span], ordered: list[Span], reranker: Span | None) -> dict[str, str]:
+    """The trace's first ``attributes``: its OTLP id and span count, who asked (service, session, user; cut to
+    ``_LABEL_MAX``) and the reranker's model."""
+    root = ordered[0]
+    attributes = {"otel.trace_id": root.trace_id, "otel.span_count": str(len(spans))}
+    for name, value in (("service.name", root.attributes.get("resource.service.name")),
+                        ("session.id", _first(ordered, "session.id")), ("user.id", _first(ordered, "user.id")),
+                        ("reranker.model_name", reranker.attributes.get("reranker.model_name") if reranker else None)):
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            attributes[name] = str(value)[:_LABEL_MAX]
+    return attributes
+
 
 
 def _unavailable(doc: dict[str, Any], spans: list[Span], *, has_llm: bool) -> list[str]:
