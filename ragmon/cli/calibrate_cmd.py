@@ -12,38 +12,50 @@ import typer
 from rich.table import Table
 
 from ragmon.cli.common import EXIT_USAGE, console, fail, settings_of
-from ragmon.judge.calibrate import ALL, LABEL_METRICS, CalibrationResult
+from ragmon.cli.options import check_format
+from ragmon.config import Settings
+from ragmon.judge.calibrate import ALL, LABEL_METRICS, CalibrationResult, Pair
+
+# The options of ``ragmon calibrate``, each declared once; the option name comes from the parameter's name unless given.
+LabelsOption = Annotated[Path | None, typer.Option(
+    "--labels", help="Labelled file instead of the store: JSON array, JSON Lines or CSV of judged pairs (trace_id, "
+    "label, human, judge[, category, judge_fingerprint]), or JSON items {trace, labels, reviewer} that the configured "
+    "judge judges now.", show_default=False)]
+RejudgeOption = Annotated[bool, typer.Option(
+    "--rejudge", help="Judge the human-labelled stored traces now with the configured judge (writes nothing): how a "
+    "new judge fingerprint is calibrated before it scores live traffic.")]
+JudgeOption = Annotated[str | None, typer.Option(
+    help="With --rejudge or labelled traces: judge kind, heuristic or openai (judge.kind).", show_default=False)]
+FingerprintOption = Annotated[str | None, typer.Option(
+    help="Only this judge fingerprint (default: every fingerprint found, each reported on its own).",
+    show_default=False)]
+SinceOption = Annotated[str | None, typer.Option(help="Only labels given since ('30d', ISO 8601).", show_default=False)]
+UntilOption = Annotated[str | None, typer.Option(help="Only labels given before this.", show_default=False)]
+MinKappaOption = Annotated[float | None, typer.Option(
+    help="Gate: exit 1 when a label's kappa (all strata, and each stratum with at least --min-items pairs) is below "
+    "this, or undefined. Landis & Koch call 0.61-0.80 substantial agreement.", show_default=False)]
+MinItemsOption = Annotated[int, typer.Option(
+    help="Strata with fewer pairs are shown but not gated (their kappa is too noisy).")]
+ThresholdOption = Annotated[list[str] | None, typer.Option(
+    help="label=value: the judge says yes when its metric is at least value (repeatable). Defaults: "
+    + ", ".join(f"{k}={v:g} ({m})" for k, (m, v) in LABEL_METRICS.items()) + ".", show_default=False)]
+ShowDisagreementsOption = Annotated[int, typer.Option(help="Disagreements listed per label (0 hides them).")]
+FormatOption = Annotated[str, typer.Option("--format", help="table or json.")]
 
 
 def calibrate(
     ctx: typer.Context,
-    labels: Annotated[Path | None, typer.Option(
-        "--labels", help="Labelled file instead of the store: JSON array, JSON Lines or CSV of judged pairs "
-        "(trace_id, label, human, judge[, category, judge_fingerprint]), or JSON items {trace, labels, reviewer} "
-        "that the configured judge judges now.", show_default=False)] = None,
-    rejudge: Annotated[bool, typer.Option(
-        "--rejudge", help="Judge the human-labelled stored traces now with the configured judge (writes nothing): "
-        "how a new judge fingerprint is calibrated before it scores live traffic.")] = False,
-    judge: Annotated[str | None, typer.Option(
-        help="With --rejudge or labelled traces: judge kind, heuristic or openai (judge.kind).",
-        show_default=False)] = None,
-    fingerprint: Annotated[str | None, typer.Option(
-        help="Only this judge fingerprint (default: every fingerprint found, each reported on its own).",
-        show_default=False)] = None,
-    since: Annotated[str | None, typer.Option(
-        help="Only labels given since ('30d', ISO 8601).", show_default=False)] = None,
-    until: Annotated[str | None, typer.Option(help="Only labels given before this.", show_default=False)] = None,
-    min_kappa: Annotated[float | None, typer.Option(
-        help="Gate: exit 1 when a label's kappa (all strata, and each stratum with at least --min-items pairs) is "
-        "below this, or undefined. Landis & Koch call 0.61-0.80 substantial agreement.", show_default=False)] = None,
-    min_items: Annotated[int, typer.Option(
-        help="Strata with fewer pairs are shown but not gated (their kappa is too noisy).")] = 10,
-    threshold: Annotated[list[str] | None, typer.Option(
-        help="label=value: the judge says yes when its metric is at least value (repeatable). Defaults: "
-        + ", ".join(f"{k}={v:g} ({m})" for k, (m, v) in LABEL_METRICS.items()) + ".", show_default=False)] = None,
-    show_disagreements: Annotated[int, typer.Option(
-        help="Disagreements listed per label (0 hides them).")] = 10,
-    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    labels: LabelsOption = None,
+    rejudge: RejudgeOption = False,
+    judge: JudgeOption = None,
+    fingerprint: FingerprintOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    min_kappa: MinKappaOption = None,
+    min_items: MinItemsOption = 10,
+    threshold: ThresholdOption = None,
+    show_disagreements: ShowDisagreementsOption = 10,
+    output: FormatOption = "table",
 ) -> None:
     """Measure how well a judge agrees with human reviewers, per label and per stratum.
 
@@ -54,8 +66,7 @@ def calibrate(
     Results are per judge fingerprint, never pooled. With --min-kappa the command is a gate: exit 1 if any gated kappa
     is too low, so a new fingerprint can be held back until it agrees with humans.
     """
-    if output not in ("table", "json"):
-        raise fail(f"--format {output!r} is not one of table, json", EXIT_USAGE)
+    check_format(output)
     if min_kappa is not None and not -1.0 <= min_kappa <= 1.0:
         raise fail(f"--min-kappa {min_kappa} is outside [-1, 1]", EXIT_USAGE)
     if min_items < 1:
@@ -63,27 +74,13 @@ def calibrate(
     thresholds = _thresholds(threshold or [])
     from ragmon.cli.options import parse_when
     from ragmon.config import override
-    from ragmon.judge import make_judge
     from ragmon.judge.calibrate import calibrate as run_calibration
-    from ragmon.score.labels import load_label_file, pairs_by_rejudging, pairs_from_store
 
     settings = override(settings_of(ctx), "judge", kind=judge)
     now = datetime.now(UTC)
     start = parse_when(since, now, "--since") if since else None
     end = parse_when(until, now, "--until") if until else None
-    if labels is not None:
-        pairs = load_label_file(labels, make_judge(settings.judge), thresholds)
-        source = str(labels)
-    else:
-        from ragmon.cli.store_open import open_store
-
-        store = open_store(settings)
-        if rejudge:
-            pairs = pairs_by_rejudging(store, make_judge(settings.judge), since=start, until=end,
-                                       thresholds=thresholds, max_in_flight=settings.judge.max_in_flight)
-        else:
-            pairs = pairs_from_store(store, since=start, until=end, fingerprint=fingerprint, thresholds=thresholds)
-        source = "review_labels" + (" (re-judged)" if rejudge else " × scores")
+    pairs, source = _pairs(settings, labels, rejudge, fingerprint, start, end, thresholds)
     if fingerprint:
         pairs = [p for p in pairs if p.fingerprint == fingerprint]
     if not pairs:
@@ -98,13 +95,38 @@ def calibrate(
         for r in results:
             _print(r, show_disagreements)
     if min_kappa is not None:
-        failed = [r for r in results if not r.passed]
-        for r in failed:
-            for line in r.failures:
-                console.print(f"[red]FAIL[/red] {r.fingerprint}: {line}", highlight=False)
-        if failed:
-            raise typer.Exit(1)
-        console.print(f"[green]PASS[/green] every gated kappa >= {min_kappa:g}")
+        _gate(results, min_kappa)
+
+
+def _pairs(settings: Settings, labels: Path | None, rejudge: bool, fingerprint: str | None, start: datetime | None,
+           end: datetime | None, thresholds: dict[str, tuple[str, float]]) -> tuple[list[Pair], str]:
+    """The (human, judge) pairs to calibrate on, and where they came from: the --labels file, the stored labels
+    re-judged now (--rejudge), or the stored labels joined with the stored scores."""
+    from ragmon.judge import make_judge
+    from ragmon.score.labels import load_label_file, pairs_by_rejudging, pairs_from_store
+
+    if labels is not None:
+        return load_label_file(labels, make_judge(settings.judge), thresholds), str(labels)
+    from ragmon.cli.store_open import open_store
+
+    store = open_store(settings)
+    if rejudge:
+        pairs = pairs_by_rejudging(store, make_judge(settings.judge), since=start, until=end,
+                                   thresholds=thresholds, max_in_flight=settings.judge.max_in_flight)
+    else:
+        pairs = pairs_from_store(store, since=start, until=end, fingerprint=fingerprint, thresholds=thresholds)
+    return pairs, "review_labels" + (" (re-judged)" if rejudge else " × scores")
+
+
+def _gate(results: list[CalibrationResult], min_kappa: float) -> None:
+    """--min-kappa: a FAIL line per gated kappa too low and exit 1, or one PASS line."""
+    failed = [r for r in results if not r.passed]
+    for r in failed:
+        for line in r.failures:
+            console.print(f"[red]FAIL[/red] {r.fingerprint}: {line}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+    console.print(f"[green]PASS[/green] every gated kappa >= {min_kappa:g}")
 
 
 def _thresholds(items: list[str]) -> dict[str, tuple[str, float]]:

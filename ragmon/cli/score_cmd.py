@@ -18,44 +18,59 @@ from ragmon.contracts.trace import Variant
 
 app = typer.Typer(help="Live scoring with the pinned judge.", no_args_is_help=False)
 
+
+# The options of ``ragmon score``, each declared once; the option name comes from the parameter's name unless given.
+FromStoreOption = Annotated[bool, typer.Option(
+    "--from-store", help="Score traces already in the store (a backfill) instead of consuming Kafka.")]
+SinceOption = Annotated[str, typer.Option(
+    help="With --from-store: oldest trace time to score ('24h' = 24 hours ago, 'now', or ISO 8601).")]
+UntilOption = Annotated[str, typer.Option(help="With --from-store: score traces older than this.")]
+JudgeOption = Annotated[str | None, typer.Option(
+    help="Judge kind: heuristic (deterministic, no model) or openai (judge.kind).", show_default=False)]
+RateOption = Annotated[float | None, typer.Option(
+    help="Share of traces to score, 0..1, decided from hash(salt, query_id) (sampling.rate).", show_default=False)]
+BootstrapServersOption = Annotated[str | None, typer.Option(
+    help="Kafka brokers host:port[,…] (kafka.bootstrap_servers).", show_default=False)]
+TopicOption = Annotated[str | None, typer.Option(
+    help="Traces topic to consume (score.topic, default kafka.topic).", show_default=False)]
+GroupIdOption = Annotated[str | None, typer.Option(
+    help="Consumer group; replicas with the same group split the partitions (score.group_id).", show_default=False)]
+MaxTracesOption = Annotated[int | None, typer.Option(
+    min=1, help="Stop after reading this many traces (Kafka mode).", show_default=False)]
+ExitWhenIdleOption = Annotated[float | None, typer.Option(
+    min=0, help="Kafka mode: exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, "
+    "nothing was read, judged or waiting to be stored, and every offset read was committed (batch jobs, tests). Exit 3 "
+    "if no partition is assigned for twice kafka.session_timeout_ms (another member holds them all; a killed one "
+    "holds them until its session times out).", show_default=False)]
+PageSizeOption = Annotated[int, typer.Option(help="With --from-store: traces read per page and at most per insert; the "
+                                             "next page is read while the judges still work on the last one.")]
+OnlyFailedOption = Annotated[bool, typer.Option(
+    "--only-failed", help="With --from-store: score again only the traces whose scores by this judge (its "
+    "fingerprint) are stored as failed, e.g. after a judge outage outlasted judge.deadline_seconds; the new rows "
+    "replace the failed ones.")]
+HostOption = Annotated[str | None, typer.Option(
+    help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)]
+PortOption = Annotated[int | None, typer.Option(
+    help="Kafka mode: HTTP port for /metrics, /healthz; 0 picks a free one (server.port).", show_default=False)]
+
+
 @app.callback(invoke_without_command=True)
 def score(
     ctx: typer.Context,
-    from_store: Annotated[bool, typer.Option(
-        "--from-store", help="Score traces already in the store (a backfill) instead of consuming Kafka.")] = False,
-    since: Annotated[str, typer.Option(
-        help="With --from-store: oldest trace time to score ('24h' = 24 hours ago, 'now', or ISO 8601).")] = "24h",
-    until: Annotated[str, typer.Option(help="With --from-store: score traces older than this.")] = "now",
-    judge: Annotated[str | None, typer.Option(
-        help="Judge kind: heuristic (deterministic, no model) or openai (judge.kind).", show_default=False)] = None,
-    rate: Annotated[float | None, typer.Option(
-        help="Share of traces to score, 0..1, decided from hash(salt, query_id) (sampling.rate).",
-        show_default=False)] = None,
-    bootstrap_servers: Annotated[str | None, typer.Option(
-        help="Kafka brokers host:port[,…] (kafka.bootstrap_servers).", show_default=False)] = None,
-    topic: Annotated[str | None, typer.Option(
-        help="Traces topic to consume (score.topic, default kafka.topic).", show_default=False)] = None,
-    group_id: Annotated[str | None, typer.Option(
-        help="Consumer group; replicas with the same group split the partitions (score.group_id).",
-        show_default=False)] = None,
-    max_traces: Annotated[int | None, typer.Option(
-        min=1, help="Stop after reading this many traces (Kafka mode).", show_default=False)] = None,
-    exit_when_idle: Annotated[float | None, typer.Option(
-        min=0, help="Kafka mode: exit 0 once, for this many seconds, partitions were assigned, the lag was zero on "
-        "each, nothing was read, judged or waiting to be stored, and every offset read was committed (batch jobs, "
-        "tests). Exit 3 if no partition is assigned for twice kafka.session_timeout_ms (another member holds them "
-        "all; a killed one holds them until its session times out).", show_default=False)] = None,
-    page_size: Annotated[int, typer.Option(help="With --from-store: traces read per page and at most per insert; the "
-                                           "next page is read while the judges still work on the last one.")] = 500,
-    only_failed: Annotated[bool, typer.Option(
-        "--only-failed", help="With --from-store: score again only the traces whose scores by this judge (its "
-        "fingerprint) are stored as failed, e.g. after a judge outage outlasted judge.deadline_seconds; the new "
-        "rows replace the failed ones.")] = False,
-    host: Annotated[str | None, typer.Option(
-        help="Kafka mode: address for /metrics, /healthz (server.host).", show_default=False)] = None,
-    port: Annotated[int | None, typer.Option(
-        help="Kafka mode: HTTP port for /metrics, /healthz; 0 picks a free one (server.port).",
-        show_default=False)] = None,
+    from_store: FromStoreOption = False,
+    since: SinceOption = "24h",
+    until: UntilOption = "now",
+    judge: JudgeOption = None,
+    rate: RateOption = None,
+    bootstrap_servers: BootstrapServersOption = None,
+    topic: TopicOption = None,
+    group_id: GroupIdOption = None,
+    max_traces: MaxTracesOption = None,
+    exit_when_idle: ExitWhenIdleOption = None,
+    page_size: PageSizeOption = 500,
+    only_failed: OnlyFailedOption = False,
+    host: HostOption = None,
+    port: PortOption = None,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Score sampled traces with the pinned judge and write scores (with the judge fingerprint) to the store.
@@ -71,19 +86,13 @@ def score(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if judge is not None and judge not in ("heuristic", "openai"):
-        raise fail(f"--judge {judge!r} is not one of heuristic, openai", EXIT_USAGE)
-    if page_size < 1:
-        raise fail("--page-size must be at least 1", EXIT_USAGE)
-    if only_failed and not from_store:
-        raise fail("--only-failed scores stored traces again: use it with --from-store", EXIT_USAGE)
+    _check_arguments(judge, page_size, only_failed, from_store)
     configure_logging(log_level, quiet=("kafka", "httpx"))
     settings = override(settings_of(ctx), "judge", kind=judge)
     settings = override(settings, "sampling", rate=rate)
     settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers)
     settings = override(settings, "score", topic=topic, group_id=group_id)
     settings = override(settings, "server", host=host, port=port)
-
     if not from_store:
         _summary(*_consume(settings, max_traces, exit_when_idle))
         return
@@ -91,6 +100,23 @@ def score(
     start, end = parse_when(since, now, "--since"), parse_when(until, now, "--until")
     if end <= start:
         raise fail(f"--until ({end.isoformat()}) must be later than --since ({start.isoformat()})", EXIT_USAGE)
+    _summary(*_backfill(settings, start, end, page_size, only_failed))
+
+
+def _check_arguments(judge: str | None, page_size: int, only_failed: bool, from_store: bool) -> None:
+    """A usage error (exit 2) for an unknown judge, a page size under 1, or --only-failed without --from-store."""
+    if judge is not None and judge not in ("heuristic", "openai"):
+        raise fail(f"--judge {judge!r} is not one of heuristic, openai", EXIT_USAGE)
+    if page_size < 1:
+        raise fail("--page-size must be at least 1", EXIT_USAGE)
+    if only_failed and not from_store:
+        raise fail("--only-failed scores stored traces again: use it with --from-store", EXIT_USAGE)
+
+
+def _backfill(settings: Settings, start: datetime, end: datetime, page_size: int,
+              only_failed: bool) -> tuple[Any, Any, float]:
+    """--from-store: score the stored traces between ``start`` and ``end`` (with --only-failed, those whose scores by
+    this judge failed), with a progress bar on stderr; the result, the judge and the seconds taken."""
     from ragmon.cli.store_open import open_store
     from ragmon.score.runner import BatchResult, backfill, build_scorer
     from ragmon.telemetry import Telemetry
@@ -118,7 +144,7 @@ def score(
                                        flush_interval_seconds=settings.score.flush_interval_seconds,
                                        only_failed=only_failed,
                                        progress=lambda _n, r: bar.update(task, completed=sum(r.decisions.values())))
-    _summary(result, scorer.judge, time.monotonic() - started)
+    return result, scorer.judge, time.monotonic() - started
 
 
 def _consume(settings: Settings, max_traces: int | None, idle: float | None) -> tuple[Any, Any, float]:
