@@ -32,63 +32,82 @@ if TYPE_CHECKING:
 _FORMATS = ("auto", "native", "otlp_proto", "otlp_json")
 
 
+_BootstrapServers = Annotated[str | None, typer.Option(
+    help="Kafka brokers, host:port[,host:port] (kafka.bootstrap_servers).", show_default=False)]
+_Topic = Annotated[str | None, typer.Option(
+    help="Topic to read traces from (kafka.topic).", show_default=False)]
+_GroupId = Annotated[str | None, typer.Option(
+    help="Consumer group; run more replicas with the same group to scale out (kafka.group_id).",
+    show_default=False)]
+_DeadLetterTopic = Annotated[str | None, typer.Option(
+    help="Topic for invalid messages, with ragmon.reason/detail/source headers (kafka.dead_letter_topic).",
+    show_default=False)]
+_InputFormat = Annotated[str | None, typer.Option(
+    help="native | otlp_proto | otlp_json | auto (tell them apart per message) (kafka.input_format).",
+    show_default=False)]
+_MaxBatchRows = Annotated[int | None, typer.Option(
+    help="Write a batch at this many traces (ingest.max_batch_rows).", show_default=False)]
+_FlushIntervalSeconds = Annotated[float | None, typer.Option(
+    help="Write a non-empty batch after this long; bounds freshness (ingest.flush_interval_seconds).",
+    show_default=False)]
+_Host = Annotated[str | None, typer.Option(
+    help="Address for /metrics, /healthz, /readyz (server.host).", show_default=False)]
+_Port = Annotated[int | None, typer.Option(
+    help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).",
+    show_default=False)]
+_ExitWhenIdle = Annotated[float | None, typer.Option(
+    min=0, help="Exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, nothing "
+    "was read and everything read was stored and committed (batch jobs, benchmarks). Exit 3 if no partition is "
+    "assigned for twice kafka.session_timeout_ms (another member holds them all).",
+    show_default=False)]
+_StatsJson = Annotated[Path | None, typer.Option(
+    help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
+    show_default=False)]
+_File = Annotated[str | None, typer.Option(
+    "--file", help="Read traces from this JSON Lines file ('-': standard input) instead of Kafka, one trace per "
+    "line, through the same decoding, redaction, batching, deduplication and store. At its end (or when "
+    "stopped) a summary goes to standard error: \"complete\": true and exit 0 when every line was stored or "
+    "dead-lettered; otherwise exit 3 (stopped while writes failed) or 6 (interrupted), with the line to resume "
+    "from (--from-line) and what was not stored or not dead-lettered. Loading a file twice stores each trace "
+    "once.", show_default=False)]
+_FromLine = Annotated[int, typer.Option(
+    min=1, help="With --file: start at this line (1-based; the lines before it are read and skipped), to resume a "
+    "run that stopped before its end where its error line says.")]
+_DeadLetterFile = Annotated[str | None, typer.Option(
+    help="With --file: append invalid lines here as JSON Lines, with the same reasons as the dead-letter topic "
+    "('-': standard output, the default).", show_default=False)]
+_OtlpHttp = Annotated[bool, typer.Option(
+    "--otlp-http", help="Take OTLP/HTTP POST /v1/traces (protobuf or JSON, gzip) from applications' OpenTelemetry "
+    "exporters instead of reading Kafka: no broker, no Collector. Listens on otlp.host:otlp.port (4318); bearer "
+    "token otlp.token / otlp.token_file; dead letters to otlp.dead_letters. Runs until SIGTERM/SIGINT.")]
+_OtlpPort = Annotated[int | None, typer.Option(
+    help="With --otlp-http: the receiver's port (otlp.port; 0 picks a free one).", show_default=False)]
+_Outcomes = Annotated[bool, typer.Option(
+    "--outcomes", help="Ingest outcome events (schemas/outcome.v1: citation_opened, reformulated, escalated, "
+    "resolved, feedback) instead of traces: from ab.outcomes_topic (dead letters to "
+    "ab.outcomes_dead_letter_topic), or with --file from JSON Lines. Same guarantees as traces; see docs/ab.md.")
+]
+
+
 def ingest(
     ctx: typer.Context,
-    bootstrap_servers: Annotated[str | None, typer.Option(
-        help="Kafka brokers, host:port[,host:port] (kafka.bootstrap_servers).", show_default=False)] = None,
-    topic: Annotated[str | None, typer.Option(
-        help="Topic to read traces from (kafka.topic).", show_default=False)] = None,
-    group_id: Annotated[str | None, typer.Option(
-        help="Consumer group; run more replicas with the same group to scale out (kafka.group_id).",
-        show_default=False)] = None,
-    dead_letter_topic: Annotated[str | None, typer.Option(
-        help="Topic for invalid messages, with ragmon.reason/detail/source headers (kafka.dead_letter_topic).",
-        show_default=False)] = None,
-    input_format: Annotated[str | None, typer.Option(
-        help="native | otlp_proto | otlp_json | auto (tell them apart per message) (kafka.input_format).",
-        show_default=False)] = None,
-    max_batch_rows: Annotated[int | None, typer.Option(
-        help="Write a batch at this many traces (ingest.max_batch_rows).", show_default=False)] = None,
-    flush_interval_seconds: Annotated[float | None, typer.Option(
-        help="Write a non-empty batch after this long; bounds freshness (ingest.flush_interval_seconds).",
-        show_default=False)] = None,
-    host: Annotated[str | None, typer.Option(
-        help="Address for /metrics, /healthz, /readyz (server.host).", show_default=False)] = None,
-    port: Annotated[int | None, typer.Option(
-        help="HTTP port for /metrics, /healthz, /readyz; 0 picks a free one (server.port).",
-        show_default=False)] = None,
-    exit_when_idle: Annotated[float | None, typer.Option(
-        min=0, help="Exit 0 once, for this many seconds, partitions were assigned, the lag was zero on each, nothing "
-        "was read and everything read was stored and committed (batch jobs, benchmarks). Exit 3 if no partition is "
-        "assigned for twice kafka.session_timeout_ms (another member holds them all).",
-        show_default=False)] = None,
-    stats_json: Annotated[Path | None, typer.Option(
-        help="On exit, write what was done (consumed, stored, dead letters, batches, retries, seconds) as JSON.",
-        show_default=False)] = None,
-    file: Annotated[str | None, typer.Option(
-        "--file", help="Read traces from this JSON Lines file ('-': standard input) instead of Kafka, one trace per "
-        "line, through the same decoding, redaction, batching, deduplication and store. At its end (or when "
-        "stopped) a summary goes to standard error: \"complete\": true and exit 0 when every line was stored or "
-        "dead-lettered; otherwise exit 3 (stopped while writes failed) or 6 (interrupted), with the line to resume "
-        "from (--from-line) and what was not stored or not dead-lettered. Loading a file twice stores each trace "
-        "once.", show_default=False)] = None,
-    from_line: Annotated[int, typer.Option(
-        min=1, help="With --file: start at this line (1-based; the lines before it are read and skipped), to resume a "
-        "run that stopped before its end where its error line says.")] = 1,
-    dead_letter_file: Annotated[str | None, typer.Option(
-        help="With --file: append invalid lines here as JSON Lines, with the same reasons as the dead-letter topic "
-        "('-': standard output, the default).", show_default=False)] = None,
-    otlp_http: Annotated[bool, typer.Option(
-        "--otlp-http", help="Take OTLP/HTTP POST /v1/traces (protobuf or JSON, gzip) from applications' OpenTelemetry "
-        "exporters instead of reading Kafka: no broker, no Collector. Listens on otlp.host:otlp.port (4318); bearer "
-        "token otlp.token / otlp.token_file; dead letters to otlp.dead_letters. Runs until SIGTERM/SIGINT.")] = False,
-    otlp_port: Annotated[int | None, typer.Option(
-        help="With --otlp-http: the receiver's port (otlp.port; 0 picks a free one).", show_default=False)] = None,
-    outcomes: Annotated[bool, typer.Option(
-        "--outcomes", help="Ingest outcome events (schemas/outcome.v1: citation_opened, reformulated, escalated, "
-        "resolved, feedback) instead of traces: from ab.outcomes_topic (dead letters to "
-        "ab.outcomes_dead_letter_topic), or with --file from JSON Lines. Same guarantees as traces; see docs/ab.md.")
-    ] = False,
+    bootstrap_servers: _BootstrapServers = None,
+    topic: _Topic = None,
+    group_id: _GroupId = None,
+    dead_letter_topic: _DeadLetterTopic = None,
+    input_format: _InputFormat = None,
+    max_batch_rows: _MaxBatchRows = None,
+    flush_interval_seconds: _FlushIntervalSeconds = None,
+    host: _Host = None,
+    port: _Port = None,
+    exit_when_idle: _ExitWhenIdle = None,
+    stats_json: _StatsJson = None,
+    file: _File = None,
+    from_line: _FromLine = 1,
+    dead_letter_file: _DeadLetterFile = None,
+    otlp_http: _OtlpHttp = False,
+    otlp_port: _OtlpPort = None,
+    outcomes: _Outcomes = False,
     log_level: LogLevelOption = "INFO",
 ) -> None:
     """Consume traces from Kafka into ClickHouse: decode, redact, batch, write, then commit offsets.
@@ -108,10 +127,35 @@ def ingest(
     Every option overrides the same setting from --config and the RAGMON_* environment; `ragmon config show` lists them
     all.
     """
-    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
-    from ragmon.process import serve_roles
-
     configure_logging(log_level, quiet=("kafka",))
+    _check_arguments(input_format=input_format, stats_json=stats_json, file=file, dead_letter_file=dead_letter_file,
+                     from_line=from_line, outcomes=outcomes, otlp_http=otlp_http, otlp_port=otlp_port)
+    settings = settings_of(ctx)
+    if outcomes:  # --topic, --group-id and --dead-letter-topic name the outcome topics (ab.outcomes_*)
+        settings = override(settings, "ab", outcomes_topic=topic, outcomes_group_id=group_id,
+                            outcomes_dead_letter_topic=dead_letter_topic)
+        topic = group_id = dead_letter_topic = None
+    settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
+                        dead_letter_topic=dead_letter_topic, input_format=input_format)
+    settings = override(settings, "ingest", max_batch_rows=max_batch_rows,
+                        flush_interval_seconds=flush_interval_seconds)
+    settings = override(settings, "server", host=host, port=port)
+    settings = override(settings, "otlp", port=otlp_port)
+    if outcomes:
+        _ingest_outcomes(settings, file, dead_letter_file or "-", stats_json, exit_when_idle)
+    elif file is not None:
+        from ragmon.store import ClickHouseStore
+
+        store = ClickHouseStore.open(settings.store)  # fails fast: unreachable, locked, migration failed
+        _load_file(settings, store, file, dead_letter_file or "-", stats_json, from_line)
+    else:
+        _serve_traces(settings, "otlp" if otlp_http else "ingest", exit_when_idle, stats_json)
+
+
+def _check_arguments(*, input_format: str | None, stats_json: Path | None, file: str | None,
+                     dead_letter_file: str | None, from_line: int, outcomes: bool, otlp_http: bool,
+                     otlp_port: int | None) -> None:
+    """Options that do not go together, or a value no setting would refuse, as usage errors (exit 2)."""
     if input_format is not None and input_format not in _FORMATS:
         raise fail(f"--input-format {input_format!r} is not one of {', '.join(_FORMATS)}", EXIT_USAGE)
     if stats_json is not None:
@@ -126,37 +170,24 @@ def ingest(
         raise fail("--otlp-http and --file are two inputs: choose one", EXIT_USAGE)
     if otlp_port is not None and not otlp_http:
         raise fail("--otlp-port needs --otlp-http", EXIT_USAGE)
-    settings = settings_of(ctx)
-    if outcomes:  # --topic, --group-id and --dead-letter-topic name the outcome topics (ab.outcomes_*)
-        settings = override(settings, "ab", outcomes_topic=topic, outcomes_group_id=group_id,
-                            outcomes_dead_letter_topic=dead_letter_topic)
-        topic = group_id = dead_letter_topic = None
-    settings = override(settings, "kafka", bootstrap_servers=bootstrap_servers, topic=topic, group_id=group_id,
-                        dead_letter_topic=dead_letter_topic, input_format=input_format)
-    settings = override(settings, "ingest", max_batch_rows=max_batch_rows,
-                        flush_interval_seconds=flush_interval_seconds)
-    settings = override(settings, "server", host=host, port=port)
-    settings = override(settings, "otlp", port=otlp_port)
-    if outcomes:
-        if otlp_http:
-            raise fail("--outcomes reads outcome events; --otlp-http takes traces: choose one", EXIT_USAGE)
-        _ingest_outcomes(settings, file, dead_letter_file or "-", stats_json, exit_when_idle)
-        return
+    if outcomes and otlp_http:
+        raise fail("--outcomes reads outcome events; --otlp-http takes traces: choose one", EXIT_USAGE)
 
-    if file is not None:
-        from ragmon.store import ClickHouseStore
 
-        store = ClickHouseStore.open(settings.store)  # fails fast: unreachable, locked, migration failed
-        _load_file(settings, store, file, dead_letter_file or "-", stats_json, from_line)
-        return
+def _serve_traces(settings: Settings, role: str, exit_when_idle: float | None, stats_json: Path | None) -> None:
+    """The ``ingest`` role (Kafka) or the ``otlp`` role (``--otlp-http``) in a process of its own, until a signal
+    or idle; then its summary, and the exit code of what stopped it."""
+    from ragmon.cli.idle_watch import exit_if_never_assigned, watch_idle
+    from ragmon.process import serve_roles
+
     started = time.monotonic()
-    role = "otlp" if otlp_http else "ingest"
     watch: IdleWatch | None = None
 
     def announce(process: Process) -> None:
         nonlocal started, watch
-        source = (f"OTLP/HTTP on http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces" if otlp_http
-                  else f"{settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
+        source = (f"OTLP/HTTP on http://{settings.otlp.host}:{process.listener_port('otlp')}/v1/traces"
+                  if role == "otlp" else
+                  f"{settings.kafka.topic} @ {settings.kafka.bootstrap_servers} (group {settings.kafka.group_id}, "
                   f"format {settings.kafka.input_format})")
         err_console.print(
             f"ragmon ingest: {source} → {mask_dsn(secret_value(settings.store.dsn) or '')}; metrics on "
