@@ -168,6 +168,7 @@ def test_query_adjusted_scores_take_trending_popularity_out_and_keep_a_shift() -
     assert adjusted_means[0] - np.mean(adjusted_means[1:49]) == pytest.approx(0.02, abs=0.006)
 
 
+@pytest.mark.slow  # a simulation of days of composite traffic (9–13 s)
 def test_composite_traffic_has_every_shape_at_once() -> None:
     """70 % recurring questions with habits of their own (always empty, always refused, a fixed shortlist length,
     their own latency), bursts of new questions, quieter weekends, and a daily document update at 03:00."""
@@ -207,6 +208,7 @@ def test_composite_traffic_has_every_shape_at_once() -> None:
     assert np.allclose((published * 24) % 24, DAILY_UPDATE_HOUR)
 
 
+@pytest.mark.slow  # a simulation of days of composite traffic (9–13 s)
 def test_composite_traffic_without_drift_does_not_alarm_and_a_collapse_does() -> None:
     """The check adjusted for the question (the default, as in ClickHouse) over a day of composite traffic: at most
     the nominal share of checks alarms; scores × 0.85 in one stratum are caught."""
