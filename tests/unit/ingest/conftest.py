@@ -65,7 +65,11 @@ class Rig:
 
 
 @pytest.fixture
-def rig() -> Callable[..., Rig]:
+def rig(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Rig]:
+    # time moves by the fake clock; a source with nothing to give (the OTLP/HTTP queue) would still block each step
+    # for the loop's real poll wait: shorten it, nothing here depends on its length
+    monkeypatch.setattr("ragmon.pipeline.loop.MAX_POLL_SECONDS", 0.01)
+
     def make(*, source: InMemoryTraceSource | None = None, writer: InMemoryTraceWriter | None = None,
              write: TraceWriter | None = None, **settings: Any) -> Rig:
         """A pipeline over fresh doubles, or over ``source`` / ``writer`` given (a restarted process); ``write``

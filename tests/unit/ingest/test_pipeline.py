@@ -311,7 +311,8 @@ class _TimeoutRecorder(InMemoryTraceSource):
         return super().poll(timeout_seconds, max_records)
 
 
-def test_an_idle_loop_blocks_in_poll_and_a_buffered_batch_bounds_the_wait(rig):
+def test_an_idle_loop_blocks_in_poll_and_a_buffered_batch_bounds_the_wait(rig, monkeypatch):
+    monkeypatch.setattr("ragmon.pipeline.loop.MAX_POLL_SECONDS", 0.25)  # the loop's own wait (the rig shortens it)
     source = _TimeoutRecorder()
     r = rig(max_batch_rows=1000, flush_interval_seconds=1.0, source=source)
     r.clock.advance(30)  # long idle: the open, empty batch is far older than the flush interval
