@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmon.console.filters import MAX_TEXT, TRACE_FIGURES, TraceFilter, iso_time
 from ragmon.console.svg import history_plot
-from ragmon.console.traces import RowStore
+from ragmon.console.traces import ConsoleReads
 from ragmon.drift.features import FEATURES
 from ragmon.drift.report import COLUMNS, histogram_svg, rate_svg, sort_rows
 from ragmon.errors import InputError
@@ -103,7 +103,7 @@ def _clause(group: dict[str, str], where: Where) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
-def load_drift_page(store: RowStore, group: dict[str, str], now: datetime) -> DriftPage:
+def load_drift_page(store: ConsoleReads, group: dict[str, str], now: datetime) -> DriftPage:
     table = store.table("drift_checks")
     latest = store.query_rows(f"SELECT check_id, checked_at FROM {table} ORDER BY checked_at DESC LIMIT 1")
     if not latest:
@@ -176,7 +176,7 @@ def _rose(row: dict[str, Any]) -> bool:
         cur["mean"] > ref["mean"]
 
 
-def history(store: RowStore, group: dict[str, str], now: datetime) -> list[History]:
+def history(store: ConsoleReads, group: dict[str, str], now: datetime) -> list[History]:
     """Each group and feature over the checks of the last ``HISTORY``: per check its primary test (the one with a
     CUSUM) or else its first test; flagged groups first."""
     where = _where(group).require("checked_at", ">=", "DateTime64(3)", (now - HISTORY).replace(tzinfo=None),

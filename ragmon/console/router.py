@@ -46,7 +46,7 @@ from ragmon.review.context import ReviewContext, StoreAwareRoute
 _STATIC = {"console.css": "text/css"}
 
 
-def console_router(settings: Settings, store: traces.RowStore, review: ReviewContext,
+def console_router(settings: Settings, store: traces.ConsoleReads, review: ReviewContext,
                    clock: Callable[[], float] = time.time) -> APIRouter:
     router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=StoreAwareRoute)
     pages = ConsolePages(review)

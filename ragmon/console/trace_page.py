@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ragmon.console.traces import FINAL_SETTINGS, RowStore
+from ragmon.console.traces import FINAL_SETTINGS, ConsoleReads
 from ragmon.review.item_view import ItemView, build_item_view
 from ragmon.review.queries import parse_details
 from ragmon.review.records import Verdict
@@ -46,7 +46,7 @@ class TracePage:
     review_weeks: list[str]
 
 
-def load_trace_page(store: RowStore, trace_id: str, at: datetime | None) -> TracePage | None:
+def load_trace_page(store: ConsoleReads, trace_id: str, at: datetime | None) -> TracePage | None:
     """The page of ``trace_id`` (None when it is not stored, or no longer: the retention TTL)."""
     where = Where().require("trace_id", "=", "String", trace_id)
     if at is not None:
@@ -63,7 +63,7 @@ def load_trace_page(store: RowStore, trace_id: str, at: datetime | None) -> Trac
                      review_weeks(store, trace_id))
 
 
-def scores(store: RowStore, trace: dict[str, Any]) -> list[Verdict]:
+def scores(store: ConsoleReads, trace: dict[str, Any]) -> list[Verdict]:
     """The latest score row per judge fingerprint and metric, by fingerprint then metric: the score rows of the
     trace's id a day either side of its time (a score row's ``ts`` is its trace's)."""
     at = _at(trace)
@@ -82,7 +82,7 @@ def _at(trace: dict[str, Any]) -> datetime:
     return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
 
 
-def twins(store: RowStore, trace: dict[str, Any]) -> list[Twin]:
+def twins(store: ConsoleReads, trace: dict[str, Any]) -> list[Twin]:
     """The other traces of the same query (shadow mode sends one query to several retrievers), a day either side."""
     at = _at(trace)
     rows = store.query_rows(
@@ -95,7 +95,7 @@ def twins(store: RowStore, trace: dict[str, Any]) -> list[Twin]:
                  str(r["variant"])) for r in rows]
 
 
-def review_weeks(store: RowStore, trace_id: str) -> list[str]:
+def review_weeks(store: ConsoleReads, trace_id: str) -> list[str]:
     """The weeks whose review queue holds the trace (its review item is ``/review/weeks/<week>/items/<id>``)."""
     rows = store.query_rows(f"SELECT DISTINCT week FROM {store.table('review_queue')} FINAL "
                             f"WHERE trace_id = {{t:String}} ORDER BY week LIMIT {MAX_RELATED}", {"t": trace_id})

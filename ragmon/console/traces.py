@@ -48,7 +48,7 @@ _FIGURES = {"top1_score": "top1_score", "latency_ms": "latency_total_ms", "cost_
 assert set(_FIGURES) == set(TRACE_FIGURES)
 
 
-class RowStore(Protocol):
+class ConsoleReads(Protocol):
     """What the console reads through (``ClickHouseStore`` satisfies it)."""
 
     def table(self, name: str) -> str: ...
@@ -88,7 +88,7 @@ class TraceList:
         return max(1, math.ceil(self.total / PAGE_SIZE))
 
 
-def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
+def list_traces(store: ConsoleReads, f: TraceFilter, now: datetime) -> TraceList:
     """One page of the traces ``f`` selects (sorted by its metric when it asks), their total, and the filter's
     choices in the window."""
     start, end = f.window(now)
@@ -125,7 +125,7 @@ def list_traces(store: RowStore, f: TraceFilter, now: datetime) -> TraceList:
     return TraceList([_row(r) for r in rows], total, start, end, choices(store, start, end))
 
 
-def _by_key(store: RowStore, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _by_key(store: ConsoleReads, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The list's columns of the rows ``keys`` name (sort key and score), in the keys' order."""
     if not keys:
         return []
@@ -140,7 +140,7 @@ def _by_key(store: RowStore, keys: list[dict[str, Any]]) -> list[dict[str, Any]]
     return [{**found[key], "score": k["score"]} for key, k in zip(ids, keys, strict=True) if key in found]
 
 
-def choices(store: RowStore, start: datetime, end: datetime) -> dict[str, list[str]]:
+def choices(store: ConsoleReads, start: datetime, end: datetime) -> dict[str, list[str]]:
     """The distinct retrievers, variants, strata and judge metrics of the window (at most 200 each), and the
     trace's own figures, for the filter form."""
     sql, params = _where(TraceFilter(), start, end).clause()
@@ -178,7 +178,7 @@ def _where(f: TraceFilter, start: datetime, end: datetime) -> Where:
             .optional("query_id", "=", "String", opt(f.query_id)))
 
 
-def _score_condition(store: RowStore, status: str) -> str:
+def _score_condition(store: ConsoleReads, status: str) -> str:
     """A condition on the traces' score rows in the same window (``{start}``/``{end}`` are the list's)."""
     if not status:
         return ""

@@ -16,7 +16,7 @@ from typing import Any
 
 from ragmon.demo.scenario import Scenario
 from ragmon.review.records import parse_week
-from ragmon.review.triage import RowStore, TriageWeek, select_triage
+from ragmon.review.triage import TriageStore, TriageWeek, select_triage
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class TriageDemo:
         return sorted(set(self.burst) | set(self.background) | set(self.queued))
 
 
-def run_triage(store: RowStore, scenario: Scenario, traces: Iterable[Mapping[str, Any]], now: datetime) -> TriageDemo:
+def run_triage(store: TriageStore, scenario: Scenario, traces: Iterable[Mapping[str, Any]],
+               now: datetime) -> TriageDemo:
     """Select the triage queue of the week the burst falls in, and count what was injected into that week."""
     week = scenario.triage_week(now)
     start, end = parse_week(week)

@@ -21,7 +21,7 @@ from fastapi.routing import APIRoute
 from ragmon.config import ReviewSettings
 from ragmon.errors import StoreError
 from ragmon.review.auth import Authenticator, Session
-from ragmon.review.queries import ReviewStore, RowStore, review_store
+from ragmon.review.queries import ReviewRows, ReviewStore, review_store
 from ragmon.review.queue import load_week
 from ragmon.review.sessions import SignedOut
 from ragmon.telemetry import Telemetry
@@ -37,7 +37,7 @@ class ReviewContext:
     holds), which becomes ``store`` wrapped in ``ClickHouseReviewQueries``.
     """
 
-    source: InitVar[ReviewStore | RowStore]
+    source: InitVar[ReviewStore | ReviewRows]
     auth: Authenticator
     settings: ReviewSettings
     telemetry: Telemetry | None
@@ -45,7 +45,7 @@ class ReviewContext:
     store: ReviewStore = field(init=False)
     signed_out: SignedOut = field(init=False)
 
-    def __post_init__(self, source: ReviewStore | RowStore) -> None:
+    def __post_init__(self, source: ReviewStore | ReviewRows) -> None:
         self.store = review_store(source)
         self.signed_out = SignedOut(self.store, self.clock)
 

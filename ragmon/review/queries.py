@@ -6,7 +6,7 @@ signed out) and gets records back (``records.py``), so the pages, the API, selec
 they do, and a test can stand in with ``in_memory.InMemoryReviewStore``, which answers the same questions from
 Python data instead of interpreting SQL. ``tests/contract/test_review_store.py`` runs one suite against both.
 Below the seam, ``ClickHouseReviewQueries`` needs only ``table``/``query_rows``/``insert_rows`` of the one
-``ClickHouseStore`` (``RowStore``).
+``ClickHouseStore`` (``ReviewRows``).
 
 Owns: every SQL string of the review role and the mapping of rows to records. Values always travel as
 ``{name:Type}`` parameters; only table names (``store.table``) and column lists, all code constants, are
@@ -92,7 +92,7 @@ class ReviewStore(Protocol):
     def is_signed_out(self, digest: str) -> bool: ...
 
 
-class RowStore(Protocol):
+class ReviewRows(Protocol):
     """What ``ClickHouseReviewQueries`` needs from the store (``ClickHouseStore`` satisfies it)."""
 
     def table(self, name: str) -> str: ...
@@ -115,7 +115,7 @@ _PRODUCTION_OF_WEEK = f"variant = 'production' AND {_IN_WEEK}"
 class ClickHouseReviewQueries:
     """``ReviewStore`` over ClickHouse. Holds no state but the store; thread-safe as the store is."""
 
-    def __init__(self, store: RowStore):
+    def __init__(self, store: ReviewRows):
         self.store = store
 
     def _rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -237,7 +237,7 @@ class ClickHouseReviewQueries:
                                "WHERE session_sha256 = {d:String} LIMIT 1", {"d": digest}))
 
 
-def review_store(store: ReviewStore | RowStore) -> ReviewStore:
+def review_store(store: ReviewStore | ReviewRows) -> ReviewStore:
     """``store`` when it already answers the review questions (a test double), else the ClickHouse queries over
     it: a process hands every role its one ``ClickHouseStore``."""
     return store if isinstance(store, ReviewStore) else ClickHouseReviewQueries(store)

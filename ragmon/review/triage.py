@@ -52,7 +52,7 @@ _INVISIBLE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 DEFAULT_MAX_ITEMS = 200
 
 
-class RowStore(Protocol):
+class TriageStore(Protocol):
     def table(self, name: str) -> str: ...
 
     def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
@@ -111,7 +111,7 @@ def selection_warning(week: str, now: datetime) -> str | None:
             "run` do it (it runs every hour and makes the queue final after then).")
 
 
-def select_triage(store: RowStore, week: str, *, max_items: int = DEFAULT_MAX_ITEMS, seed: str | None = None,
+def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX_ITEMS, seed: str | None = None,
                   now: datetime, selected_by: str = "cli") -> TriageWeek:  # fmt: skip
     """Queue the week's thumbs-down production traces; on a provisional queue, add the ones that arrived since
     (with the seed recorded first); on a final one, change nothing (see the module docstring)."""
@@ -152,7 +152,7 @@ def select_triage(store: RowStore, week: str, *, max_items: int = DEFAULT_MAX_IT
                       selected_at=now if items else None)
 
 
-def load_triage(store: RowStore, week: str) -> TriageWeek | None:
+def load_triage(store: TriageStore, week: str) -> TriageWeek | None:
     """The week's triage queue with each item's current cause, or None when the week was not selected (or had no
     thumbs-down traffic)."""
     rows = store.query_rows(
@@ -176,7 +176,7 @@ def load_triage(store: RowStore, week: str) -> TriageWeek | None:
                       final_after=until, selected_at=last)
 
 
-def triage_weeks(store: RowStore) -> list[str]:
+def triage_weeks(store: TriageStore) -> list[str]:
     """Weeks with a triage queue, newest first."""
     rows = store.query_rows(f"SELECT DISTINCT week FROM {store.table('triage_queue')} FINAL ORDER BY week DESC")
     return [r["week"] for r in rows]
@@ -197,7 +197,7 @@ def check_label(cause: str, note: str) -> tuple[str, str]:
     return cause, note
 
 
-def save_triage_label(store: RowStore, week: str, trace_id: str, reviewer: str, cause: str, note: str,
+def save_triage_label(store: TriageStore, week: str, trace_id: str, reviewer: str, cause: str, note: str,
                       at: datetime) -> None:  # fmt: skip
     """Record ``reviewer``'s cause for a queued trace (``InputError`` when it is not in the week's queue)."""
     cause, note = check_label(cause, note)

@@ -23,7 +23,7 @@ from ragmon.review.records import parse_week
 from ragmon.review.triage import (
     CAUSES,
     MAX_NOTE_CHARS,
-    RowStore,
+    TriageStore,
     TriageWeek,
     load_triage,
     save_triage_label,
@@ -106,7 +106,7 @@ def _utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
-def triage_api_router(ctx: ReviewContext, store: RowStore) -> APIRouter:
+def triage_api_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
     router = APIRouter(prefix="/review/api/v1/triage", tags=["triage"], responses=_ERRORS,
                        route_class=ApiRoute)
     Who = caller_dependency(ctx)

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ragmon.review.records import iso_week, parse_week
-from ragmon.review.triage import CAUSES, RowStore
+from ragmon.review.triage import CAUSES, TriageStore
 
 ALL = "ALL"
 
@@ -48,7 +48,7 @@ def report_weeks(week: str, n: int) -> tuple[str, ...]:
     return tuple(iso_week(start - timedelta(weeks=i)) for i in range(n - 1, -1, -1))
 
 
-def triage_report(store: RowStore, week: str, n_weeks: int = 4) -> TriageReport:
+def triage_report(store: TriageStore, week: str, n_weeks: int = 4) -> TriageReport:
     weeks = report_weeks(week, max(1, n_weeks))
     params = {"weeks": list(weeks)}
     queue, labels = store.table("triage_queue"), store.table("triage_labels")

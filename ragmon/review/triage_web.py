@@ -22,12 +22,12 @@ from ragmon.review.auth import SESSION_COOKIE, Session, csrf_ok
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
 from ragmon.review.records import parse_week
-from ragmon.review.triage import CAUSES, RowStore, TriageWeek, load_triage, save_triage_label, triage_weeks
+from ragmon.review.triage import CAUSES, TriageStore, TriageWeek, load_triage, save_triage_label, triage_weeks
 from ragmon.review.web import SECURITY_HEADERS, _environment
 from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, row_to_trace
 
 
-def triage_router(ctx: ReviewContext, store: RowStore) -> APIRouter:
+def triage_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
     router = APIRouter(prefix="/review/triage", include_in_schema=False, route_class=StoreAwareRoute)
     env = _environment()
 

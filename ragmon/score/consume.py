@@ -34,7 +34,7 @@ from typing import Any
 
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError
-from ragmon.score.ledger import OffsetLedger, Ticket
+from ragmon.score.ledger import ScoreLedger, Ticket
 from ragmon.score.pipeline import BatchResult, LiveScorer, Scoring
 from ragmon.stream.lag import LagReporter
 
@@ -57,7 +57,7 @@ class ScoreLoop:
         self.max_batch, self.flush_interval = max_batch, flush_interval_seconds
         self.clock, self.progress = clock, progress
         self.window = 2 * scorer.pool.max_in_flight
-        self.ledger = OffsetLedger()
+        self.ledger = ScoreLedger()
         self.total = BatchResult()
         self.read = 0
         self.judging = 0

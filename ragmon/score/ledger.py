@@ -1,4 +1,4 @@
-"""``OffsetLedger``: which offsets the score loop may commit while judgements finish out of order.
+"""``ScoreLedger``: which offsets the score loop may commit while judgements finish out of order.
 
 Every message read gets a ticket. A ticket is *stored* once the rows it produces (a sampling decision, and scores
 for a sampled trace) are in the store. The offset committable for a partition is the one of its oldest ticket not
@@ -29,14 +29,14 @@ class _Partition:
 
 @dataclass(frozen=True, slots=True)
 class Ticket:
-    """One message read: resolve it with ``OffsetLedger.stored`` once its rows are in the store."""
+    """One message read: resolve it with ``ScoreLedger.stored`` once its rows are in the store."""
 
     partition: Hashable
     offset: int
     record: _Partition
 
 
-class OffsetLedger:
+class ScoreLedger:
     """Per-partition record of the messages read and not yet stored. See the module docstring."""
 
     def __init__(self) -> None:

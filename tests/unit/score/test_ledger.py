@@ -1,16 +1,16 @@
-"""OffsetLedger: whatever order judgements finish in, a commit never passes a trace whose rows are not stored."""
+"""ScoreLedger: whatever order judgements finish in, a commit never passes a trace whose rows are not stored."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmon.score.ledger import OffsetLedger
+from ragmon.score.ledger import ScoreLedger
 
 
 @given(st.lists(st.integers(0, 2), min_size=1, max_size=60), st.randoms(use_true_random=False))
 def test_commits_stop_at_the_oldest_unstored_offset_in_every_partition(partitions, rng):
-    ledger = OffsetLedger()
+    ledger = ScoreLedger()
     base = {0: 100, 1: 0, 2: 7}
     tickets = []
     for p in partitions:
@@ -33,7 +33,7 @@ def test_commits_stop_at_the_oldest_unstored_offset_in_every_partition(partition
 
 
 def test_nothing_read_since_the_last_commit_commits_nothing():
-    ledger = OffsetLedger()
+    ledger = ScoreLedger()
     ledger.stored(ledger.read("p", 5))
     assert ledger.committable() == {"p": 6}
     ledger.committed({"p": 6})
@@ -41,7 +41,7 @@ def test_nothing_read_since_the_last_commit_commits_nothing():
 
 
 def test_a_partition_read_again_from_an_older_offset_starts_a_new_record():
-    ledger = OffsetLedger()
+    ledger = ScoreLedger()
     old = ledger.read("p", 10)  # still being judged when the partition came back from a rebalance at 8
     again = ledger.read("p", 8)
     ledger.stored(again)
@@ -51,7 +51,7 @@ def test_a_partition_read_again_from_an_older_offset_starts_a_new_record():
 
 
 def test_forgotten_partitions_commit_nothing():
-    ledger = OffsetLedger()
+    ledger = ScoreLedger()
     ledger.read("a", 0)
     ledger.stored(ledger.read("b", 0))
     ledger.forget({"a"})
