@@ -166,6 +166,7 @@ def null_run(shape: str, size: int, series: int, days: int, seed: int, *, by_que
     page_days = 0  # stratum-days with a page onset
     onsets = {"stratum": 0, "cusum": 0, "watch": 0}
     features: dict[str, int] = {}
+    declared: dict[str, int] = {}  # per feature: the checks that declared it drifted (in some stratum)
     for r in range(series):
         history = History(strata(shape, STRATA, seed * 1000 + r, days=days + det.history / 24 + 2), size,
                           det.history, by_query=by_query)
@@ -182,7 +183,10 @@ def null_run(shape: str, size: int, series: int, days: int, seed: int, *, by_que
                 day_onsets[h // 24, key[0]] = True
                 features[f"cusum {key[1]}"] = features.get(f"cusum {key[1]}", 0) + 1
             checks += 1
-            alarmed += any(x.decision.drifted for x in hour.results)
+            drifted = {x.key[1] for x in hour.results if x.decision.drifted}
+            alarmed += bool(drifted)
+            for feature in drifted:
+                declared[feature] = declared.get(feature, 0) + 1
             if progress is not None and h % 24 == 23:
                 progress(r, h // 24 + 1, alarmed, checks, paging.stratum_onsets)
         onsets["stratum"] += paging.stratum_onsets
@@ -198,7 +202,7 @@ def null_run(shape: str, size: int, series: int, days: int, seed: int, *, by_que
             "pages_per_stratum_30d": 30 * onsets["stratum"] / stratum_days,
             "page_days": page_days, "page_days_per_30d": 30 * share, "page_days_low_30d": 30 * p_low,
             "page_days_high_30d": 30 * p_high, "cusum_onsets": onsets["cusum"], "watch_onsets": onsets["watch"],
-            "by_feature": features}
+            "by_feature": features, "declared_by_feature": dict(sorted(declared.items(), key=lambda kv: -kv[1]))}
 
 
 @dataclass(frozen=True)
