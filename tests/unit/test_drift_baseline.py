@@ -1,4 +1,4 @@
-"""The random-effects window comparison (``ragmon.drift.baseline``): hand-computed answers, calibration on
+"""The random-effects window comparison (``ragmon.drift.method.baseline``): hand-computed answers, calibration on
 independent and on overdispersed windows, seasonality, the guard band and the innovation for correlated windows."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.baseline import MAX_RHO, _in_window_order, _lag_one, _persistence, _whiten, compare
+from ragmon.drift.method.baseline import MAX_RHO, _in_window_order, _lag_one, _persistence, _whiten, compare
 
 
 def test_hand_computed_small_case() -> None:

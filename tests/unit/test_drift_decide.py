@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.drift import comparison
-from ragmon.drift.comparison import Comparison
-from ragmon.drift.decide import Candidate, adjust_within, decide
-from ragmon.drift.registry import DriftTest
-from ragmon.drift.summary import RateSummary
+from ragmon.drift.method import comparison
+from ragmon.drift.method.comparison import Comparison
+from ragmon.drift.method.decide import Candidate, adjust_within, decide
+from ragmon.drift.method.registry import DriftTest
+from ragmon.drift.method.summary import RateSummary
 from ragmon.stats.shift import benjamini_hochberg
 
 ALPHA = 0.05

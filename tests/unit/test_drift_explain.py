@@ -1,5 +1,5 @@
-"""The what-changed decomposition (``ragmon.drift.explain``): known answers by hand, the identity mix + within = Δ,
-and the ranking on the shapes of change it must tell apart."""
+"""The what-changed decomposition (``ragmon.drift.explain.explain``): known answers by hand, the identity mix + within =
+Δ, and the ranking on the shapes of change it must tell apart."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmon.drift.explain import Moments, SegmentInput, decompose, explain
-from ragmon.drift.explain_run import parse_group
+from ragmon.drift.explain.explain import Moments, SegmentInput, decompose, explain
+from ragmon.drift.explain.explain_run import parse_group
 from tests.unit.test_drift_purity import test_module_is_pure as _module_is_pure
 
 
@@ -28,7 +28,7 @@ def _normal(rng: np.random.Generator, n: int, mean: float, sd: float = 0.05) -> 
 
 
 def test_explain_is_pure() -> None:
-    _module_is_pure("drift/explain.py")
+    _module_is_pure("drift/explain/explain.py")
 
 
 def test_known_answer_by_hand() -> None:

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from ragmon.drift.export import export
-from ragmon.drift.query import Group
-from ragmon.drift.result import DriftResult
-from ragmon.drift.summary import ContinuousSummary, RateSummary, Summary
-from ragmon.drift.windows import Window, Windows
+from ragmon.drift.check.export import export
+from ragmon.drift.check.query import Group
+from ragmon.drift.check.result import DriftResult
+from ragmon.drift.method.summary import ContinuousSummary, RateSummary, Summary
+from ragmon.drift.method.windows import Window, Windows
 from ragmon.telemetry import GaugeSpec, Telemetry
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

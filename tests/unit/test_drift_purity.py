@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 RAGMON = Path(__file__).resolve().parents[2] / "ragmon"
-PURE = ("stats/shift.py", "stats/intervals.py", "drift/summary.py", "drift/registry.py", "drift/decide.py",
-        "drift/windows.py", "drift/features.py", "drift/by_query.py", "drift/replay.py", "drift/offline.py",
-        "drift/traffic.py", "drift/draw.py", "drift/window_tests.py", "drift/baseline.py", "drift/sequential.py",
-        "drift/assess.py", "drift/watch.py")
+PURE = ("stats/shift.py", "stats/intervals.py",
+        "drift/method/summary.py", "drift/method/registry.py", "drift/method/decide.py", "drift/method/windows.py",
+        "drift/method/features.py", "drift/method/window_tests.py", "drift/method/baseline.py",
+        "drift/method/sequential.py", "drift/method/assess.py",
+        "drift/check/replay.py", "drift/check/watch.py",
+        "drift/simulation/by_query.py", "drift/simulation/offline.py", "drift/simulation/traffic.py",
+        "drift/simulation/draw.py")
 ALLOWED = ("__future__", "collections", "dataclasses", "functools", "typing", "math", "datetime", "numpy", "scipy",
-           "ragmon.stats", "ragmon.drift.summary", "ragmon.drift.registry", "ragmon.config", "ragmon.errors",
-           "ragmon.drift")
+           "ragmon.stats", "ragmon.drift.method.summary", "ragmon.drift.method.registry", "ragmon.config",
+           "ragmon.errors", "ragmon.drift")
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter", "sleep", "open", "urlopen"}
 
 

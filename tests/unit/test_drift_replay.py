@@ -1,4 +1,4 @@
-"""Carrying a replay's z-scores from one check to the next (``ragmon.drift.replay``): a check given the previous
+"""Carrying a replay's z-scores from one check to the next (``ragmon.drift.check.replay``): a check given the previous
 check's z-scores is the same check, to the last bit, whether its windows are the same (carried) or not (computed
 afresh); pooled blocks, pinned references and windows of another length are never carried."""
 
@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from ragmon.config import DriftSettings, DriftWindowSettings
-from ragmon.drift.assess import Detector, Entry, Planned, assess
-from ragmon.drift.features import plan_features
-from ragmon.drift.replay import ZReuse
-from ragmon.drift.series import Series
-from ragmon.drift.summary import ContinuousSummary, RateSummary
-from ragmon.drift.windows import plan
+from ragmon.drift.check.replay import ZReuse
+from ragmon.drift.method.assess import Detector, Entry, Planned, assess
+from ragmon.drift.method.features import plan_features
+from ragmon.drift.method.series import Series
+from ragmon.drift.method.summary import ContinuousSummary, RateSummary
+from ragmon.drift.method.windows import plan
 
 DETECTOR = Detector()
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

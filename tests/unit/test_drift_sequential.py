@@ -1,4 +1,4 @@
-"""The CUSUM (``ragmon.drift.sequential``): Siegmund's ARL against a simulation, the threshold from a budget,
+"""The CUSUM (``ragmon.drift.method.sequential``): Siegmund's ARL against a simulation, the threshold from a budget,
 accumulation and whitening."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ragmon.drift.sequential import arl0, budget_arl0, cusum, threshold
+from ragmon.drift.method.sequential import arl0, budget_arl0, cusum, threshold
 
 
 def _run_length(rng: np.random.Generator, k: float, h: float, limit: int = 100_000) -> int:

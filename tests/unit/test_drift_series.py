@@ -1,5 +1,5 @@
-"""Window series and pooling (``ragmon.drift.series``): moments exact, mixture quantiles close to the quantiles of
-the pooled traces, blocks."""
+"""Window series and pooling (``ragmon.drift.method.series``): moments exact, mixture quantiles close to the quantiles
+of the pooled traces, blocks."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmon.drift.series import Series
-from ragmon.drift.summary import LEVELS, ContinuousSummary, RateSummary
+from ragmon.drift.method.series import Series
+from ragmon.drift.method.summary import LEVELS, ContinuousSummary, RateSummary
 
 
 def _pooled(sizes: list[int], seed: int) -> tuple[ContinuousSummary, np.ndarray]:

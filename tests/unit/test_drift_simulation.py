@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.drift.decide import Candidate, decide
-from ragmon.drift.registry import Comparison, get_test
-from ragmon.drift.summary import LEVELS, ContinuousSummary
+from ragmon.drift.method.decide import Candidate, decide
+from ragmon.drift.method.registry import Comparison, get_test
+from ragmon.drift.method.summary import LEVELS, ContinuousSummary
 
 ALPHA = 0.05
 

@@ -1,5 +1,5 @@
-"""The detector on simulated traffic with production's shapes (``ragmon.drift.traffic``): no drift, no alarm —
-on independent draws, hourly mix variation, trending popular queries, daily seasonality and routine document
+"""The detector on simulated traffic with production's shapes (``ragmon.drift.simulation.traffic``): no drift, no alarm
+— on independent draws, hourly mix variation, trending popular queries, daily seasonality and routine document
 updates — while the trace tests it replaced alarm on the same traffic; and injected drifts are caught. A small,
 seeded version of ``bench/drift_null.py`` (which measures the rates with intervals)."""
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from ragmon.config import DriftSettings
-from ragmon.drift.assess import Assessed, Detector, Entry, Planned, assess
-from ragmon.drift.draw import Shift
-from ragmon.drift.features import FEATURES, plan_features
-from ragmon.drift.registry import get_test
-from ragmon.drift.series import Series
-from ragmon.drift.summary import ContinuousSummary, RateSummary
-from ragmon.drift.traffic import SHAPES, strata
+from ragmon.drift.method.assess import Assessed, Detector, Entry, Planned, assess
+from ragmon.drift.method.features import FEATURES, plan_features
+from ragmon.drift.method.registry import get_test
+from ragmon.drift.method.series import Series
+from ragmon.drift.method.summary import ContinuousSummary, RateSummary
+from ragmon.drift.simulation.draw import Shift
+from ragmon.drift.simulation.traffic import SHAPES, strata
 
 DETECTOR = Detector()
 CHECKS = 24
@@ -153,7 +153,7 @@ def test_a_rare_rate_is_pooled_until_its_block_expects_an_event() -> None:
 
 
 def test_query_adjusted_scores_take_trending_popularity_out_and_keep_a_shift() -> None:
-    from ragmon.drift.by_query import adjust_by_query
+    from ragmon.drift.simulation.by_query import adjust_by_query
 
     (gen,) = strata("trending", 1, seed=11, days=3)
     draws = [gen.draw(1000, h % 24, h / 24, Shift(add=0.02) if h == 59 else Shift()) for h in range(60)]
@@ -172,7 +172,7 @@ def test_query_adjusted_scores_take_trending_popularity_out_and_keep_a_shift() -
 def test_composite_traffic_has_every_shape_at_once() -> None:
     """70 % recurring questions with habits of their own (always empty, always refused, a fixed shortlist length,
     their own latency), bursts of new questions, quieter weekends, and a daily document update at 03:00."""
-    from ragmon.drift.traffic import COMPOSITE_POOL, DAILY_UPDATE_HOUR
+    from ragmon.drift.simulation.traffic import COMPOSITE_POOL, DAILY_UPDATE_HOUR
 
     (gen,) = strata("composite", 1, seed=21, days=9)
     draws = [gen.draw(1000, h % 24, h / 24) for h in range(9 * 24)]
@@ -212,7 +212,7 @@ def test_composite_traffic_has_every_shape_at_once() -> None:
 def test_composite_traffic_without_drift_does_not_alarm_and_a_collapse_does() -> None:
     """The check adjusted for the question (the default, as in ClickHouse) over a day of composite traffic: at most
     the nominal share of checks alarms; scores × 0.85 in one stratum are caught."""
-    from ragmon.drift.offline import History
+    from ragmon.drift.simulation.offline import History
 
     plans = _plans([f for f in FEATURES if FEATURES[f].source == "traces"])
     history = History(strata("composite", 4, seed=22, days=10), 300, DETECTOR.history)

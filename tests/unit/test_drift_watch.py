@@ -1,4 +1,4 @@
-"""The watch's group-sequential boundaries (``ragmon.drift.watch``): they spend the window's budget as said, by
+"""The watch's group-sequential boundaries (``ragmon.drift.check.watch``): they spend the window's budget as said, by
 simulation of the looks they are derived for, they are lower than the union bound's, and a look pages a collapse
 within minutes on simulated composite traffic while the other strata stay quiet."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from ragmon.drift.watch import boundaries, look_boundary, look_share, spending
+from ragmon.drift.check.watch import boundaries, look_boundary, look_share, spending
 
 
 def test_the_boundaries_spend_the_budget_look_by_look() -> None:
@@ -61,12 +61,12 @@ def test_a_collapse_pages_within_minutes_in_its_stratum_only() -> None:
     look pages it by 15 minutes (the first look with the 30 traces a test needs is at 10); no look at the other
     strata pages."""
     from ragmon.config import DriftSettings
-    from ragmon.drift.assess import Detector, Planned
-    from ragmon.drift.draw import Shift
-    from ragmon.drift.features import FEATURES, plan_features
-    from ragmon.drift.offline import History
-    from ragmon.drift.traffic import strata
-    from ragmon.drift.watch import look
+    from ragmon.drift.check.watch import look
+    from ragmon.drift.method.assess import Detector, Planned
+    from ragmon.drift.method.features import FEATURES, plan_features
+    from ragmon.drift.simulation.draw import Shift
+    from ragmon.drift.simulation.offline import History
+    from ragmon.drift.simulation.traffic import strata
 
     plans = {p.feature.name: [Planned(t.test, t.threshold, t.effect_threshold, t.min_samples) for t in p.tests]
              for p in plan_features(DriftSettings(features=[f for f in FEATURES if FEATURES[f].source == "traces"]))}

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragmon.config import DriftFeatureOverride, DriftSettings, DriftWindowSettings
-from ragmon.drift.features import FEATURES, plan_features
-from ragmon.drift.query import plan_parameters
-from ragmon.drift.windows import plan, resolve
+from ragmon.drift.check.query import plan_parameters
+from ragmon.drift.method.features import FEATURES, plan_features
+from ragmon.drift.method.windows import plan, resolve
 from ragmon.errors import ConfigError
 
 NOW = datetime(2026, 12, 2, 14, 20, tzinfo=UTC)
