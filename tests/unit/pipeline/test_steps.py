@@ -16,7 +16,7 @@ from ragmon.stream.backoff import FIRST_SECONDS, Backoff
 from ragmon.stream.lag import LagReporter
 from ragmon.stream.source import InMemoryTraceSource, RawMessage
 from ragmon.telemetry import Telemetry
-from tests.unit.ingest.conftest import FakeClock, trace_bytes
+from tests.support.ingest_rig import FakeClock, trace_bytes
 
 T = "rag.traces"
 

@@ -12,7 +12,7 @@ from ragmon.cli import config_reference
 from ragmon.cli.app import app
 from ragmon.config import Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHECKED_IN = ROOT / "docs" / "configuration.md"
 
 

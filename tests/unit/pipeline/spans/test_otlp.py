@@ -12,8 +12,8 @@ from ragmon.pipeline.offsets import OffsetLedger, release_trace
 from ragmon.pipeline.spans.otlp import Span, detect_format, parse_otlp
 from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
 from ragmon.stream.source import RawMessage
+from tests.support.ingest_rig import trace_bytes
 from tests.support.otel_spans import otlp_messages, rag_spans
-from tests.unit.ingest.conftest import trace_bytes
 
 T = "otel.spans"
 

@@ -16,7 +16,7 @@ from ragmon.cli.app import app
 from ragmon.config import DEFAULT_DSN, MAX_PROBLEM_LINES, load_settings, mask_dsn, masked_dump, secret_value
 from ragmon.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DSN_PASSWORD = "Dsn-Pa55w0rd-s3cr3t"
 SASL_PASSWORD = "sasl-hunter2-s3cr3t"
 
@@ -447,7 +447,7 @@ def test_mask_url(url: str, masked: str):
 
 def test_the_shipped_example_config_loads_and_would_start():
     """README's `ragmon -c ragmon.yaml …` examples use the file at the repository root."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     settings = load_settings(root / "ragmon.yaml")
     assert settings.read_api.enabled and settings.server.port == 9108
     result = CliRunner().invoke(app, ["--config", str(root / "ragmon.yaml"), "config", "check"])

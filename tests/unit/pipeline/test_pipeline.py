@@ -15,7 +15,7 @@ from ragmon.pipeline.batcher import FlushWait
 from ragmon.pipeline.writer import InMemoryTraceWriter
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.source import InMemoryTraceSource
-from tests.unit.ingest.conftest import SEED, trace_bytes
+from tests.support.ingest_rig import SEED, trace_bytes
 
 T = "rag.traces"
 

@@ -17,7 +17,7 @@ from ragmon.pipeline.batcher import Batch, BatchLimits
 from ragmon.pipeline.offsets import OffsetLedger, release_trace
 from ragmon.store.trace_rows import SourcePosition
 from tests.conftest import make_trace
-from tests.unit.ingest.conftest import trace_bytes
+from tests.support.ingest_rig import trace_bytes
 
 DEFAULTS = IngestSettings()
 

@@ -4,7 +4,7 @@ deduplication (one row per trace id under FINAL) is the reference, as the listin
 from __future__ import annotations
 
 from tests.conftest import make_trace
-from tests.unit.ingest.conftest import trace_bytes
+from tests.support.ingest_rig import trace_bytes
 
 T = "rag.traces"
 LABELS = {"retriever": "hybrid@v1", "variant": "production", "stratum": "billing"}

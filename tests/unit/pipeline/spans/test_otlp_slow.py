@@ -21,9 +21,9 @@ from ragmon.pipeline.spans.otlp import Span
 from ragmon.pipeline.spans.otlp_assembly import OtlpAssembler
 from ragmon.stream.file_source import FileTraceSource
 from ragmon.stream.source import RawMessage
+from tests.support.ingest_rig import trace_bytes
 from tests.support.instrumented import capture
 from tests.support.otel_spans import otlp_messages
-from tests.unit.ingest.conftest import trace_bytes
 
 T = "otel.spans"
 SETTLED = "ragmon_ingest_traces_settled_total"

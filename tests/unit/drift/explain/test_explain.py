@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ragmon.drift.explain.explain import Moments, SegmentInput, decompose, explain
 from ragmon.drift.explain.explain_run import parse_group
-from tests.unit.test_drift_purity import test_module_is_pure as _module_is_pure
+from tests.unit.drift.test_purity import test_module_is_pure as _module_is_pure
 
 
 def _moments(values: list[float]) -> Moments:

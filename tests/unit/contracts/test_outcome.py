@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ragmon.contracts.decode import Rejection
 from ragmon.contracts.outcome import Outcome, decode_outcome
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 EXAMPLES = SCHEMAS / "examples" / "outcome"
 SCHEMA = json.loads((SCHEMAS / "outcome.v1.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)

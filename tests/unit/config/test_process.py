@@ -15,7 +15,7 @@ import yaml
 from ragmon.config import Settings, load_settings
 from ragmon.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OLD_ENV, NEW_ENV = "RAGMON_INGEST__SHUTDOWN_GRACE_SECONDS", "RAGMON_PROCESS__SHUTDOWN_GRACE_SECONDS"
 
 

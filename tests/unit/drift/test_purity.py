@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-RAGMON = Path(__file__).resolve().parents[2] / "ragmon"
+RAGMON = Path(__file__).resolve().parents[3] / "ragmon"
 PURE = ("stats/shift.py", "stats/intervals.py",
         "drift/method/summary.py", "drift/method/registry.py", "drift/method/decide.py", "drift/method/windows.py",
         "drift/method/features.py", "drift/method/window_tests.py", "drift/method/baseline.py",

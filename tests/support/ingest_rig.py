@@ -1,4 +1,6 @@
-"""Fixtures for the ingest unit tests: a pipeline over the in-memory source, writer and dead-letter sink."""
+"""The ingest rig: the trace loop over the in-memory source, writer and dead-letter sink (the ``rig`` fixture, which
+tests/unit/pipeline/conftest.py and tests/unit/otlp/conftest.py make available), and the trace helpers its tests
+share."""
 
 from __future__ import annotations
 

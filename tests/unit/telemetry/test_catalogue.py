@@ -11,7 +11,7 @@ from typing import get_type_hints
 from ragmon.telemetry import CATALOGUE, SNAPSHOTS, Telemetry
 from ragmon.telemetry.reference import _OWNERS, DOC, render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: label names that would make a series per trace, user or question (unbounded)
 UNBOUNDED = {"trace_id", "query_id", "user", "user_id", "question", "session_id", "chunk_id", "text"}
 
