@@ -1,7 +1,7 @@
 """Simulated checks of the trace tests (KS, PSI: traces counted as independent draws): on independent draws the
 false-alarm rate with no drift stays near the nominal level, and a documented shift is detected. Runs the
 production decision path (registry tests on quantile sketches + BH + effect gate) on seeded, vectorised draws;
-a few seconds in all. The window tests on realistic traffic are in test_drift_traffic.py."""
+a few seconds in all. The window tests on realistic traffic are in test_traffic.py."""
 
 from __future__ import annotations
 
