@@ -7,7 +7,7 @@
     python3 bench/console.py --json out.json       # the figures as JSON too
 
 The store (embedded chDB, ``--dir`` or a temporary directory) is filled the way ``bench/drift.py`` fills it,
-inside ClickHouse (``ragmon.drift.synthetic``: ``INSERT … SELECT … FROM numbers()``, never a row built in
+inside ClickHouse (``ragmon.drift.simulation.synthetic``: ``INSERT … SELECT … FROM numbers()``, never a row built in
 Python): N traces spread evenly over every hour of the 8 days before the current hour and the current hour itself
 (the drift check's trailing week of reference windows and the CUSUM's day before it), two production retrievers
 (hybrid@v1 two thirds of the traffic, dense@v2 the rest) × three strata, questions Zipf-popular among a million,
@@ -71,8 +71,8 @@ from ragmon.config import (  # noqa: E402
     StoreSettings,
 )
 from ragmon.console.router import console_router, redirect_router  # noqa: E402
-from ragmon.drift.check import DriftChecker  # noqa: E402
-from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic  # noqa: E402
+from ragmon.drift.check.check import DriftChecker  # noqa: E402
+from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic  # noqa: E402
 from ragmon.review.auth import hash_password, token_digest  # noqa: E402
 from ragmon.review.role import ReviewRole  # noqa: E402
 from ragmon.server import Health, create_app, serve  # noqa: E402
@@ -300,7 +300,7 @@ def explain_call(store: ClickHouseStore, settings: Settings, now: datetime) -> C
     """What ``ragmon drift explain --group … --format json`` does once the store is open."""
     from ragmon.cli.drift_applied import applied_drift_settings
     from ragmon.cli.drift_explain import as_json
-    from ragmon.drift.explain_run import parse_group, run_explain
+    from ragmon.drift.explain.explain_run import parse_group, run_explain
 
     group = parse_group(f"{INCIDENT['retriever']}/{INCIDENT['variant']}/{INCIDENT['stratum']}")
 

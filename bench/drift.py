@@ -32,14 +32,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmon.config import DriftSettings, StoreSettings
-from ragmon.drift.assess import Detector, Entry, Planned, assess
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.features import plan_features
-from ragmon.drift.query import plan_parameters  # the same windows as the check
-from ragmon.drift.series import Series
-from ragmon.drift.summary import ContinuousSummary, RateSummary
-from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
-from ragmon.drift.windows import plan
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.query import plan_parameters  # the same windows as the check
+from ragmon.drift.method.assess import Detector, Entry, Planned, assess
+from ragmon.drift.method.features import plan_features
+from ragmon.drift.method.series import Series
+from ragmon.drift.method.summary import ContinuousSummary, RateSummary
+from ragmon.drift.method.windows import plan
+from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic
 from ragmon.errors import StoreError
 from ragmon.store import ClickHouseStore
 from ragmon.store.client import open_client

@@ -4,8 +4,8 @@
     python3 bench/drift_explain.py --trials 5      # a quick look
     python3 bench/drift_explain.py --json out.json
 
-Each trial is a group of its own in one chDB store: ``ragmon.drift.incidents`` writes the current hour and the
-same hour of the seven days before (the reference windows of the default drift settings: an hour against the same
+Each trial is a group of its own in one chDB store: ``ragmon.drift.simulation.incidents`` writes the current hour and
+the same hour of the seven days before (the reference windows of the default drift settings: an hour against the same
 hour of the previous week) with an incident of known cause in the current hour (a stale index version, a source
 dropped, a new question type, a model change; share and severity drawn per trial), then ``drift explain`` runs on
 the real store (the SQL in ClickHouse, the decomposition in numpy) and the rank of the true cause's dimension is
@@ -34,8 +34,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragmon.config import DriftSettings, StoreSettings  # noqa: E402
-from ragmon.drift.explain_run import parse_group, run_explain  # noqa: E402
-from ragmon.drift.incidents import KINDS, Traffic, draw_incident, insert  # noqa: E402
+from ragmon.drift.explain.explain_run import parse_group, run_explain  # noqa: E402
+from ragmon.drift.simulation.incidents import KINDS, Traffic, draw_incident, insert  # noqa: E402
 from ragmon.stats.intervals import wilson_interval  # noqa: E402
 from ragmon.store.clickhouse import ClickHouseStore  # noqa: E402
 

@@ -5,12 +5,12 @@
     python3 bench/drift_null.py --quick                           # a rough look in a few minutes
     python3 bench/drift_null.py --json out.json
 
-Traffic comes from ``ragmon.drift.traffic`` (four strata; iid, hourly mix variation, trending popular queries,
-daily seasonality, routine document updates, and ``composite``: all of them together with questions that have
-their own habits). Each check's windows are summarised by ``ragmon.drift.offline`` exactly as ClickHouse summarises
-them — adjusted for the question (``drift.by_query``, the default), count, mean, standard deviation, exact quantiles
-where a test reads them (t-digest sketches in ClickHouse) — and decided by the production code: ``assess`` for the
-hourly check (the window tests, Benjamini–Hochberg within each stratum, the CUSUM at its share of the paging
+Traffic comes from ``ragmon.drift.simulation.traffic`` (four strata; iid, hourly mix variation, trending popular
+queries, daily seasonality, routine document updates, and ``composite``: all of them together with questions that have
+their own habits). Each check's windows are summarised by ``ragmon.drift.simulation.offline`` exactly as ClickHouse
+summarises them — adjusted for the question (``drift.by_query``, the default), count, mean, standard deviation, exact
+quantiles where a test reads them (t-digest sketches in ClickHouse) — and decided by the production code: ``assess`` for
+the hourly check (the window tests, Benjamini–Hochberg within each stratum, the CUSUM at its share of the paging
 budget) and ``watch.look`` for the looks at the window in progress every 5 minutes between checks. Nothing goes
 through ClickHouse: numpy only, the fastest path the code has (a check costs about a second at 1,000 traces per
 stratum per hour on the 2-core machine; ``bench/drift.py`` measures the ClickHouse side).
@@ -48,12 +48,12 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragmon.config import DriftSettings  # noqa: E402
-from ragmon.drift.assess import Assessed, Detector, Planned, assess  # noqa: E402
-from ragmon.drift.draw import Shift  # noqa: E402
-from ragmon.drift.features import FEATURES, plan_features  # noqa: E402
-from ragmon.drift.offline import History  # noqa: E402
-from ragmon.drift.traffic import SHAPES, strata  # noqa: E402
-from ragmon.drift.watch import look, series_per_day  # noqa: E402
+from ragmon.drift.check.watch import look, series_per_day  # noqa: E402
+from ragmon.drift.method.assess import Assessed, Detector, Planned, assess  # noqa: E402
+from ragmon.drift.method.features import FEATURES, plan_features  # noqa: E402
+from ragmon.drift.simulation.draw import Shift  # noqa: E402
+from ragmon.drift.simulation.offline import History  # noqa: E402
+from ragmon.drift.simulation.traffic import SHAPES, strata  # noqa: E402
 from ragmon.stats.intervals import wilson_interval  # noqa: E402
 
 STRATA = 4

@@ -32,7 +32,7 @@ def load(
     ones are loaded; the exit code is 2 when any line was bad. Loading the same file twice changes nothing.
     """
     from ragmon.cli.store_open import open_store
-    from ragmon.drift.corpus import Problem, Version, load_versions, read_versions
+    from ragmon.drift.check.corpus import Problem, Version, load_versions, read_versions
 
     if path == "-":
         stream = sys.stdin.buffer

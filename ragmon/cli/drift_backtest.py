@@ -1,6 +1,6 @@
 """``ragmon drift backtest``'s output: a progress bar while it replays, then a table per group or JSON.
 
-Owns presentation and the exit code only; the replay is ``ragmon.drift.backtest``. A range in which not one
+Owns presentation and the exit code only; the replay is ``ragmon.drift.backtest.backtest``. A range in which not one
 feature of one group could be assessed says so loudly and exits 4 (``EXIT_NO_EVIDENCE``): "0 declared drift"
 would read as health when the range says nothing at all.
 """
@@ -28,8 +28,8 @@ NAMED = 10
 def run_backtest(settings: Settings, start: datetime, end: datetime, output: str, show_all: bool,
                  open_store: Callable[[Settings], Any]) -> None:
     from ragmon.cli.drift_applied import applied_drift_settings
-    from ragmon.drift.backtest import backtest
-    from ragmon.drift.check import DriftChecker
+    from ragmon.drift.backtest.backtest import backtest
+    from ragmon.drift.check.check import DriftChecker
 
     store = open_store(settings)
     checker = DriftChecker(store, applied_drift_settings(store, settings.drift))

@@ -88,9 +88,9 @@ def check(
     latest stored check (the daemon's windows and thresholds), with what your configuration sets explicitly on
     top, and names them on stderr. See docs/drift.md.
     """
-    from ragmon.drift.check import DriftChecker
-    from ragmon.drift.report import json_rows, load_check, result_rows, terminal_table
-    from ragmon.drift.schedule import DriftRole
+    from ragmon.drift.check.check import DriftChecker
+    from ragmon.drift.check.report import json_rows, load_check, result_rows, terminal_table
+    from ragmon.drift.check.schedule import DriftRole
 
     output = check_format(output)
     if at is not None and not once:
@@ -163,7 +163,7 @@ def report(
     output: FormatOption = "table",
 ) -> None:
     """Show a stored drift check (the latest by default) as a table or JSON, and optionally as an HTML page."""
-    from ragmon.drift.report import html_report, json_rows, load_check, terminal_table
+    from ragmon.drift.check.report import html_report, json_rows, load_check, terminal_table
 
     output = check_format(output)
     if html is not None:
@@ -188,8 +188,8 @@ def report(
 @app.command("features")
 def features(output: FormatOption = "table") -> None:
     """List the drift features and tests (names for drift.features and drift.overrides)."""
-    from ragmon.drift.features import FEATURES
-    from ragmon.drift.registry import REGISTRY
+    from ragmon.drift.method.features import FEATURES
+    from ragmon.drift.method.registry import REGISTRY
 
     if check_format(output) == "json":
         console.print_json(json.dumps({
@@ -251,7 +251,7 @@ def simulate(
 ) -> None:
     """Write synthetic traffic for trying drift checks out (and tuning them with `drift backtest`); never on
     production data."""
-    from ragmon.drift.traffic import SHAPES
+    from ragmon.drift.simulation.traffic import SHAPES
 
     if not math.isfinite(shift) or abs(shift) > 1:
         raise fail(f"--shift must be a finite number within [-1, 1] (scores are in [0, 1]), got {shift}")
@@ -281,8 +281,8 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
                     extra_empty: float, stale_index: bool, drifting: tuple[str, ...] | None) -> None:
     from rich.progress import Progress
 
-    from ragmon.drift.draw import Shift
-    from ragmon.drift.simulate import ShapedSpec, insert_shaped
+    from ragmon.drift.simulation.draw import Shift
+    from ragmon.drift.simulation.simulate import ShapedSpec, insert_shaped
 
     now = datetime.now(UTC).replace(microsecond=0)  # the hours end now, so a check right after sees a full window
     drift = Shift(add=shift, scale=scale, extra_empty=extra_empty, stale_since=0.0 if stale_index else None)
@@ -305,7 +305,7 @@ def _simulate_shape(ctx: typer.Context, shape: str, per_hour: int, days: int, dr
 
 def _simulate_volume(ctx: typer.Context, reference_per_day: int, current: int, shift: float, retriever: str,
                      names: tuple[str, ...], empty_rate: float) -> None:
-    from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
+    from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic
 
     limit = 10_000_000  # traces per window: ~7 GB of traces at most, generated inside ClickHouse
     if not (0 <= reference_per_day <= limit and 0 <= current <= limit):

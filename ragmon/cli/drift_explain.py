@@ -1,5 +1,6 @@
 """``ragmon drift explain``: what changed between a drift check's windows, per dimension of the traces
-(``ragmon.drift.explain``). Owns the options, the table and the JSON; the decomposition is the drift package's."""
+(``ragmon.drift.explain.explain``). Owns the options, the table and the JSON; the decomposition is the drift
+package's."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def explain(
     changed".
     """
     from ragmon.cli.store_open import open_store
-    from ragmon.drift.explain_run import parse_group, run_explain
+    from ragmon.drift.explain.explain_run import parse_group, run_explain
 
     output = check_format(output)
     try:

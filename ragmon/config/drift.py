@@ -1,6 +1,6 @@
 """The ``drift`` section: the schedule, windows, false-discovery rate and per-feature overrides of drift checks.
 
-Owns the models only; turning windows into time ranges is ``ragmon.drift.windows``. Must not read a clock.
+Owns the models only; turning windows into time ranges is ``ragmon.drift.method.windows``. Must not read a clock.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ for the drifted features (or every feature of the group asked for), and each gro
 
 Owns these reads of ``drift_checks``. An alert links here with its labels (retriever, variant, stratum, feature);
 each drifted row links to the trace list of that group in the check's current window. Values travel as
-``{name:Type}`` parameters through ``Where``. The histograms are ``ragmon.drift.report``'s (the same drawing as
+``{name:Type}`` parameters through ``Where``. The histograms are ``ragmon.drift.check.report``'s (the same drawing as
 ``drift report --html``). Must not run a check or write a row.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 from ragmon.console.filters import MAX_TEXT, TRACE_FIGURES, TraceFilter, iso_time
 from ragmon.console.svg import history_plot
 from ragmon.console.traces import ConsoleReads
-from ragmon.drift.features import FEATURES
-from ragmon.drift.report import COLUMNS, histogram_svg, rate_svg, sort_rows
+from ragmon.drift.check.report import COLUMNS, histogram_svg, rate_svg, sort_rows
+from ragmon.drift.method.features import FEATURES
 from ragmon.errors import InputError
 from ragmon.where import Where
 

@@ -1,6 +1,6 @@
 """The incident page (``/review/console/incident?retriever=…&variant=…&stratum=…&feature=…``): one page per drift
 alert group — what fired and since when, how far past its threshold, the CUSUM path against the line that pages,
-what changed (``ragmon.drift.explain``) with each top segment one click from its traces sorted by the feature,
+what changed (``ragmon.drift.explain.explain``) with each top segment one click from its traces sorted by the feature,
 and the runbook's steps with the commands filled in for this group and time.
 
 Owns reading that page's data (stored checks, the explanation, one segment's traces) and drawing the CUSUM path
@@ -26,12 +26,12 @@ from urllib.parse import urlencode
 from ragmon.config import Settings
 from ragmon.console import runbooks
 from ragmon.console.filters import MAX_TEXT, iso_time
-from ragmon.drift.applied import applied_settings, record
-from ragmon.drift.explain_query import DIMENSIONS, OTHER, parameters, window_condition
-from ragmon.drift.explain_run import ExplainResult, run_explain, stored_check
-from ragmon.drift.features import FEATURES
-from ragmon.drift.query import Group
-from ragmon.drift.windows import plan
+from ragmon.drift.check.applied import applied_settings, record
+from ragmon.drift.check.query import Group
+from ragmon.drift.explain.explain_query import DIMENSIONS, OTHER, parameters, window_condition
+from ragmon.drift.explain.explain_run import ExplainResult, run_explain, stored_check
+from ragmon.drift.method.features import FEATURES
+from ragmon.drift.method.windows import plan
 from ragmon.errors import InputError
 
 #: checks of the CUSUM path shown (the newest)

@@ -4,7 +4,7 @@ stacked bars of counts over time (dead letters by reason per hour).
 
 Owns the drawing only. Every label is escaped here (``html.escape``) because the SVG is inserted into the page as
 markup; numbers are formatted, never raw. Non-finite values are left out. Must not read the store. (Both windows'
-histograms of a drift check are ``ragmon.drift.report``'s, shared with ``drift report --html``.)
+histograms of a drift check are ``ragmon.drift.check.report``'s, shared with ``drift report --html``.)
 """
 
 from __future__ import annotations

@@ -231,7 +231,8 @@ def to_model(trace: FastTrace) -> Trace:
 def _semantic_problem(trace: FastTrace, timestamp: str) -> Rejection | None:
     """Checks msgspec's type system cannot express: finiteness, time zones, the RFC 3339 grammar."""
     # Scores are finite here: msgspec's JSON decoder refuses numbers outside the float range ("Number out of
-    # range"), and NaN and Infinity are not JSON; _classify_unparseable names both (tests/unit/test_decode.py).
+    # range"), and NaN and Infinity are not JSON; _classify_unparseable names both
+    # (tests/unit/contracts/test_decode.py).
     for stage, ms in trace.latency_ms.items():
         if not math.isfinite(ms) or ms < 0:
             return Rejection("invalid_value", f"$.latency_ms[{stage!r}] is {ms}; expected a finite number >= 0")

@@ -9,7 +9,7 @@ same reasons as traces. Types and validation only: no I/O.
 One contract: schemas/outcome.v1 is generated from this model (``ragmon schema export``), and the model reads
 JSON no more leniently than the schema does — a number is a JSON number (not ``"-1"``, not ``true``), ``time`` is
 an RFC 3339 string with seconds and an offset (``TIME_PATTERN``, in the schema too; not Unix seconds), and a
-``feedback`` value lies in [-1, 1] (an ``if``/``then`` in the schema). tests/unit/test_outcome.py feeds the
+``feedback`` value lies in [-1, 1] (an ``if``/``then`` in the schema). tests/unit/contracts/test_outcome.py feeds the
 schema's own negative examples, and generated near-misses, to both. What a JSON Schema cannot say is refused here
 only: a message over ``MAX_OUTCOME_BYTES``, a number too large to be finite, a time after the store's limit.
 """

@@ -36,7 +36,7 @@ from ragmon.demo.scenario import (
 )
 from ragmon.demo.traffic import generate_golden
 from ragmon.demo.triage import TriageDemo, run_triage
-from ragmon.drift.check import CheckResult, DriftChecker
+from ragmon.drift.check.check import CheckResult, DriftChecker
 from ragmon.golden_files import write_golden
 from ragmon.judge.base import JudgeInput
 from ragmon.judge.classify import HeuristicClassifier

@@ -13,10 +13,10 @@ from typing import Any
 
 from ragmon.config import Settings
 from ragmon.daemon import RoleParts
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.explain_hint import publish_hints
-from ragmon.drift.features import plan_features
-from ragmon.drift.schedule import DriftRole
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.schedule import DriftRole
+from ragmon.drift.explain.explain_hint import publish_hints
+from ragmon.drift.method.features import plan_features
 from ragmon.telemetry import Telemetry
 
 

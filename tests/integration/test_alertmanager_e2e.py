@@ -44,7 +44,7 @@ import pytest
 import yaml
 
 from ragmon.config import DriftSettings, Settings
-from ragmon.drift.check import DriftChecker
+from ragmon.drift.check.check import DriftChecker
 from ragmon.process import Process as RagmonProcess
 from ragmon.process import build_process
 from tests.integration.review.support import PASSWORDS, csrf_of, review_settings

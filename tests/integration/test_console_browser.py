@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragmon.config import ConsoleSettings, DriftSettings, ShadowComparisonSettings, ShadowSettings
-from ragmon.drift.check import DriftChecker
+from ragmon.drift.check.check import DriftChecker
 from ragmon.server import serve
 from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from ragmon.telemetry import Telemetry

@@ -1,6 +1,7 @@
 """Query-adjusted score features in the real embedded ClickHouse: the drift SQL (question levels joined to the traces)
-gives what the numpy reference (``ragmon.drift.by_query``) gives on the same traces, and on traffic whose popular
-questions change from hour to hour it keeps their popularity out of the scores while a real shift still shows."""
+gives what the numpy reference (``ragmon.drift.simulation.by_query``) gives on the same traces, and on traffic whose
+popular questions change from hour to hour it keeps their popularity out of the scores while a real shift still
+shows."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import numpy as np
 import pytest
 
 from ragmon.config import DriftSettings
-from ragmon.drift.by_query import adjust_by_query
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.features import FEATURES
-from ragmon.drift.query import aggregate
-from ragmon.drift.windows import plan
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.query import aggregate
+from ragmon.drift.method.features import FEATURES
+from ragmon.drift.method.windows import plan
+from ragmon.drift.simulation.by_query import adjust_by_query
 from ragmon.telemetry import Telemetry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -169,8 +170,8 @@ def _insert_habits(store, rng, hours: int, per_hour: int, *, surge: int = 0, ref
 
 def test_sql_matches_the_numpy_reference_for_rates_counts_and_latency(store) -> None:
     """Every feature of a trace is adjusted for its question, rates with their sampling variance: the SQL and
-    ``ragmon.drift.by_query`` agree window by window."""
-    from ragmon.drift.by_query import rate_by_query
+    ``ragmon.drift.simulation.by_query`` agree window by window."""
+    from ragmon.drift.simulation.by_query import rate_by_query
 
     rng = np.random.default_rng(8)
     windows = _insert_habits(store, rng, hours=30, per_hour=120)

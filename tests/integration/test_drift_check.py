@@ -11,10 +11,10 @@ import pytest
 from scipy import stats as sp
 
 from ragmon.config import DriftSettings, DriftWindowSettings
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.features import FEATURES
-from ragmon.drift.query import aggregate, to_series
-from ragmon.drift.windows import plan
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.query import aggregate, to_series
+from ragmon.drift.method.features import FEATURES
+from ragmon.drift.method.windows import plan
 from ragmon.telemetry import Telemetry
 
 NOW = datetime.now(UTC).replace(minute=30, second=0, microsecond=0) - timedelta(hours=1)
@@ -115,7 +115,7 @@ def test_pushed_down_aggregation_agrees_with_scipy(store) -> None:
     r, c = series.pool(np.arange(1, wp.reference + 1)), series.summary(0)  # 24 windows pooled, the current one
     assert (r.n, c.n) == (5000, 800) and len([w for w in by_window if w > 0]) == 24
     assert r.mean == pytest.approx(ref.mean()) and c.std == pytest.approx(cur.std())
-    from ragmon.drift.registry import Comparison, get_test
+    from ragmon.drift.method.registry import Comparison, get_test
 
     outcome = get_test("ks").run(Comparison.of_pair(r, c))
     expected = sp.ks_2samp(ref, cur, method="asymp")

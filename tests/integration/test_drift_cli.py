@@ -20,10 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmon.config import DriftSettings
-from ragmon.drift.backtest import BacktestResult, backtest
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.simulate import ShapedSpec, insert_shaped
-from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
+from ragmon.drift.backtest.backtest import BacktestResult, backtest
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.simulation.simulate import ShapedSpec, insert_shaped
+from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic
 from ragmon.telemetry import Telemetry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -2,7 +2,8 @@
 it names the cause and its segment first, over the windows the stored check compared, and hostile segment values
 stay text.
 
-Traffic is ``ragmon.drift.incidents``: the current hour and the same hour of the seven days before, seeded."""
+Traffic is ``ragmon.drift.simulation.incidents``: the current hour and the same hour of the seven days before,
+seeded."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.explain_run import parse_group, run_explain
-from ragmon.drift.incidents import Incident, Traffic, insert
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.explain.explain_run import parse_group, run_explain
+from ragmon.drift.simulation.incidents import Incident, Traffic, insert
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 GROUP = "hybrid@v1/production/billing"

@@ -12,8 +12,8 @@ import numpy as np
 from prometheus_client import generate_latest
 
 from ragmon.config import Settings
-from ragmon.drift.incidents import Incident, Traffic, insert
 from ragmon.drift.role import build
+from ragmon.drift.simulation.incidents import Incident, Traffic, insert
 from ragmon.telemetry import Telemetry
 
 

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.report import html_report, load_check, terminal_table
-from ragmon.drift.schedule import DriftRole
-from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.report import html_report, load_check, terminal_table
+from ragmon.drift.check.schedule import DriftRole
+from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic
 from ragmon.telemetry import Telemetry
 from tests.support.clocks import ManualClock
 

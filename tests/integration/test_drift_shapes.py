@@ -1,6 +1,6 @@
 """The drift detector on realistic simulated traffic written into the real embedded ClickHouse
-(``ragmon.drift.simulate``): the per-window SQL, the corpus-relative version share, pooling and blindness, the
-backtest and ``check --at``, and the CLI's JSON. Seeded: every run writes the same traces."""
+(``ragmon.drift.simulation.simulate``): the per-window SQL, the corpus-relative version share, pooling and blindness,
+the backtest and ``check --at``, and the CLI's JSON. Seeded: every run writes the same traces."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragmon.config import DriftSettings
-from ragmon.drift.backtest import backtest
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.draw import Shift
-from ragmon.drift.simulate import ShapedSpec, insert_shaped
+from ragmon.drift.backtest.backtest import backtest
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.simulation.draw import Shift
+from ragmon.drift.simulation.simulate import ShapedSpec, insert_shaped
 from ragmon.telemetry import Telemetry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -1,11 +1,11 @@
-"""Synthetic traffic (``ragmon.drift.synthetic``, what ``ragmon drift simulate`` and the benchmarks write) reads back
-as valid traces: every per-chunk array as long as the chunk list, so the console's trace page shows them."""
+"""Synthetic traffic (``ragmon.drift.simulation.synthetic``, what ``ragmon drift simulate`` and the benchmarks write)
+reads back as valid traces: every per-chunk array as long as the chunk list, so the console's trace page shows them."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ragmon.drift.synthetic import SyntheticSpec, insert_synthetic
+from ragmon.drift.simulation.synthetic import SyntheticSpec, insert_synthetic
 from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, row_to_trace
 from tests.integration.console.support import console_app
 from tests.integration.review.support import signed_in

@@ -1,4 +1,4 @@
-"""Pages within minutes (``ragmon.drift.watch``) against the real embedded ClickHouse: a look at the window in
+"""Pages within minutes (``ragmon.drift.check.watch``) against the real embedded ClickHouse: a look at the window in
 progress reads only the traces before it, pages a collapse in its stratum within minutes with the time to page
 exported, leaves the other strata alone, and the role looks on its schedule between checks."""
 
@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.draw import Shift
-from ragmon.drift.schedule import DriftRole
-from ragmon.drift.simulate import ShapedSpec, insert_shaped
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.schedule import DriftRole
+from ragmon.drift.simulation.draw import Shift
+from ragmon.drift.simulation.simulate import ShapedSpec, insert_shaped
 from ragmon.telemetry import Telemetry
 from tests.support.clocks import ManualClock
 

@@ -138,7 +138,7 @@ def test_a_drift_check_is_one_span_with_its_result_counts(tmp_path: Path):
         out = run_process([*RAGMON, "drift", "check"],
                   traced_env(rx.endpoint, RAGMON_STORE__DSN=f"chdb://{tmp_path / 'chdb'}"), tmp_path)
         assert out.returncode == 0, out.stderr[-2000:]
-    [check] = rx.named("ragmon.drift.check")
+    [check] = rx.named("ragmon.drift.check.check")
     assert (check.attributes["ragmon.drift.results"], check.attributes["ragmon.drift.drifted"]) == (0, 0)
     assert check.resource["ragmon.command"] == "drift"
 

@@ -442,7 +442,7 @@ def test_any_accepted_trace_round_trips_through_the_table(store: ClickHouseStore
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from tests.unit.test_decode import trace_docs
+    from tests.unit.contracts.test_decode import trace_docs
 
     now = datetime.now(UTC).replace(microsecond=0)
     recent_ms = st.integers(min_value=-80 * 86_400_000, max_value=86_400_000).map(

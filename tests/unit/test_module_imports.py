@@ -45,7 +45,7 @@ def test_every_module_imports_on_its_own() -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     # the walk found the whole tree (a broken walk would make an empty list pass)
-    assert {"ragmon.cli.drift_cmd", "ragmon.review.api", "ragmon.drift.export", "ragmon.store.client"} \
+    assert {"ragmon.cli.drift_cmd", "ragmon.review.api", "ragmon.drift.check.export", "ragmon.store.client"} \
         <= set(report["modules"])
     assert report["problems"] == {}
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check import DriftChecker
+from ragmon.drift.check.check import DriftChecker
 from ragmon.telemetry import Telemetry
 from tests.integration.console.support import HOSTILE, console_app
 from tests.integration.review.support import signed_in

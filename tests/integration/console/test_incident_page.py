@@ -16,11 +16,11 @@ import pytest
 
 from ragmon.config import DriftSettings
 from ragmon.console.incident_page import ExplanationCache
-from ragmon.drift.applied import applied_settings
-from ragmon.drift.check import DriftChecker
-from ragmon.drift.explain_run import run_explain
-from ragmon.drift.incidents import Incident, Traffic, insert
-from ragmon.drift.query import Group
+from ragmon.drift.check.applied import applied_settings
+from ragmon.drift.check.check import DriftChecker
+from ragmon.drift.check.query import Group
+from ragmon.drift.explain.explain_run import run_explain
+from ragmon.drift.simulation.incidents import Incident, Traffic, insert
 from ragmon.server import serve
 from ragmon.telemetry import Telemetry
 from tests.integration.console.support import HOSTILE, console_app

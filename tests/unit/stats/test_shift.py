@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.summary import LEVELS
+from ragmon.drift.method.summary import LEVELS
 from ragmon.stats import shift as stats
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -177,8 +177,8 @@ def test_sketch_of_identical_samples_shows_no_drift(x: list[float]) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.lists(finite, min_size=2, max_size=80), st.lists(finite, min_size=2, max_size=80))
 def test_registry_outcomes_are_well_formed(a: list[float], b: list[float]) -> None:
-    from ragmon.drift.registry import Comparison, get_test
-    from ragmon.drift.summary import ContinuousSummary
+    from ragmon.drift.method.registry import Comparison, get_test
+    from ragmon.drift.method.summary import ContinuousSummary
 
     pair = Comparison.of_pair(ContinuousSummary.from_samples(a), ContinuousSummary.from_samples(b))
     for name in ("ks", "psi"):
@@ -190,8 +190,8 @@ def test_registry_outcomes_are_well_formed(a: list[float], b: list[float]) -> No
 @settings(max_examples=100, deadline=None)
 @given(st.integers(1, 10_000), st.integers(1, 10_000), st.floats(0, 1), st.floats(0, 1))
 def test_rate_tests_are_well_formed(n1: int, n2: int, f1: float, f2: float) -> None:
-    from ragmon.drift.registry import Comparison, get_test
-    from ragmon.drift.summary import RateSummary
+    from ragmon.drift.method.registry import Comparison, get_test
+    from ragmon.drift.method.summary import RateSummary
 
     pair = Comparison.of_pair(RateSummary(n1, int(f1 * n1)), RateSummary(n2, int(f2 * n2)))
     z = get_test("two_proportion").run(pair)
@@ -201,8 +201,8 @@ def test_rate_tests_are_well_formed(n1: int, n2: int, f1: float, f2: float) -> N
 
 
 def test_registry_refuses_the_wrong_kind() -> None:
-    from ragmon.drift.registry import Comparison, get_test
-    from ragmon.drift.summary import ContinuousSummary, RateSummary
+    from ragmon.drift.method.registry import Comparison, get_test
+    from ragmon.drift.method.summary import ContinuousSummary, RateSummary
 
     continuous = Comparison.of_pair(ContinuousSummary.from_samples([1.0, 2.0]), ContinuousSummary.from_samples([1.0]))
     with pytest.raises(ValueError, match="applies to \\['rate'\\] features, got continuous"):
