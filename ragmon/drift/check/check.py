@@ -12,7 +12,6 @@ injected.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -27,13 +26,12 @@ from ragmon.drift.check.applied import record
 from ragmon.drift.check.export import export
 from ragmon.drift.check.query import Group, QueryStore, Windowed, aggregate, to_series
 from ragmon.drift.check.replay import ZReuse
-from ragmon.drift.check.result import CheckResult, DriftResult
+from ragmon.drift.check.result import CheckResult, details_json, to_result
 from ragmon.drift.check.watch import Looked
 from ragmon.drift.check.watch import look as watch_look
-from ragmon.drift.method.assess import Assessed, Detector, Entry, assess
+from ragmon.drift.method.assess import Detector, Entry, assess
 from ragmon.drift.method.features import FEATURES, FeaturePlan, plan_features
-from ragmon.drift.method.summary import ContinuousSummary, Summary
-from ragmon.drift.method.windows import Window, WindowPlan, Windows, plan
+from ragmon.drift.method.windows import WindowPlan, plan
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
@@ -337,60 +335,6 @@ def sketched(plans: Iterable[FeaturePlan]) -> set[str]:
     """The features whose every window needs a quantile sketch: a test of theirs reads quantiles (and then the CUSUM
     may accumulate their median, ``assess.cusum_planned``)."""
     return {fp.feature.name for fp in plans if any(t.test.name not in MOMENT_TESTS for t in fp.tests)}
-
-
-def to_result(check_id: str, now: datetime, a: Assessed, wp: WindowPlan) -> DriftResult:
-    """The stored and exported record of one assessed test."""
-    group, feature = a.key  # type: ignore[misc]
-    d, planned, c = a.decision, a.planned, a.comparison
-    o = d.outcome
-    nan = math.nan
-    windows = wp.windows
-    if a.pooled > 1:  # the current "window" is the last `pooled` windows together
-        cur = windows.current
-        windows = Windows(windows.reference, Window(cur.end - timedelta(seconds=wp.length * a.pooled), cur.end))
-    state = a.cusum
-    return DriftResult(
-        check_id, now, group, feature, planned.test.name, d.status,
-        o.statistic if o else nan, o.p_value if o else nan, d.p_adjusted, o.effect if o else nan,
-        planned.test.effect_name, planned.threshold, planned.effect_threshold, planned.min_samples, d.drifted,
-        d.reason, c.reference_summary, c.current_summary, windows, a.pooled,
-        state.statistic if state else nan, state.h if state else nan, bool(state and state.alarm),
-        state.direction if state else "", dict(o.details) if o else {}, state.run if state else 0, wp.length,
-    )
-
-
-def details_json(r: DriftResult) -> str:
-    """The ``details`` column: what a report needs beyond the columns (sketches, windows, the test's figures)."""
-    def summary(s: Summary) -> dict[str, object]:
-        if isinstance(s, ContinuousSummary):
-            return {"n": s.n, "mean": _num(s.mean), "std": _num(s.std), "quantiles": [_num(q) for q in s.quantiles]}
-        return {"n": s.n, "k": s.k, "rate": _num(s.value)}
-    return json.dumps({
-        "status": r.status, "reason": r.reason, "effect_name": r.effect_name, "min_samples": r.min_samples,
-        "judge_fingerprint": r.group.judge_fingerprint, "reference": summary(r.reference),
-        "current": summary(r.current), "reference_window": r.windows.reference.describe(),
-        "reference_slices": [[_iso(a), _iso(b)] for a, b in r.windows.reference.slices()],
-        "current_window": r.windows.current.describe(), "pooled_windows": r.pooled,
-        "cusum": _num(r.cusum), "cusum_threshold": _num(r.cusum_threshold), "persistent": r.persistent,
-        "direction": r.direction, "cusum_run": r.cusum_run, "test": _clean(r.details),
-    }, allow_nan=False)
-
-
-def _clean(details: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in details.items():
-        if isinstance(value, float):
-            out[key] = _num(value)
-        elif isinstance(value, Iterable) and not isinstance(value, str):
-            out[key] = [_num(v) if isinstance(v, float) else v for v in value]
-        else:
-            out[key] = value
-    return out
-
-
-def _num(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 def _group_key(g: Group) -> GroupKey:

@@ -50,7 +50,7 @@ def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def result_rows(result: Any) -> list[dict[str, Any]]:
     """The rows ``load_check`` would return for a ``CheckResult`` that was not stored (``drift check --at``)."""
-    from ragmon.drift.check.check import details_json
+    from ragmon.drift.check.result import details_json
 
     rows = []
     for r in result.results:
