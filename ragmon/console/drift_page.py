@@ -1,9 +1,9 @@
 """The Drift page's content: the latest stored check (optionally one group's rows), both windows' distributions
 for the drifted features (or every feature of the group asked for), and each group and feature's history.
 
-Owns these reads of ``drift_checks``. An alert links here with its labels (retriever, variant, stratum, feature);
-each drifted row links to the trace list of that group in the check's current window. Values travel as
-``{name:Type}`` parameters through ``Where``. The histograms are ``ragmon.drift.check.report``'s (the same drawing as
+Owns the page's records from these reads of ``drift_checks`` (the SQL is in ``queries.py``). An alert links here
+with its labels (retriever, variant, stratum, feature); each drifted row links to the trace list of that group in
+the check's current window. The histograms are ``ragmon.drift.check.report``'s (the same drawing as
 ``drift report --html``). Must not run a check or write a row.
 """
 
@@ -16,18 +16,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ragmon.console.filters import MAX_TEXT, TRACE_FIGURES, TraceFilter, iso_time
+from ragmon.console.queries import ConsoleReads, check_history_rows, check_rows, latest_check
 from ragmon.console.svg import history_plot
-from ragmon.console.traces import ConsoleReads
-from ragmon.drift.check.report import COLUMNS, histogram_svg, rate_svg, sort_rows
+from ragmon.drift.check.report import histogram_svg, rate_svg, sort_rows
 from ragmon.drift.method.features import FEATURES
 from ragmon.errors import InputError
-from ragmon.where import Where
 
 #: how far back the history reaches, and how many checks per group and feature it shows
 HISTORY = timedelta(days=7)
 HISTORY_CHECKS = 48
 GROUP_KEYS = ("retriever", "variant", "stratum", "feature")
-_WINDOW_COLUMNS = "current_start, current_end, reference_start, reference_end"
 
 
 @dataclass(frozen=True)
@@ -87,30 +85,12 @@ def group_from_query(params: Any) -> dict[str, str]:
     return group
 
 
-def _where(group: dict[str, str]) -> Where:
-    return (Where().optional("variant", "=", "String", group["variant"] or None)
-            .optional("category", "=", "String", group["stratum"] or None, name="stratum")
-            .optional("feature", "=", "String", group["feature"] or None))
-
-
-def _clause(group: dict[str, str], where: Where) -> tuple[str, dict[str, Any]]:
-    """``where`` plus the retriever, which an alert names as ``name@version`` (its label) and a person by name."""
-    sql, params = where.clause()
-    if group["retriever"]:
-        sql += (" AND (retriever_name = {retriever:String} OR "
-                "concat(retriever_name, '@', retriever_version) = {retriever:String})")
-        params["retriever"] = group["retriever"]
-    return sql, params
-
-
 def load_drift_page(store: ConsoleReads, group: dict[str, str], now: datetime) -> DriftPage:
-    table = store.table("drift_checks")
-    latest = store.query_rows(f"SELECT check_id, checked_at FROM {table} ORDER BY checked_at DESC LIMIT 1")
-    if not latest:
+    latest = latest_check(store)
+    if latest is None:
         return DriftPage(group, None, None, [], [])
-    check_id, checked_at = str(latest[0]["check_id"]), latest[0]["checked_at"]
-    sql, params = _clause(group, _where(group).require("check_id", "=", "String", check_id))
-    rows = store.query_rows(f"SELECT {', '.join(COLUMNS)}, {_WINDOW_COLUMNS} FROM {table} WHERE {sql}", params)
+    check_id, checked_at = str(latest["check_id"]), latest["checked_at"]
+    rows = check_rows(store, group, check_id)
     for row in rows:
         row["details"] = json.loads(row["details"] or "{}")
         row["traces_query"] = traces_link(row)
@@ -179,18 +159,7 @@ def _rose(row: dict[str, Any]) -> bool:
 def history(store: ConsoleReads, group: dict[str, str], now: datetime) -> list[History]:
     """Each group and feature over the checks of the last ``HISTORY``: per check its primary test (the one with a
     CUSUM) or else its first test; flagged groups first."""
-    where = _where(group).require("checked_at", ">=", "DateTime64(3)", (now - HISTORY).replace(tzinfo=None),
-                                  name="since")
-    sql, params = _clause(group, where)
-    rows = store.query_rows(
-        "SELECT retriever_name, retriever_version, variant, category, feature, "
-        "arraySlice(arrayReverseSort(c -> c.1, groupArray((checked_at, statistic, cusum, cusum_threshold, "
-        f"drifted OR persistent))), 1, {HISTORY_CHECKS}) AS checks "
-        f"FROM (SELECT * FROM {store.table('drift_checks')} WHERE {sql} "
-        "ORDER BY checked_at DESC, isFinite(cusum_threshold) DESC, test LIMIT 1 BY "
-        "check_id, retriever_name, retriever_version, variant, category, feature) "
-        "GROUP BY retriever_name, retriever_version, variant, category, feature "
-        "ORDER BY retriever_name, retriever_version, variant, category, feature LIMIT 500", params)
+    rows = check_history_rows(store, group, (now - HISTORY).replace(tzinfo=None), HISTORY_CHECKS)
     out = []
     for r in rows:
         checks = sorted(r["checks"])

@@ -3,8 +3,9 @@ alert group — what fired and since when, how far past its threshold, the CUSUM
 what changed (``ragmon.drift.explain.explain``) with each top segment one click from its traces sorted by the feature,
 and the runbook's steps with the commands filled in for this group and time.
 
-Owns reading that page's data (stored checks, the explanation, one segment's traces) and drawing the CUSUM path
-(every label escaped: segment values come from producers). The explanation of a stored check is computed once
+Owns that page's data (stored checks, the explanation, one segment's traces; the SQL is in ``queries.py``) and
+drawing the CUSUM path (every label escaped: segment values come from producers). The explanation of a stored
+check is computed once
 (``ExplanationCache``: one pass over a week of the group's traces, about a second on a 10 M-trace store) and reused
 by every view until the next check of the group is stored, as the Shadow page reuses its comparison; with no
 stored check it is computed on each view. Must not write anything.
@@ -26,6 +27,7 @@ from urllib.parse import urlencode
 from ragmon.config import Settings
 from ragmon.console import runbooks
 from ragmon.console.filters import MAX_TEXT, iso_time
+from ragmon.console.queries import group_check_rows, segment_trace_rows, versions_served_sql
 from ragmon.drift.check.applied import applied_settings, record
 from ragmon.drift.check.query import Group
 from ragmon.drift.explain.explain_query import DIMENSIONS, OTHER, parameters, window_condition
@@ -131,17 +133,7 @@ def load_incident(store: Any, settings: Settings, group: Group, feature: str, no
 
 def _history(store: Any, group: Group, feature: str) -> list[dict[str, Any]]:
     """One row per stored check of this group and feature, oldest first: its largest CUSUM and whether it paged."""
-    table = store.table("drift_checks")
-    rows = store.query_rows(
-        f"SELECT checked_at, check_id, max(cusum) AS c_max, max(cusum_threshold) AS h_max, "
-        f"max(persistent) AS persistent, max(drifted) AS drifted, argMax(test, cusum) AS test, "
-        f"argMax(statistic, cusum) AS statistic, argMax(p_adjusted, cusum) AS p_adjusted, "
-        f"argMax(threshold, cusum) AS threshold, argMax(status, cusum) AS status, max(n_reference) AS n_reference, "
-        f"max(n_current) AS n_current FROM {table} WHERE retriever_name = {{rn:String}} "
-        f"AND retriever_version = {{rv:String}} AND variant = {{var:String}} AND category = {{cat:String}} "
-        f"AND feature = {{f:String}} GROUP BY checked_at, check_id ORDER BY checked_at DESC LIMIT {HISTORY}",
-        {"rn": group.retriever_name, "rv": group.retriever_version, "var": group.variant, "cat": group.stratum,
-         "f": feature})
+    rows = group_check_rows(store, group, feature, HISTORY)
     for row in rows:
         row["cusum"], row["cusum_threshold"] = row.pop("c_max"), row.pop("h_max")
         at = row["checked_at"]
@@ -163,12 +155,7 @@ def _commands(store: Any, group: Group, feature: str, at: datetime) -> list[tupl
     g = shlex.quote(f"{group.retriever}/{group.variant}/{group.stratum}")
     t = iso_time(at)
     before = iso_time(at - timedelta(days=2))
-    sql_text = lambda v: "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731
-    query = (f"SELECT corpus_snapshot, index_version, count() FROM {store.table('traces')} WHERE "
-             f"retriever_name = {sql_text(group.retriever_name)} AND retriever_version = "
-             f"{sql_text(group.retriever_version)} AND variant = {sql_text(group.variant)} AND category = "
-             f"{sql_text(group.stratum)} AND ts > {sql_text(iso_time(at - timedelta(days=1))[:19].replace('T', ' '))} "
-             f"GROUP BY ALL")
+    query = versions_served_sql(store, group, iso_time(at - timedelta(days=1))[:19].replace('T', ' '))
     return [
         ("What changed, in the terminal", f"ragmon drift explain --group {g} --feature {feature} --at {t}"),
         ("Both windows' histograms and the thresholds", "ragmon drift report --html drift.html"),
@@ -236,22 +223,7 @@ def segment_traces(store: Any, settings: Settings, params: Mapping[str, str], no
     drift = applied_settings(store, settings.drift).settings
     wp = plan(drift.windows, at, lookback=0)
     current, reference = window_condition(wp)
-    traces, types = store.table("traces"), store.table("question_types")
-    group_sql = ("retriever_name = {rn:String} AND retriever_version = {rv:String} AND variant = {var:String} "
-                 "AND category = {cat:String}")
-    source = dims["source"].expr
-    if dimension == "question_type":
-        member = (f"trace_id IN (SELECT trace_id FROM {types} WHERE status = 'ok' "
-                  f"AND toString(question_type) = {{seg:String}})")
-    elif dimension == "source_before":
-        member = (f"question_hash IN (SELECT qh FROM (SELECT question_hash AS qh, topK(1)({source})[1] AS s "
-                  f"FROM {traces} WHERE {group_sql} AND ({reference}) GROUP BY qh) WHERE s = {{seg:String}})")
-    else:
-        member = f"toString({dims[dimension].expr}) = {{seg:String}}"
-    expr = FEATURES[feature].expr
-    rows = store.query_rows(
-        f"SELECT trace_id, ts, substringUTF8(question, 1, 200) AS question, toFloat64({expr}) AS value "
-        f"FROM {traces} WHERE {group_sql} AND ({current}) AND {member} ORDER BY isFinite(value) DESC, value ASC, "
-        f"trace_id LIMIT {SEGMENT_TRACES}", {**parameters(group, wp), "seg": segment})
+    rows = segment_trace_rows(store, dimension, FEATURES[feature].expr, current, reference,
+                              {**parameters(group, wp), "seg": segment}, SEGMENT_TRACES)
     return {"group": group, "feature": feature, "dimension": dimension, "segment": segment, "rows": rows,
             "window": wp.windows.current.describe()}

@@ -38,6 +38,7 @@ from ragmon.console.filters import (
     TraceFilter,
     parse_when,
 )
+from ragmon.console.queries import ConsoleReads
 from ragmon.console.view import PREFIX, ConsolePages
 from ragmon.errors import InputError
 from ragmon.review.auth import Session
@@ -46,7 +47,7 @@ from ragmon.review.context import ReviewContext, StoreAwareRoute
 _STATIC = {"console.css": "text/css"}
 
 
-def console_router(settings: Settings, store: traces.ConsoleReads, review: ReviewContext,
+def console_router(settings: Settings, store: ConsoleReads, review: ReviewContext,
                    clock: Callable[[], float] = time.time) -> APIRouter:
     router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=StoreAwareRoute)
     pages = ConsolePages(review)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ragmon.config import Settings
 from ragmon.console.filters import MAX_TEXT, TraceFilter, iso_time, parse_when
+from ragmon.console.queries import retrievers_served
 from ragmon.console.svg import ci_plot
 from ragmon.errors import InputError, RagmonError
 from ragmon.shadow.compare import CompareOptions, compare
@@ -95,11 +96,7 @@ def derived(store: Any, now: datetime) -> list[tuple[str, CompareOptions, str]]:
     """Each shadow retriever of the last ``DERIVED_WINDOW`` against the production retriever that served the most
     traces then (at most ``DERIVED_PAIRS``, the busiest first): what the stored traces say is running in shadow."""
     since = now - DERIVED_WINDOW
-    rows = store.query_rows(
-        "SELECT retriever_name AS name, retriever_version AS version, variant, count() AS n "
-        f"FROM {store.table('traces')} WHERE ts >= {{since:DateTime64(3)}} AND ts < {{until:DateTime64(3)}} "
-        "AND variant IN ('production', 'shadow') GROUP BY name, version, variant ORDER BY n DESC, name, version "
-        "LIMIT 200", {"since": since.replace(tzinfo=None), "until": now.replace(tzinfo=None)})
+    rows = retrievers_served(store, since.replace(tzinfo=None), now.replace(tzinfo=None))
     production = next((r for r in rows if r["variant"] == "production"), None)
     if production is None:
         return []

@@ -16,7 +16,8 @@ from typing import Any
 
 from ragmon.demo.scenario import Scenario
 from ragmon.review.records import parse_week
-from ragmon.review.triage import TriageStore, TriageWeek, select_triage
+from ragmon.review.triage import TriageWeek, select_triage
+from ragmon.review.triage_queries import TriageStore
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Judge drift: weekly judge-vs-human agreement from review labels, exported for alerting.
 
-Owns reading the pairs (a human label in ``review_labels`` joined with the judge's ``ok`` score of the same trace
-and the metric that label is compared with, binarized at ``judge.calibrate.LABEL_METRICS``), grouping them by
-the review week of the labelled trace, and publishing the trends of ``ragmon.judge.agreement_trend`` as the
-``ragmon_judge_agreement_*`` gauges that ``RagmonJudgeAgreementLow`` reads.
+Owns the pairs (read through ``queries.py``: a human label in ``review_labels`` joined with the judge's ``ok``
+score of the same trace and the metric that label is compared with, binarized at
+``judge.calibrate.LABEL_METRICS``), grouping them by the review week of the labelled trace, and publishing the
+trends of ``ragmon.judge.agreement_trend`` as the ``ragmon_judge_agreement_*`` gauges that
+``RagmonJudgeAgreementLow`` reads.
 
 It runs in one process only (review may run several web replicas), by default wherever the drift role runs
 (``roles.judge_agreement``). Labels arrive during the week after the one they review, so the computation is cheap
@@ -20,20 +21,10 @@ from typing import Any
 from ragmon.config.drift import JudgeAgreementSettings
 from ragmon.judge.agreement_trend import AgreementTrend, agreement_trends
 from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize
+from ragmon.judge_agreement.queries import labelled_scores
 from ragmon.telemetry import GaugeSpec, Telemetry
 
 log = logging.getLogger("ragmon.judge_agreement")
-
-_SQL = """SELECT l.week AS week, l.trace_id AS trace_id, l.reviewer AS reviewer, l.grounded AS grounded,
-    l.citations_supported AS citations_supported, l.refusal_appropriate AS refusal_appropriate,
-    s.category AS category, s.metric AS metric, s.value AS value, s.judge_fingerprint AS fingerprint,
-    s.judge_name AS judge_name
-FROM (SELECT week, trace_id, reviewer, grounded, citations_supported, refusal_appropriate
-      FROM {labels} FINAL WHERE week >= {{since:String}}) AS l
-INNER JOIN (SELECT trace_id, category, metric, value, judge_fingerprint, judge_name
-            FROM {scores} FINAL WHERE status = 'ok' AND metric IN {{metrics:Array(String)}}) AS s
-ON l.trace_id = s.trace_id"""
-
 
 def iso_week(at: datetime) -> str:
     year, week, _ = at.isocalendar()
@@ -68,8 +59,7 @@ class JudgeAgreementJob:
     def compute(self) -> list[AgreementTrend]:
         cfg = self.settings
         since = iso_week(self.clock() - timedelta(weeks=cfg.lookback_weeks))
-        sql = _SQL.format(labels=self.store.table("review_labels"), scores=self.store.table("scores"))
-        rows = self.store.query_rows(sql, {"since": since, "metrics": sorted({m for m, _ in LABEL_METRICS.values()})})
+        rows = labelled_scores(self.store, since, sorted({m for m, _ in LABEL_METRICS.values()}))
         return agreement_trends(weekly_pairs(rows), calibration_weeks=cfg.calibration_weeks, min_pairs=cfg.min_pairs)
 
     def run_once(self) -> list[AgreementTrend]:

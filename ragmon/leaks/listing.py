@@ -1,34 +1,21 @@
 """The traces whose retrieval leaked another tenant's chunks, read from the store for on-call.
 
-Owns the query over ``traces`` (``permission_leaks > 0`` in a time window, newest first) and the record each
-listed trace becomes: trace and query ids, time, retriever, variant, stratum, the user's tenant and each leaked
-chunk with its owning tenant. Never the chunk text, the question or the answer: a listing is pasted into
-tickets and chat, and a leak report must not leak the passage again. The leaked chunks are named with the rule
-in force now (``ingest.shared_tenants``); ``stored_leaks`` is the count ingest made with the rule in force then.
-Must not write.
+Owns the listing of ``traces`` with ``permission_leaks > 0`` in a time window, newest first (its SQL is in
+``queries.py``), and the record each listed trace becomes: trace and query ids, time, retriever, variant, stratum,
+the user's tenant and each leaked chunk with its owning tenant. Never the chunk text, the question or the answer: a
+listing is pasted into tickets and chat, and a leak report must not leak the passage again. The leaked chunks are
+named with the rule in force now (``ingest.shared_tenants``); ``stored_leaks`` is the count ingest made with the
+rule in force then. Must not write.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
+from ragmon.leaks.queries import LeakStore, count_matching, leak_totals, leaking_trace_rows
 from ragmon.metrics.permissions import LeakedChunk, LeakRule
-
-#: the columns a listing reads; the texts (question, answer, chunk texts) are deliberately not among them
-_COLUMNS = ("trace_id, query_id, ts, retriever_name, retriever_version, variant, category, tenant, "
-            "retrieved_chunk_ids, retrieved_tenants, permission_leaks")
-_FILTER = ("ts >= {since:DateTime64(3)} AND ts < {until:DateTime64(3)}"
-           " AND ({stratum:String} = '' OR category = {stratum:String})"
-           " AND ({retriever:String} = '' OR retriever_name = {retriever:String})")
-_WHERE = _FILTER + " AND permission_leaks > 0"
-
-
-class Store(Protocol):
-    def table(self, name: str) -> str: ...
-
-    def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,25 +53,20 @@ class LeakListing:
                 "traces": [t.as_dict() for t in self.traces]}  # fmt: skip
 
 
-def list_leaks(store: Store, rule: LeakRule, *, since: datetime, until: datetime, limit: int = 100,
+def list_leaks(store: LeakStore, rule: LeakRule, *, since: datetime, until: datetime, limit: int = 100,
                stratum: str = "", retriever: str = "") -> LeakListing:  # fmt: skip
     """Leaking traces with ``since <= ts < until``; ``stratum``/``retriever`` ('' = any) narrow the listing."""
-    params = {"since": since, "until": until, "stratum": stratum, "retriever": retriever, "limit": limit}
-    traces = store.table("traces")
-    [totals] = store.query_rows(f"SELECT count() AS n, sum(permission_leaks) AS leaks FROM {traces} FINAL "
-                                f"WHERE {_WHERE}", params)  # fmt: skip
-    rows = store.query_rows(f"SELECT {_COLUMNS} FROM {traces} FINAL WHERE {_WHERE} "
-                            "ORDER BY ts DESC, trace_id LIMIT {limit:UInt32}", params)  # fmt: skip
-    return LeakListing(since, until, int(totals["n"]), int(totals["leaks"] or 0),
+    n, leaks = leak_totals(store, since, until, stratum, retriever, limit)
+    rows = leaking_trace_rows(store, since, until, stratum, retriever, limit)
+    return LeakListing(since, until, n, leaks,
                        tuple(_record(r, rule) for r in rows), tuple(sorted(rule.shared_tenants)))
 
 
-def traces_matching(store: Store, *, since: datetime, until: datetime, stratum: str = "", retriever: str = "") -> int:
+def traces_matching(store: LeakStore, *, since: datetime, until: datetime, stratum: str = "",
+                    retriever: str = "") -> int:  # fmt: skip
     """How many traces of the window the ``stratum``/``retriever`` filter matches, leaking or not: 0 says a
     filter names nothing (a typo), not that nothing leaked."""
-    [row] = store.query_rows(f"SELECT count() AS n FROM {store.table('traces')} WHERE {_FILTER}",
-                             {"since": since, "until": until, "stratum": stratum, "retriever": retriever})
-    return int(row["n"])
+    return count_matching(store, since, until, stratum, retriever)
 
 
 def _record(row: dict[str, Any], rule: LeakRule) -> LeakingTrace:

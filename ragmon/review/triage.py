@@ -15,8 +15,8 @@ since and that the seeded order puts among the first N of the population now (no
 reviewer may have labelled it), and records the population; the first run after the grace makes it final, and
 from then on selecting the week again is a no-op. The review role runs it hourly for the last week
 (``role.py``); ``ragmon review triage`` warns while a week is provisional (``selection_warning``). Labels: one
-cause per (trace, reviewer); the newest label of a trace is its cause. Owns the taxonomy, the queries and the
-label check; the report is ``triage_report.py``, the pages ``triage_web.py``.
+cause per (trace, reviewer); the newest label of a trace is its cause. Owns the taxonomy, the selection and the
+label check; the SQL is ``triage_queries.py``, the report ``triage_report.py``, the pages ``triage_web.py``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
 
 from ragmon.errors import InputError
+from ragmon.review import triage_queries as tq
 from ragmon.review.records import parse_week
+from ragmon.review.triage_queries import TriageStore
 
 #: the failure taxonomy a thumbs-down is triaged against (docs/review.md), in the order the form lists it
 CAUSES: Mapping[str, str] = {
@@ -50,14 +51,6 @@ GRACE = timedelta(days=1)
 #: overrides, surrogates, private and unassigned code points — they let a note forge what a later reader sees
 _INVISIBLE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 DEFAULT_MAX_ITEMS = 200
-
-
-class TriageStore(Protocol):
-    def table(self, name: str) -> str: ...
-
-    def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
-
-    def insert_rows(self, table: str, rows: list[list[Any]], columns: list[str]) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,18 +116,8 @@ def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX
     if existing is not None and existing.final:
         return replace(existing, already_selected=True)
     seed = existing.seed if existing is not None else seed or secrets.token_hex(8)
-    traces = store.table("traces")
-    # a thumbs-down is the trace's own rating, or a negative `feedback` outcome event for its query (an app that
-    # sends feedback later, as schemas/outcome.v1); events are read up to GRACE after the week, for late ones
-    where = ("ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} AND variant = 'production' "
-             "AND (feedback_rating = -1 OR query_id IN (SELECT query_id FROM "
-             f"{store.table('outcomes')} FINAL WHERE kind = 'feedback' AND value < 0 "
-             "AND time >= {start:DateTime64(3)} AND time < {late:DateTime64(3)}))")
-    params = {"start": start, "end": end, "late": until, "seed": seed, "cap": max_items}
-    [total] = store.query_rows(f"SELECT count() AS n FROM {traces} FINAL WHERE {where}", params)
-    rows = store.query_rows(f"SELECT trace_id, category, ts FROM {traces} FINAL WHERE {where} "
-                            "ORDER BY cityHash64({seed:String}, trace_id), trace_id LIMIT {cap:UInt32}", params)
-    population = int(total["n"])
+    population = tq.thumbs_down_count(store, start, end, until)
+    rows = tq.thumbs_down_first(store, start, end, until, seed, max_items)
     final = now >= until
     queued = {i.trace_id: i for i in existing.items} if existing is not None else {}
     new = [r for r in rows if r["trace_id"] not in queued]
@@ -143,9 +126,8 @@ def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX
     # the first run after the grace (selected_at then marks it final); a week without thumbs-down writes nothing
     if new or queued and (changed or final):
         keep = [[week, i.trace_id, i.category, i.ts, population, seed, selected_by, now] for i in queued.values()]
-        store.insert_rows("triage_queue", keep + [[week, r["trace_id"], r["category"], r["ts"], population, seed,
-                                                   selected_by, now] for r in new],
-                          ["week", "trace_id", "category", "ts", "population", "seed", "selected_by", "selected_at"])
+        tq.write_queue(store, keep + [[week, r["trace_id"], r["category"], r["ts"], population, seed, selected_by, now]
+                                      for r in new])
     items = tuple(queued.values()) + tuple(TriageItem(r["trace_id"], r["category"], r["ts"], None, None) for r in new)
     return TriageWeek(week, population, seed, items, already_selected=existing is not None,
                       final=final and bool(items), final_after=until, added=len(new),
@@ -155,14 +137,7 @@ def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX
 def load_triage(store: TriageStore, week: str) -> TriageWeek | None:
     """The week's triage queue with each item's current cause, or None when the week was not selected (or had no
     thumbs-down traffic)."""
-    rows = store.query_rows(
-        f"SELECT q.trace_id AS trace_id, q.category AS category, q.ts AS ts, q.population AS population, "
-        f"q.seed AS seed, q.selected_at AS selected_at, l.cause AS cause, l.reviewer AS reviewer "
-        f"FROM (SELECT * FROM {store.table('triage_queue')} FINAL WHERE week = {{week:String}}) AS q "
-        f"LEFT JOIN (SELECT trace_id, argMax(cause, labelled_at) AS cause, argMax(reviewer, labelled_at) AS reviewer "
-        f"           FROM {store.table('triage_labels')} FINAL WHERE week = {{week:String}} GROUP BY trace_id) AS l "
-        f"ON q.trace_id = l.trace_id ORDER BY cityHash64(q.seed, q.trace_id), q.trace_id",
-        {"week": week})  # fmt: skip
+    rows = tq.queue_with_causes(store, week)
     if not rows:
         return None
     items = tuple(TriageItem(r["trace_id"], r["category"], r["ts"], r["cause"] or None, r["reviewer"] or None)
@@ -178,8 +153,7 @@ def load_triage(store: TriageStore, week: str) -> TriageWeek | None:
 
 def triage_weeks(store: TriageStore) -> list[str]:
     """Weeks with a triage queue, newest first."""
-    rows = store.query_rows(f"SELECT DISTINCT week FROM {store.table('triage_queue')} FINAL ORDER BY week DESC")
-    return [r["week"] for r in rows]
+    return tq.queued_weeks(store)
 
 
 def check_label(cause: str, note: str) -> tuple[str, str]:
@@ -201,9 +175,6 @@ def save_triage_label(store: TriageStore, week: str, trace_id: str, reviewer: st
                       at: datetime) -> None:  # fmt: skip
     """Record ``reviewer``'s cause for a queued trace (``InputError`` when it is not in the week's queue)."""
     cause, note = check_label(cause, note)
-    queued = store.query_rows(f"SELECT count() AS n FROM {store.table('triage_queue')} FINAL "
-                              "WHERE week = {week:String} AND trace_id = {t:String}", {"week": week, "t": trace_id})
-    if not queued or not int(queued[0]["n"]):
+    if not tq.is_queued(store, week, trace_id):
         raise InputError(f"trace {trace_id[:80]!r} is not in the triage queue of {week}")
-    store.insert_rows("triage_labels", [[week, trace_id, reviewer, cause, note, at]],
-                      ["week", "trace_id", "reviewer", "cause", "note", "labelled_at"])
+    tq.write_label(store, week, trace_id, reviewer, cause, note, at)

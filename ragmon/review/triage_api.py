@@ -23,12 +23,12 @@ from ragmon.review.records import parse_week
 from ragmon.review.triage import (
     CAUSES,
     MAX_NOTE_CHARS,
-    TriageStore,
     TriageWeek,
     load_triage,
     save_triage_label,
     triage_weeks,
 )
+from ragmon.review.triage_queries import TriageStore
 from ragmon.review.triage_report import triage_report
 
 WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]

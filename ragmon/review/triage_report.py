@@ -4,7 +4,7 @@ For each (cause, stratum), and each cause over ``ALL`` strata: the count of tria
 first, the report's week last) and the trend, the cause's share of the stratum's triaged traces this week minus
 its mean share over the earlier weeks that had any, in percentage points. Shares rather than counts carry the
 trend because the queue is capped and complaint volume moves with traffic; the counts are shown beside them.
-A trace's cause is its newest label. Reads the store; writes nothing; rendering is the CLI's.
+A trace's cause is its newest label. Reads the store (``triage_queries``); writes nothing; rendering is the CLI's.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
+from ragmon.review import triage_queries as tq
 from ragmon.review.records import iso_week, parse_week
-from ragmon.review.triage import CAUSES, TriageStore
+from ragmon.review.triage import CAUSES
+from ragmon.review.triage_queries import TriageStore
 
 ALL = "ALL"
 
@@ -50,17 +52,8 @@ def report_weeks(week: str, n: int) -> tuple[str, ...]:
 
 def triage_report(store: TriageStore, week: str, n_weeks: int = 4) -> TriageReport:
     weeks = report_weeks(week, max(1, n_weeks))
-    params = {"weeks": list(weeks)}
-    queue, labels = store.table("triage_queue"), store.table("triage_labels")
-    sizes = {r["week"]: r for r in store.query_rows(
-        f"SELECT week, count() AS queued, max(population) AS population FROM {queue} FINAL "
-        "WHERE week IN {weeks:Array(String)} GROUP BY week", params)}  # fmt: skip
-    counted = store.query_rows(
-        f"SELECT l.week AS week, l.cause AS cause, q.category AS category, count() AS n "
-        f"FROM (SELECT week, trace_id, argMax(cause, labelled_at) AS cause FROM {labels} FINAL "
-        f"      WHERE week IN {{weeks:Array(String)}} GROUP BY week, trace_id) AS l "
-        f"INNER JOIN (SELECT week, trace_id, category FROM {queue} FINAL WHERE week IN {{weeks:Array(String)}}) AS q "
-        f"ON l.week = q.week AND l.trace_id = q.trace_id GROUP BY week, cause, category", params)  # fmt: skip
+    sizes = tq.queue_sizes(store, weeks)
+    counted = tq.cause_counts(store, weeks)
     index = {w: i for i, w in enumerate(weeks)}
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * len(weeks))
     totals: dict[str, list[int]] = defaultdict(lambda: [0] * len(weeks))

@@ -22,9 +22,10 @@ from ragmon.review.auth import SESSION_COOKIE, Session, csrf_ok
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
 from ragmon.review.records import parse_week
-from ragmon.review.triage import CAUSES, TriageStore, TriageWeek, load_triage, save_triage_label, triage_weeks
+from ragmon.review.triage import CAUSES, TriageWeek, load_triage, save_triage_label, triage_weeks
+from ragmon.review.triage_queries import TriageStore, stored_trace_row
 from ragmon.review.web import SECURITY_HEADERS, _environment
-from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS, row_to_trace
+from ragmon.store.trace_rows import row_to_trace
 
 
 def triage_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
@@ -81,11 +82,10 @@ def triage_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
         position = next((i for i, it in enumerate(data.items) if it.trace_id == trace_id), None) if data else None
         if data is None or position is None:
             return error(session, 404, "This item is not in that week's triage queue.")
-        rows = store.query_rows(f"SELECT {SELECT_TRACE_COLUMNS} FROM {store.table('traces')} FINAL "
-                                "WHERE trace_id = {t:String} LIMIT 1", {"t": trace_id})  # fmt: skip
-        if not rows:
+        row = stored_trace_row(store, trace_id)
+        if row is None:
             return error(session, 410, "The trace is no longer stored (deleted by the retention TTL).")
-        trace = row_to_trace(rows[0])
+        trace = row_to_trace(row)
         later = [*data.items[position + 1:], *data.items[:position]]
         return page("triage_item.html", session=session, week=data, item=build_item_view(trace), trace=trace,
                     current=data.items[position], causes=CAUSES, position=position + 1,

@@ -263,15 +263,15 @@ def test_trace_list_shows_a_redelivered_trace_once_in_its_latest_version(store):
 def test_the_filter_forms_choices_read_per_column_when_the_combinations_are_many(store, monkeypatch):
     """The choices come from one read of the (retriever, variant, stratum) combinations; past the limit, from one
     read per column — the same choices either way."""
-    from ragmon.console import traces
+    from ragmon.console import queries
 
     rows = [make_trace(trace_id=f"t-{i}", timestamp=_ago(i), category=f"s{i % 4}",
                        retriever={"name": f"r{i % 3}", "version": "v1", "variant": ("production", "shadow")[i % 2],
                                   "parameters": {}}) for i in range(1, 25)]
     insert_traces(store, rows)
     start, end = datetime.now(UTC) - timedelta(days=1), datetime.now(UTC)
-    once = traces.choices(store, start, end)
+    once = queries.filter_choices(store, start, end)
     assert once["retriever"] == ["r0", "r1", "r2"] and once["stratum"] == ["s0", "s1", "s2", "s3"]
     assert once["variant"] == ["production", "shadow"]
-    monkeypatch.setattr(traces, "_COMBINATIONS", 2)
-    assert traces.choices(store, start, end) == once
+    monkeypatch.setattr(queries, "_COMBINATIONS", 2)
+    assert queries.filter_choices(store, start, end) == once
