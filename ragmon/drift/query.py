@@ -175,13 +175,14 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     (``question_hash``) over the reference windows of the other parity, plus the group's reference mean — what the
     window would have scored had its questions scored as they did in the reference (``ragmon.drift.by_query``,
     the same in numpy). The levels are aggregated over the reference and joined to the traces by a 64-bit key
-    (``drift_group``, ``question_hash``, parity; a hash join: ALL, which with one level row a key gives what ANY gives,
-    and carries the levels into the traces' rows a third faster at 10 M traces). A question asked fewer than ``MIN_ASKS`` times in
-    those windows, or never, and a trace with an empty question are summarised as served (the join's default
-    delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its count as
-    served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' squared deltas (``f{i}__dd``): ``aggregate``
-    turns them into the adjusted count and its sampling variance. (Looking the levels up with ``transform`` over
-    arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces; the join, about 3 s.)
+    (``drift_group``, ``question_hash``, parity; a hash join: ALL, which with one level row a key gives what ANY
+    gives, and carries the levels into the traces' rows a second faster at 10 M traces). A question asked fewer than
+    ``MIN_ASKS`` times in those windows, or never, and a trace with an empty question are summarised as served (the
+    join's default delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its
+    count as served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' squared deltas (``f{i}__dd``):
+    ``aggregate`` turns them into the adjusted count and its sampling variance. (Looking the levels up with
+    ``transform`` over arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces: the
+    engine turns a scalar subquery's arrays into one value per element; the join, about 3 s.)
     ``sketched``: the continuous features whose quantile sketch every window needs (a test reads their quantiles:
     ``window_quantiles``, the CUSUM's median); the others get one only where a report shows it
     (``_display_windows``). None: every feature in every window.
