@@ -2,6 +2,9 @@
 
     python -m bench.drift                 # 10 million traces (about 1.5 GB of chDB data; a few minutes)
     python -m bench.drift --n 1000000     # smaller
+    python -m bench.drift --dir /tmp/big  # keep the store: a second run with the same --dir and --n skips the
+                                          # generation and checks at the same (stored) generation time
+    python -m bench.drift --results r.json  # every result of the timed check as JSON (compare two versions)
 
 The traces are generated inside ClickHouse (``INSERT … SELECT … FROM numbers(n)``): 6 groups (2 retrievers × 3
 strata), 90 % of the traffic spread over every hour of the 8 days before the current one (the trailing
@@ -21,6 +24,8 @@ It prints both times, the rows each moved, and how far the window z-scores from 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -47,6 +52,7 @@ from ragmon.telemetry import Telemetry
 
 CONTINUOUS = ("top1_score", "mean_score", "top2_gap", "n_results", "latency_ms", "cost_usd")
 RATES = ("empty_shortlist_rate", "refusal_rate")
+MARKER = "bench-drift.json"  # in --dir: the n, questions and generation time of the store it holds
 
 
 def generate(store: ClickHouseStore, n: int, now: datetime, console: Console, questions: int) -> float:
@@ -112,6 +118,9 @@ def main() -> None:
                         help="distinct questions, Zipf-popular, each with its own score level (default 1,000,000; "
                              "0: every trace its own level)")
     parser.add_argument("--dir", type=Path, default=None, help="chDB data directory (default: a temporary one)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="write every result of the timed check here as JSON (verdicts, statistics, summaries)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed checks (default 1; the time of each is printed)")
     parser.add_argument("--skip-naive", action="store_true", help="only time the pushed-down check")
     parser.add_argument("--memory-mb", type=int, default=StoreSettings().embedded_memory_mb,
                         help="store.embedded_memory_mb of the engine (default: ragmon's). The naive way fetches "
@@ -125,16 +134,32 @@ def main() -> None:
     settings = StoreSettings(dsn=SecretStr(f"chdb://{directory}"), database="bench_drift",
                              embedded_memory_mb=args.memory_mb)
     store = ClickHouseStore.open(settings)
-    store.command(f"TRUNCATE TABLE IF EXISTS {store.table('traces')}")
-    now = datetime.now(UTC).replace(microsecond=0)
-    generate(store, args.n, now, console, args.questions)
+    marker = directory / MARKER
+    made = json.loads(marker.read_text()) if marker.exists() else {}
+    if made.get("n") == args.n and made.get("questions") == args.questions:
+        now = datetime.fromisoformat(made["now"])
+        console.print(f"reusing the store in {directory} ({args.n:,} traces generated at {now:%Y-%m-%d %H:%M} UTC)")
+    else:
+        marker.unlink(missing_ok=True)
+        store.command(f"TRUNCATE TABLE IF EXISTS {store.table('traces')}")
+        now = datetime.now(UTC).replace(microsecond=0)
+        generate(store, args.n, now, console, args.questions)
+        if args.dir:
+            marker.write_text(json.dumps({"n": args.n, "questions": args.questions, "now": now.isoformat()}))
 
     features = [*CONTINUOUS, *RATES]
     checker = DriftChecker(store, DriftSettings(features=features), Telemetry(), clock=lambda: now)
     checker.run_once()  # warm-up: first-query compilation and page cache, like any long-running daemon
-    started = time.perf_counter()
-    result = checker.run_once()
-    pushed = time.perf_counter() - started
+    times = []
+    for _ in range(max(1, args.repeat)):
+        started = time.perf_counter()
+        result = checker.run_once()
+        times.append(time.perf_counter() - started)
+    pushed = min(times)
+    if len(times) > 1:
+        console.print(f"timed checks: {', '.join(f'{t:.2f}s' for t in times)} (the table shows the fastest)")
+    if args.results:
+        args.results.write_text(json.dumps(results_json(result), indent=1, sort_keys=True))
     # the default check also has newest_version_share (chunk level: an ARRAY JOIN over every retrieved chunk)
     full = DriftChecker(store, DriftSettings(features=[*features, "newest_version_share"]), Telemetry(),
                         clock=lambda: now)
@@ -181,6 +206,28 @@ def main() -> None:
                               f"{max(diffs):.4f}, mean {np.mean(diffs):.4f} over {len(diffs)} group×feature pairs")
     if tmp is not None:
         tmp.cleanup()
+
+
+def results_json(result) -> list[dict]:
+    """Every result of a check as plain JSON, sorted, without the check's id and time: two versions of the checker
+    run on the same store must write the same file."""
+    def plain(v):
+        if isinstance(v, float):
+            return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if hasattr(v, "__dataclass_fields__"):
+            return {k: plain(getattr(v, k)) for k in v.__dataclass_fields__}
+        if isinstance(v, (int, str, bool)) or v is None:
+            return v
+        return repr(v)
+    rows = []
+    for r in result.results:
+        row = {k: plain(getattr(r, k)) for k in r.__dataclass_fields__ if k not in ("check_id", "checked_at")}
+        rows.append(row)
+    return sorted(rows, key=lambda x: json.dumps([x["group"], x["feature"], x["test"]], sort_keys=True))
 
 
 def _hash(store: ClickHouseStore, group) -> int:

@@ -125,16 +125,24 @@ RATE_PRIOR_ASKS = 0.5
 _ASKED = "question_hash != cityHash64('')"
 
 
+def _question_key(parity: str) -> str:
+    """The 64-bit join key of a (drift group, question, window parity): both hashes are already uniform 64-bit
+    (cityHash64 at insert), so their XOR, shifted to make room for the parity bit, keys them as well as hashing the
+    three again would (two (group, question) pairs share a key with probability 2⁻⁶³, as with any 64-bit hash), and
+    costs less: 0.3 s of a check over 10 M traces, where each trace is keyed once for the levels and once for the
+    lookup."""
+    return f"bitXor(question_hash, drift_group) * 2 + toUInt64({parity})"
+
+
 def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str) -> str:
     """The reference levels as one row set to join, per (group, question, window parity) for questions asked at
     least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's level less its group's mean (0 where the
     question has fewer than ``MIN_ASKS`` finite values of that feature); a rate's level is shrunk towards the group's
-    share by ``RATE_PRIOR_ASKS`` asks, and ``lv_v{i}`` is its Bernoulli variance less the group's,
-    ``level(1 − level) − M(1 − M)``. The group means join the levels, not the traces: one join of the traces instead
+    share by ``RATE_PRIOR_ASKS`` asks. The group means join the levels, not the traces: one join of the traces instead
     of two (0.2–0.3 s of 6 at 10 M traces)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
     rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
-    question = (rows.replace("{key}", f"cityHash64(drift_group, question_hash, {_INDEX} % 2) AS key,")
+    question = (rows.replace("{key}", f"{_question_key(f'{_INDEX} % 2')} AS key,")
                 + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
     # a value that is always finite (a count, a rate, latency, cost) needs no count of its own: one count() serves
@@ -151,7 +159,6 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
         if f.kind == "rate":
             level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / ({c} + {RATE_PRIOR_ASKS!r}))"
             deltas.append(f"if({c} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
-            deltas.append(f"if({c} >= {MIN_ASKS}, {level} * (1 - {level}) - gm{i} * (1 - gm{i}), 0) AS lv_v{i}")
         else:
             deltas.append(f"if({c} >= {MIN_ASKS}, s{i} / {c} - gm{i}, 0) AS lv_d{i}")
     # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
@@ -168,12 +175,14 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     (``question_hash``) over the reference windows of the other parity, plus the group's reference mean — what the
     window would have scored had its questions scored as they did in the reference (``drift.simulation.by_query``,
     the same in numpy). The levels are aggregated over the reference and joined to the traces by a 64-bit key
-    (``drift_group``, ``question_hash``, parity; a hash join). A question asked fewer than ``MIN_ASKS`` times in
-    those windows, or never, and a trace with an empty question are summarised as served (the join's default
-    delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its count as
-    served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' ``lv_v`` (``f{i}__dv``): ``aggregate``
-    turns them into the adjusted count and its sampling variance. (Looking the levels up with ``transform`` over
-    arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces; the join, about 3 s.)
+    (``drift_group``, ``question_hash``, parity; a hash join: ALL, which with one level row a key gives what ANY
+    gives, and carries the levels into the traces' rows a second faster at 10 M traces). A question asked fewer than
+    ``MIN_ASKS`` times in those windows, or never, and a trace with an empty question are summarised as served (the
+    join's default delta is 0), so traffic that never repeats a question is summarised as it is. A rate returns its
+    count as served (``f{i}__k``), adjusted (``f{i}__ka``) and the sum of its traces' squared deltas (``f{i}__dd``):
+    ``aggregate`` turns them into the adjusted count and its sampling variance. (Looking the levels up with
+    ``transform`` over arrays from a scalar subquery, like ``chunks_sql``, needed 4 GiB and 16 s at 10 M traces: the
+    engine turns a scalar subquery's arrays into one value per element; the join, about 3 s.)
     ``sketched``: the continuous features whose quantile sketch every window needs (a test reads their quantiles:
     ``window_quantiles``, the CUSUM's median); the others get one only where a report shows it
     (``_display_windows``). None: every feature in every window.
@@ -191,8 +200,8 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
         elif i in adjusted_at:
             inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
-            middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_v{i} AS e{i}"])
-            outer.extend([f"sum(x{i}) AS f{i}__k", f"sum(a{i}) AS f{i}__ka", f"sum(e{i}) AS f{i}__dv"])
+            middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_d{i} * lv_d{i} AS e{i}"])
+            outer.extend([f"sum(x{i}) AS f{i}__k", f"sum(a{i}) AS f{i}__ka", f"sum(e{i}) AS f{i}__dd"])
         else:
             inner.append(f"toUInt8({f.expr}) AS v{i}")
             middle.append(f"v{i}")
@@ -200,9 +209,9 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     where = span_condition(traces, p, has_snapshot=True)
     rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
     if adjusted:
-        inner.append(f"if({_ASKED}, cityHash64(drift_group, question_hash, ({_INDEX} + 1) % 2), 0) AS question")
+        inner.append(f"if({_ASKED}, {_question_key(f'({_INDEX} + 1) % 2')}, 0) AS question")
         rows = (f"SELECT {', '.join(middle)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {where}) AS t "
-                f"ANY LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
+                f"ALL LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
     return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
 
 
@@ -290,7 +299,7 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
                     put(g, f.name, w, _continuous(row, f"f{i}"))
                 elif by_query and f.by_query:
                     rates.setdefault((g, f.name), {})[w] = (int(row["n_rows"]), float(row[f"f{i}__k"]),
-                                                            float(row[f"f{i}__ka"]), float(row[f"f{i}__dv"]))
+                                                            float(row[f"f{i}__ka"]), float(row[f"f{i}__dd"]))
                 else:
                     put(g, f.name, w, RateSummary(int(row["n_rows"]), int(row[f"f{i}__k"])))
         for (g, name), by_w in rates.items():
@@ -312,8 +321,11 @@ def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
 
 def adjusted_rates(by_w: dict[int, tuple[int, float, float, float]], p: WindowPlan) -> dict[int, RateSummary]:
     """A rate adjusted for the question, per window (index as the query returned it): (traces, count as served,
-    adjusted count, Σ lv_v) → ``RateSummary(n, adjusted count, var)`` with ``var = n·M(1 − M) + Σ lv_v``, M the
-    share over the reference windows (the group mean the levels were taken against). No reference traffic: the
+    adjusted count, Σ d²) → ``RateSummary(n, adjusted count, var)``, d = level(q) − M a trace's delta (0 for a
+    question not seen twice), M the share over the reference windows (the group mean the levels were taken
+    against). ``var = Σ level(q)(1 − level(q)) = n·M(1 − M) + Σ ((d + M)(1 − d − M) − M(1 − M))
+    = n·M(1 − M) + (1 − 2M)·Σ d − Σ d²``, with Σ d = count as served − adjusted count: the query returns one sum per
+    trace's delta instead of a second column of variances to carry through the join. No reference traffic: the
     counts as served (nothing was adjusted)."""
     reference = [w - p.offset if w > 0 and p.offset else w for w in by_w]
     trials = hits = 0.0
@@ -323,7 +335,8 @@ def adjusted_rates(by_w: dict[int, tuple[int, float, float, float]], p: WindowPl
     if trials <= 0:
         return {w: RateSummary(n, _whole(k)) for w, (n, k, _, _) in by_w.items()}
     m = hits / trials
-    return {w: RateSummary(n, ka, max(0.0, n * m * (1 - m) + dv)) for w, (n, _, ka, dv) in by_w.items()}
+    return {w: RateSummary(n, ka, max(0.0, n * m * (1 - m) + (1 - 2 * m) * (k - ka) - dd))
+            for w, (n, k, ka, dd) in by_w.items()}
 
 
 def _whole(k: float) -> float:

@@ -163,17 +163,20 @@ def _beta_binomial(k: float, n: int, mean: float, between_var: float) -> tuple[f
     a whole number (adjusted for the question) is interpolated between the whole numbers on either side of it."""
     mu = min(max(mean, 1e-12), 1 - 1e-12)
     size = max(mu * (1 - mu) / between_var - 1, 1e-3) if between_var > 0 else math.inf  # α + β of the beta
+    k = min(max(k, 0.0), float(n))
+    low = math.floor(k)
+    # P(K < k), P(K = k), P(K > k) at the whole numbers on either side of k (one pmf for both)
+    wholes = (low, low + 1) if k > low else (low,)
+    counted = dict(zip(wholes, _count_tails(wholes, n, mu, size), strict=True))
 
     def tails(whole: int) -> tuple[float, float]:
-        below, at, above = _count_tails(whole, n, mu, size)  # P(K < k), P(K = k), P(K > k)
+        below, at, above = counted[whole]
         p = min(1.0, 2 * min(below + at, above + at))
         # z = Φ⁻¹(mid-p), from the shorter tail (1 − a tiny upper tail would round to 1)
         if below <= above:
             return p, float(_special.ndtri(max(below + at / 2, 1e-300)))
         return p, float(-_special.ndtri(max(above + at / 2, 1e-300)))
 
-    k = min(max(k, 0.0), float(n))
-    low = math.floor(k)
     p, z = tails(low)
     if k > low:
         frac = k - low
@@ -182,21 +185,26 @@ def _beta_binomial(k: float, n: int, mean: float, between_var: float) -> tuple[f
     return z, float(p)
 
 
-def _count_tails(k: int, n: int, mu: float, size: float) -> tuple[float, float, float]:
-    """(P(K < k), P(K = k), P(K > k)) of a beta-binomial count of ``n`` trials whose share is Beta(mu·size,
-    (1 − mu)·size), binomial(n, mu) when ``size`` is infinite — what ``scipy.stats.betabinom`` gives, each tail summed
-    directly in log space rather than as one minus the other (scipy's distribution objects cost about a millisecond a
-    call)."""
+def _count_tails(ks: tuple[int, ...], n: int, mu: float, size: float) -> list[tuple[float, float, float]]:
+    """(P(K < k), P(K = k), P(K > k)) for each k of ``ks``, of a beta-binomial count of ``n`` trials whose share is
+    Beta(mu·size, (1 − mu)·size), binomial(n, mu) when ``size`` is infinite — what ``scipy.stats.betabinom`` gives,
+    each tail summed directly in log space rather than as one minus the other (scipy's distribution objects cost
+    about a millisecond a call). The pmf over 0 … n is computed once for every k: with the question adjustment n is
+    up to 100 times a window's traces, and the two whole numbers either side of an adjusted count took half a second
+    of a check over 10 M traces when each computed its own."""
     if math.isinf(size):
-        below = float(_special.bdtr(k - 1, n, mu)) if k > 0 else 0.0
-        above = float(_special.bdtrc(k, n, mu)) if k < n else 0.0
-        return below, max(0.0, 1.0 - below - above), above
+        out = []
+        for k in ks:
+            below = float(_special.bdtr(k - 1, n, mu)) if k > 0 else 0.0
+            above = float(_special.bdtrc(k, n, mu)) if k < n else 0.0
+            out.append((below, max(0.0, 1.0 - below - above), above))
+        return out
     a, b = mu * size, (1 - mu) * size
     j = np.arange(0, n + 1)
     log_pmf = (_special.gammaln(n + 1) - _special.gammaln(j + 1) - _special.gammaln(n - j + 1)
                + _special.betaln(j + a, n - j + b) - _special.betaln(a, b))
     pmf = np.exp(log_pmf)
-    return float(pmf[:k].sum()), float(pmf[k]), float(pmf[k + 1:].sum())
+    return [(float(pmf[:k].sum()), float(pmf[k]), float(pmf[k + 1:].sum())) for k in ks]
 
 
 def _level_index(level: float) -> int:
