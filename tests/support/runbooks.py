@@ -21,6 +21,9 @@ NOT_READS = {
     "ragmon review hash-password": "prompts for a password; no store",
     "ragmon schema validate message.json": "needs a saved message file; no store",
     "ragmon score --from-store --only-failed --since 6h": "writes (judges failed traces again, with the judge)",
+    "ragmon score": "starts the score daemon (scores lost traces again)",
+    "ragmon ingest --file traces.jsonl": "writes (re-sends lost traces from a file the page names)",
+    "ragmon ingest --group-id ragmon-replay --exit-when-idle 60": "writes (re-reads the topic into the store)",
 }
 #: every form of these: calibrate needs human review labels (the demo's data has none), the gate a golden set
 NOT_READ_PREFIXES = ("ragmon calibrate ", "ragmon gate ")
