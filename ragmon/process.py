@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import socket
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ragmon.config import Settings
-from ragmon.daemon import Daemon, RoleParts
+from ragmon.daemon import Daemon, PeriodicRole, RoleParts
 from ragmon.errors import ConfigError, RagmonError
 from ragmon.server import Check, Health, ServerHandle, create_app, create_listener_app, serve
 from ragmon.telemetry import Telemetry
@@ -33,6 +35,8 @@ ROLES = ("ingest", "otlp", "outcomes", "score", "drift", "judge_agreement", "cov
 #: roles that ran inside the drift role before they were roles of their own: unless switched off they run wherever
 #: it does (an unset ``roles.<name>`` follows ``roles.drift``; ``ragmon drift`` starts them too)
 WITH_DRIFT = ("judge_agreement", "coverage")
+log = logging.getLogger("ragmon.process")
+
 NO_ROLE = "roles: every role is switched off; enable at least one (RAGMON_ROLES__<ROLE>=true)"
 
 
@@ -226,12 +230,27 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     return Process(settings, store, telemetry, parts, title=title)
 
 
-def _with_console(settings: Settings, store: Any, review: RoleParts) -> RoleParts:
-    """The review role's parts plus the console's routes (``ragmon.console``), which share its sign-in."""
-    from ragmon.console.router import console_router, redirect_router
+#: how often the console's warm-up loop looks for a new shadow check to compute (at most the check interval)
+SHADOW_WARM_EVERY = 15.0
 
-    routers = (console_router(settings, store, review.service.context), redirect_router())
-    return dataclasses.replace(review, routers=(*review.routers, *routers))
+
+def _with_console(settings: Settings, store: Any, review: RoleParts) -> RoleParts:
+    """The review role's parts plus the console's routes (``ragmon.console``), which share its sign-in, and the
+    console's warm-up loop: the Shadow page's comparisons of each new shadow check computed before anyone asks."""
+    from ragmon.console.router import console_router, redirect_router
+    from ragmon.console.shadow_page import ComparisonCache
+
+    comparisons = ComparisonCache()
+    routers = (console_router(settings, store, review.service.context, comparisons=comparisons), redirect_router())
+
+    def warm() -> None:
+        try:
+            comparisons.warm(store, settings, datetime.now(UTC))
+        except RagmonError as exc:  # the page says it when asked; the loop tries again
+            log.warning("console: the shadow comparisons were not computed ahead: %s", exc)
+
+    loop = PeriodicRole("console-shadow-warm", min(SHADOW_WARM_EVERY, settings.shadow.interval_seconds), warm)
+    return dataclasses.replace(review, routers=(*review.routers, *routers), loops=(*review.loops, loop))
 
 
 def startup_problems(settings: Settings) -> list[str]:

@@ -48,7 +48,10 @@ _STATIC = {"console.css": "text/css"}
 
 
 def console_router(settings: Settings, store: ConsoleReads, review: ReviewContext,
-                   clock: Callable[[], float] = time.time) -> APIRouter:
+                   clock: Callable[[], float] = time.time,
+                   comparisons: shadow_page.ComparisonCache | None = None) -> APIRouter:
+    """The console's pages; ``comparisons`` is the Shadow page's cache, shared with the daemon's warm-up loop
+    (``shadow_warm_loop``) when one runs."""
     router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=StoreAwareRoute)
     pages = ConsolePages(review)
 
@@ -98,7 +101,7 @@ def console_router(settings: Settings, store: ConsoleReads, review: ReviewContex
         return pages.signed_in(request, render)
 
     letters_read = dead_letter_reading.CachedLetters(settings.console, settings.kafka)
-    comparisons = shadow_page.ComparisonCache()
+    comparisons = comparisons if comparisons is not None else shadow_page.ComparisonCache()
     explanations = incident_page.ExplanationCache()
 
     @router.get("/dead-letters")

@@ -43,7 +43,8 @@ def test_drift_review_and_shadow_register_their_checks_under_the_role_names(stor
     ok, results = process.health.evaluate(process.health.liveness)
     assert ok and results["drift_loop"]["detail"] == "no check attempted yet"
     assert [loop.name for loop in process.daemon.roles] == ["drift", "judge-agreement", "review-gauges",
-                                                            "review-select", "review-triage", "shadow"]
+                                                            "review-select", "review-triage", "console-shadow-warm",
+                                                            "shadow"]
     assert len(process.routers) == 3  # the review UI, and the console mounted with it (and its /console shortcut)
 
 

@@ -92,3 +92,42 @@ def test_the_stored_shadow_pair_is_compared_without_asking_once_per_check(store)
                    .text)[0] == N + 50
     now[0] += 5  # the next check computes it again, once
     assert _counts(client.get("/review/console/shadow").text)[0] == N + 50
+
+
+def test_the_daemon_computes_each_checks_comparison_before_the_first_view(store):
+    """On 10 M traces the first view after each shadow check waited 5–27 s for the comparison; the console's
+    warm-up loop in the daemon (``ragmon review``/``ragmon run``) computes it as the check begins, and the page
+    shows that result: traffic stored after the loop ran is not in it until the next check."""
+    from ragmon.process import build_process
+    from ragmon.server import create_app
+
+    day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)  # checks daily: one at midnight
+    insert_traces(store, generate_traces(N, seed=SEED, candidate=CANDIDATE, coverage=0.9,
+                                         start=day - timedelta(hours=6)))
+    process = build_process(console_settings(shadow=ShadowSettings(interval_seconds=86_400)), ["review"],
+                            store=store)
+    loop = next(loop for loop in process.parts["review"].loops if loop.name == "console-shadow-warm")
+    assert loop.interval_seconds == 15.0  # looks for a new check every 15 s (at most the check interval)
+    loop.fn()  # what the loop's thread does
+    insert_traces(store, generate_traces(50, seed=SEED + 1, candidate=CANDIDATE, start=day - timedelta(hours=5)))
+    client = signed_in(create_app(process.telemetry, process.health, process.routers))
+    html = client.get("/review/console/shadow").text
+    assert "hybrid@v1 (production) vs dense@v2 (shadow)" in html and 'class="meta derived"' in html
+    assert _counts(html)[0] == N  # computed by the loop, before the 50 were stored
+    asked = client.get("/review/console/shadow?baseline=hybrid@v1&candidate=dense@v2&since=2d").text
+    assert _counts(asked)[0] == N + 50  # an ask is computed when asked
+
+
+def test_a_comparison_that_fails_is_not_kept_for_the_check(store):
+    """A comparison that could not be made (here: no pairs yet — the shadow deployment had not sent any) is tried
+    again at the next view of the same check, not shown as empty until the next check (a day here)."""
+    comparison = ShadowComparisonSettings(baseline="hybrid@v1", candidate="dense@v2", window_seconds=3 * 86_400)
+    now = [time.time() + 10]
+    client = signed_in(console_app(store, console_settings(shadow=ShadowSettings(comparisons=[comparison],
+                                                                                  interval_seconds=86_400)),
+                                   clock=lambda: now[0]))
+    assert "0 candidate traces" in client.get("/review/console/shadow").text
+    day = datetime.fromtimestamp(now[0], UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    insert_traces(store, generate_traces(N, seed=SEED, candidate=CANDIDATE, coverage=0.9,
+                                         start=day - timedelta(hours=6)))
+    assert _counts(client.get("/review/console/shadow").text)[0] == N
