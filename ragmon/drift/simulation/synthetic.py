@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ragmon.drift.simulation.synthetic_queries import CommandStore, insert_slice
+from ragmon.drift.simulation.synthetic_queries import TrafficStore, insert_slice
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class SyntheticSpec:
 INSERT_ROWS = 250_000
 
 
-def insert_synthetic(store: CommandStore, spec: SyntheticSpec) -> int:
+def insert_synthetic(store: TrafficStore, spec: SyntheticSpec) -> int:
     """Insert ``spec.n`` synthetic traces into ``traces`` (in slices of ``INSERT_ROWS``); return how many."""
     start_ms = int(spec.start.timestamp() * 1000)
     span_ms = int(spec.end.timestamp() * 1000) - start_ms

@@ -1,5 +1,5 @@
 """The statement that generates synthetic traces inside ClickHouse (``synthetic.insert_synthetic`` runs it per
-slice of row numbers), and the seam it writes through: ``CommandStore``.
+slice of row numbers), and the seam every simulator writes simulated traffic through: ``TrafficStore``.
 
 Owns the SQL: seeded hashes of the row number (``cityHash64`` with the seed: ClickHouse's ``rand()`` cannot be
 seeded) turned into uniform, normal (Box–Muller) and exponential draws. Every value is a ``{name:Type}`` parameter;
@@ -8,14 +8,18 @@ only the ``traces`` table name is formatted in. Must not choose the parameters (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 
-class CommandStore(Protocol):
-    """What the generator writes through (``ClickHouseStore`` satisfies it); blocking, raises ``StoreError``."""
+class TrafficStore(Protocol):
+    """What the simulators write simulated traffic through (``ClickHouseStore`` satisfies it): this statement
+    (``command``), or columns built in Python (``simulate``, ``incidents``). Blocking; raises ``StoreError``."""
 
     def table(self, name: str) -> str: ...
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any: ...
+    def insert_columns(self, table: str, columns: dict[str, Sequence[Any]], *,
+                       dedup_token: str | None = None) -> int: ...
 
 
 def _h(*args: str) -> str:
@@ -77,7 +81,7 @@ FROM (
 
 
 
-def insert_slice(store: CommandStore, parameters: dict[str, Any]) -> None:
+def insert_slice(store: TrafficStore, parameters: dict[str, Any]) -> None:
     """Insert the traces of row numbers ``offset`` … ``offset + n - 1`` (``parameters``: every ``{name:Type}`` of
     the statement)."""
     store.command(_SQL.replace("{traces}", store.table("traces")), parameters)
