@@ -38,7 +38,7 @@ from rich.table import Table
 
 from ragmon.config import DriftSettings, StoreSettings
 from ragmon.drift.check.check import DriftChecker
-from ragmon.drift.check.query import plan_parameters  # the same windows as the check
+from ragmon.drift.check.window_queries import plan_parameters  # the same windows as the check
 from ragmon.drift.method.assess import Detector, Entry, Planned, assess
 from ragmon.drift.method.features import plan_features
 from ragmon.drift.method.series import Series

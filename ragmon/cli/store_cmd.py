@@ -43,10 +43,7 @@ def status(ctx: typer.Context, output: FormatOption = "table") -> None:
                    "RAGMON_STORE__DSN the directory the daemon uses? `ragmon store migrate` creates an empty one)",
                    EXIT_UNAVAILABLE)
     store = open_store(settings)
-    counts = {}
-    for name in TABLES:
-        final = "FINAL" if name != "drift_checks" else ""
-        counts[name] = int(store.command(f"SELECT count() FROM {store.table(name)} {final}"))
+    counts = {name: store.row_count(name) for name in TABLES}
     versions = [f"{v:04d}_{n}" for v, n, _ in store.applied_migrations()]
     if output == "json":
         console.print_json(json.dumps({"store": where, "tables": counts, "migrations": versions}))

@@ -29,8 +29,8 @@ from ragmon.console import runbooks
 from ragmon.console.filters import MAX_TEXT, iso_time
 from ragmon.console.queries import group_check_rows, segment_trace_rows, versions_served_sql
 from ragmon.drift.check.applied import applied_settings, record
-from ragmon.drift.check.query import Group
-from ragmon.drift.explain.explain_query import DIMENSIONS, OTHER, parameters, window_condition
+from ragmon.drift.check.window_queries import Group
+from ragmon.drift.explain.explain_queries import DIMENSIONS, OTHER, parameters, window_condition
 from ragmon.drift.explain.explain_run import ExplainResult, run_explain, stored_check
 from ragmon.drift.method.features import FEATURES
 from ragmon.drift.method.windows import plan

@@ -24,9 +24,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ragmon.console.filters import PAGE_SIZE, TRACE_FIGURES, TraceFilter
-from ragmon.drift.check.query import Group
-from ragmon.drift.check.report import COLUMNS
-from ragmon.drift.explain.explain_query import DIMENSIONS
+from ragmon.drift.check.queries import COLUMNS
+from ragmon.drift.check.window_queries import Group
+from ragmon.drift.explain.explain_queries import DIMENSIONS
 from ragmon.store.trace_rows import SELECT_TRACE_COLUMNS
 from ragmon.where import Where
 
@@ -292,7 +292,7 @@ def segment_trace_rows(store: ConsoleReads, dimension: str, feature_expr: str, c
                        params: dict[str, Any], limit: int) -> list[dict[str, Any]]:  # fmt: skip
     """The current window's traces of the group whose ``dimension`` is the segment ``{seg}`` (in ``params``, with
     the group's and the windows' parameters), lowest feature value first: trace_id, ts, question start, value.
-    ``current``/``reference`` are the drift windows' conditions (``drift.explain_query.window_condition``)."""
+    ``current``/``reference`` are the drift windows' conditions (``drift.explain_queries.window_condition``)."""
     dims = {d.name: d for d in DIMENSIONS}
     traces, types = store.table("traces"), store.table("question_types")
     group_sql = ("retriever_name = {rn:String} AND retriever_version = {rv:String} AND variant = {var:String} "

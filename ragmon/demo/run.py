@@ -128,7 +128,7 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     t0 = time.perf_counter()
     dead = _ingest(settings, store, telemetry, messages, progress, dead_letter_path)
     ingest_seconds = time.perf_counter() - t0
-    stored = int(store.command(f"SELECT count() FROM {store.table('traces')} FINAL"))
+    stored = store.row_count("traces")
 
     t0 = time.perf_counter()
     scorer = build_scorer(settings, store, telemetry)

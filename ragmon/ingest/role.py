@@ -16,9 +16,7 @@ from ragmon.daemon import RoleParts
 from ragmon.errors import ConfigError
 from ragmon.pipeline.faults import FaultPoints
 from ragmon.pipeline.intake import redaction_problems
-from ragmon.pipeline.loop import IngestPipeline
-from ragmon.pipeline.writer import StoreTraceWriter
-from ragmon.server import heartbeat_check
+from ragmon.pipeline.role_parts import pipeline_role
 from ragmon.stream.dead_letter import KafkaDeadLetterSink
 from ragmon.stream.source import KafkaTraceSource
 from ragmon.telemetry import Telemetry
@@ -44,8 +42,8 @@ def check(settings: Settings) -> None:
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
-    """The pipeline with its liveness (the consume loop polled recently) and readiness (writes succeed).
-    Raises ``RagmonError`` on bad setup."""
+    """The pipeline with its liveness (the consume loop polled recently) and readiness (writes succeed)
+    (``ragmon.pipeline.role_parts``). Raises ``RagmonError`` on bad setup."""
     check(settings)
     source = KafkaTraceSource(settings.kafka)
     try:
@@ -53,19 +51,6 @@ def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
     except Exception:
         source.close()
         raise
-    pipeline = IngestPipeline(
-        source, StoreTraceWriter(store), dead_letters, settings.ingest, telemetry,
-        input_format=settings.kafka.input_format, retention_days=settings.store.traces_ttl_days,
-        faults=FaultPoints.from_env(),
-    )
-    max_age = settings.process.ingest_liveness_limit(settings.store.query_timeout_seconds)
-
-    def writing() -> tuple[bool, str]:
-        if pipeline.paused:
-            return False, f"writes failing, consumption paused: {pipeline.last_error}"
-        return True, "writes succeed"
-
-    return RoleParts(
-        loops=(pipeline,), service=pipeline, readiness=writing,
-        liveness=heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll"),
-        on_stuck="uncommitted messages will be re-read on the next start (nothing is lost)")
+    return pipeline_role(settings, store, telemetry, source, dead_letters, input_format=settings.kafka.input_format,
+                         while_failing="consumption paused", polled="last poll",
+                         on_stuck="uncommitted messages will be re-read on the next start (nothing is lost)")

@@ -25,7 +25,7 @@ from ragmon.otlp.http_spool import HttpSpool, SpoolError, SpoolFull, SpoolRecord
 from ragmon.pipeline.spans.otlp import decode_request, request_spans
 from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
-log = logging.getLogger("ragmon.ingest.otlp")
+log = logging.getLogger(__name__)
 
 TOPIC = "otlp-http"
 PARTITION: Partition = (TOPIC, 0)

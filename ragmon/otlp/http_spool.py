@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-log = logging.getLogger("ragmon.ingest.otlp")
+log = logging.getLogger(__name__)
 
 #: body length, CRC-32 (of the header's remaining fields, then the body), offset, format
 RECORD = struct.Struct("<IIQB")

@@ -25,15 +25,13 @@ from ragmon.otlp.http_spool import HttpSpool, SpoolError
 from ragmon.otlp.receiver import PATH, otlp_router
 from ragmon.pipeline.faults import FaultPoints
 from ragmon.pipeline.intake import redaction_problems
-from ragmon.pipeline.loop import IngestPipeline
-from ragmon.pipeline.writer import StoreTraceWriter
-from ragmon.server import heartbeat_check
+from ragmon.pipeline.role_parts import pipeline_role
 from ragmon.store.dsn import parse_dsn
 from ragmon.stream.dead_letter import DeadLetterSink, KafkaDeadLetterSink
 from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from ragmon.telemetry import Telemetry
 
-log = logging.getLogger("ragmon.ingest.otlp")
+log = logging.getLogger(__name__)
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -74,25 +72,16 @@ def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
                  "again first", directory, spool.replay_records)
     try:
         source = HttpTraceSource(otlp.max_queued_bytes, spool)
-        pipeline = IngestPipeline(source, StoreTraceWriter(store), _dead_letters(settings), settings.ingest,
-                                  telemetry, input_format="auto", retention_days=settings.store.traces_ttl_days,
-                                  faults=FaultPoints.from_env(), name="otlp")
+        router = otlp_router(source, token=token, max_body_bytes=otlp.max_body_bytes, telemetry=telemetry)
+        return pipeline_role(
+            settings, store, telemetry, source, _dead_letters(settings), input_format="auto", name="otlp",
+            while_failing="requests refused with 503", polled="last poll of the OTLP/HTTP queue",
+            listeners=(Listener("otlp", otlp.host, otlp.port, (router,), path=PATH),),
+            on_stuck="requests accepted but not stored stay in the OTLP/HTTP spool and are read again on the next "
+                     "start")
     except Exception:
         spool.close()
         raise
-    router = otlp_router(source, token=token, max_body_bytes=otlp.max_body_bytes, telemetry=telemetry)
-    max_age = settings.process.ingest_liveness_limit(settings.store.query_timeout_seconds)
-
-    def writing() -> tuple[bool, str]:
-        if pipeline.paused:
-            return False, f"writes failing, requests refused with 503: {pipeline.last_error}"
-        return True, "writes succeed"
-
-    return RoleParts(
-        loops=(pipeline,), service=pipeline, readiness=writing,
-        liveness=heartbeat_check(lambda: pipeline.last_poll, max_age, "last poll of the OTLP/HTTP queue"),
-        listeners=(Listener("otlp", otlp.host, otlp.port, (router,), path=PATH),),
-        on_stuck="requests accepted but not stored stay in the OTLP/HTTP spool and are read again on the next start")
 
 
 def spool_dir(settings: Settings) -> Path:

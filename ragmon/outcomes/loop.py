@@ -10,7 +10,8 @@ uncommitted tail, which collapses under FINAL (one row per ``event_id``). While 
 fails, the source is paused and the same batch is retried on the ``Backoff`` schedule; memory stays bounded by
 one batch. Partitions revoked in a rebalance are flushed first. After each poll it publishes its
 ``ConsumerState`` (lag read by ``ragmon.stream.lag``) for ``--exit-when-idle``. It reuses the trace sources and sinks
-(``TraceSource``, ``DeadLetterSink``) and must not talk to Kafka or ClickHouse directly.
+(``TraceSource``, ``DeadLetterSink``), stores through ``queries`` (``OutcomeStore``), and must not talk to Kafka or
+ClickHouse directly.
 """
 
 from __future__ import annotations
@@ -31,15 +32,14 @@ from ragmon.contracts.decode import Rejection
 from ragmon.contracts.outcome import Outcome, decode_outcome, looks_like_a_trace
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
+from ragmon.outcomes.queries import COLUMNS, OutcomeStore, stored_event_ids, write_outcomes
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.dead_letter import DeadLetter, DeadLetterSink
 from ragmon.stream.lag import LagReporter
 from ragmon.stream.source import Partition, RawMessage, TraceSource
 from ragmon.telemetry import Telemetry
 
-log = logging.getLogger("ragmon.ingest.outcomes")
-
-COLUMNS = ("event_id", "query_id", "kind", "time", "value", "received_at", "source")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,7 +81,7 @@ class OutcomeLoop:
     """One consumer of outcome events. Not thread-safe: ``run`` owns it. Exports its counts through ``telemetry``
     when given (the ``outcomes`` role of ``ragmon run``: ``outcomes_role``)."""
 
-    def __init__(self, source: TraceSource, store: Any, dead_letters: DeadLetterSink, settings: AbSettings, *,
+    def __init__(self, source: TraceSource, store: OutcomeStore, dead_letters: DeadLetterSink, settings: AbSettings, *,
                  clock: Callable[[], float] = time.monotonic, poll_timeout_seconds: float = 0.5,
                  max_backoff_seconds: float = 30.0, telemetry: Telemetry | None = None):
         self.source, self.store, self.sink, self.settings = source, store, dead_letters, settings
@@ -165,7 +165,7 @@ class OutcomeLoop:
             if batch.outcomes:
                 if batch.known is None:
                     batch.known = _already_stored(self.store, [o for o, _ in batch.outcomes])
-                self.store.insert_columns("outcomes", _columns(batch.outcomes), dedup_token=batch.token())
+                write_outcomes(self.store, _columns(batch.outcomes), batch.token())
             sent = self.sink.send(batch.letters)
             offsets = {p: end for p, (_, end) in batch.ranges.items()}
             self.source.commit(offsets)
@@ -207,14 +207,10 @@ class OutcomeLoop:
         return {p: o for p, o in offsets.items() if p in partitions}
 
 
-def _already_stored(store: Any, outcomes: list[Outcome]) -> int:
+def _already_stored(store: OutcomeStore, outcomes: list[Outcome]) -> int:
     """How many of ``outcomes`` the store holds already, or repeat an earlier one of the list (by ``event_id``,
     looked up through the table's key: query id, kind, event id)."""
-    keys = sorted({(o.query_id, o.kind.value, o.identity) for o in outcomes})
-    rows = store.query_rows(
-        f"SELECT DISTINCT event_id FROM {store.table('outcomes')} "
-        "WHERE (query_id, kind, event_id) IN {keys:Array(Tuple(String, String, String))}", {"keys": keys})
-    found = {r["event_id"] for r in rows}
+    found = stored_event_ids(store, {(o.query_id, o.kind.value, o.identity) for o in outcomes})
     new = {o.identity for o in outcomes} - found
     return len(outcomes) - len(new)
 

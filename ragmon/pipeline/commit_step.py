@@ -28,7 +28,7 @@ from ragmon.stream.source import Partition
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
-log = logging.getLogger("ragmon.ingest")
+log = logging.getLogger(__name__)
 
 
 class Committer(Protocol):

@@ -53,7 +53,7 @@ from ragmon.telemetry import Telemetry
 
 __all__ = ["IngestPipeline", "IngestStats"]
 
-log = logging.getLogger("ragmon.ingest")
+log = logging.getLogger(__name__)
 
 #: the longest a poll blocks: OTLP traces expire and lag is read between polls
 MAX_POLL_SECONDS = 0.25

@@ -32,7 +32,7 @@ from ragmon.stream.dead_letter import DeadLetterSink
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
-log = logging.getLogger("ragmon.ingest")
+log = logging.getLogger(__name__)
 
 
 class AcknowledgedSink(Protocol):

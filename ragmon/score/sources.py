@@ -28,10 +28,11 @@ from typing import Any, NamedTuple
 
 from ragmon.contracts.decode import DecodedTrace, decode_trace
 from ragmon.errors import RetryableSourceError, SourceError
-from ragmon.kafka_options import CONSUMER_CLOSE_TIMEOUT_MS, consumer_options
+from ragmon.kafka_options import consumer_options
 from ragmon.score import queries
 from ragmon.score.queries import ScoreStore
 from ragmon.store.trace_rows import row_to_trace
+from ragmon.stream.source import close_consumer, consumer_lag
 
 log = logging.getLogger(__name__)
 
@@ -185,23 +186,7 @@ class KafkaScoreSource:
             self._consumer.resume(*parts)
 
     def lag(self) -> dict[tuple[str, int], int]:
-        """Messages behind the end of each assigned partition, from the last fetch (no extra request); a partition
-        not fetched yet has no reading."""
-        lags: dict[tuple[str, int], int] = {}
-        for tp in self._consumer.assignment():
-            high = self._consumer.highwater(tp)
-            if high is None:
-                continue
-            try:
-                position = self._consumer.position(tp, timeout_ms=100)
-            except Exception:  # noqa: BLE001 - lag is best effort
-                continue
-            if position is not None:
-                lags[(tp.topic, tp.partition)] = max(0, high - position)
-        return lags
+        return consumer_lag(self._consumer)
 
     def close(self) -> None:
-        try:
-            self._consumer.close(autocommit=False, timeout_ms=CONSUMER_CLOSE_TIMEOUT_MS)
-        except Exception:  # noqa: BLE001,S110 - closing is best effort
-            pass
+        close_consumer(self._consumer)

@@ -197,10 +197,11 @@ def row_to_trace(row: dict[str, Any]) -> dict[str, Any]:
         }
         for i in range(n)
     ]
-    citations = [
-        {"sentence": s, "chunk_id": cid, "quote": q or None}
-        for s, cid, q in zip(row["citation_sentences"], row["citation_chunk_ids"], row["citation_quotes"], strict=True)
-    ]
+    # a citation is its sentence and its chunk id: as many citations as the shorter of those arrays (one without
+    # either says nothing to show); a missing quote reads as none
+    sentences, cited, quotes = row["citation_sentences"], row["citation_chunk_ids"], row["citation_quotes"]
+    citations = [{"sentence": sentences[i], "chunk_id": cited[i], "quote": _at(quotes, i, "") or None}
+                 for i in range(min(len(sentences), len(cited)))]
     feedback = None
     if row.get("feedback_rating") is not None or row.get("feedback_comment"):
         feedback = {"rating": row.get("feedback_rating"), "comment": row.get("feedback_comment") or None}

@@ -32,7 +32,7 @@ from ragmon.config import KafkaSettings
 from ragmon.errors import RetryableSourceError, SourceError
 from ragmon.kafka_options import producer_options
 
-log = logging.getLogger("ragmon.ingest.dead_letter")
+log = logging.getLogger(__name__)
 
 MAX_DETAIL_BYTES = 1_000
 #: a cut letter keeps this much of the value, and of the original headers (whole headers, in order, while they fit)

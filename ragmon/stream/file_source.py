@@ -31,7 +31,7 @@ from ragmon.stream.dead_letter import CUT_VALUE_BYTES
 from ragmon.stream.fd_lines import DescriptorLines
 from ragmon.stream.source import LocalPosition, Partition, RawMessage, RevokeHandler
 
-log = logging.getLogger("ragmon.ingest.file")
+log = logging.getLogger(__name__)
 
 #: lines read ahead of the loop, per source (bounded memory: at most this many lines of max_line_bytes)
 QUEUE_LINES = 2_000

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ragmon.stream.source import Partition
 
-log = logging.getLogger("ragmon.ingest")
+log = logging.getLogger(__name__)
 
 
 class LagSource(Protocol):

@@ -23,7 +23,7 @@ from ragmon.config import KafkaSettings
 from ragmon.errors import ConfigError, FatalSourceError, RetryableSourceError, SourceError
 from ragmon.kafka_options import CONSUMER_CLOSE_TIMEOUT_MS, consumer_options
 
-log = logging.getLogger("ragmon.ingest.source")
+log = logging.getLogger(__name__)
 
 #: a partition: (topic, partition number)
 Partition = tuple[str, int]
@@ -282,25 +282,36 @@ class KafkaTraceSource:
         return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
 
     def lag(self) -> dict[Partition, int]:
-        """Messages behind the partition end, from the last fetch's high watermark (no extra request)."""
-        lags: dict[Partition, int] = {}
-        for tp in self._consumer.assignment():
-            high = self._consumer.highwater(tp)
-            if high is None:
-                continue
-            try:
-                pos = self._consumer.position(tp, timeout_ms=100)
-            except Exception:  # noqa: BLE001 - lag is best effort
-                continue
-            if pos is not None:
-                lags[(tp.topic, tp.partition)] = max(0, high - pos)
-        return lags
+        return consumer_lag(self._consumer)
 
     def close(self) -> None:
+        close_consumer(self._consumer)
+
+
+def consumer_lag(consumer: Any) -> dict[Partition, int]:
+    """Messages behind the end of each partition a kafka-python ``consumer`` is assigned, from the last fetch's high
+    watermark (no extra request); a partition not fetched yet, or whose position cannot be read, has no reading. The
+    trace, outcome and score consumers all read their lag so."""
+    lags: dict[Partition, int] = {}
+    for tp in consumer.assignment():
+        high = consumer.highwater(tp)
+        if high is None:
+            continue
         try:
-            self._consumer.close(autocommit=False, timeout_ms=CONSUMER_CLOSE_TIMEOUT_MS)
-        except Exception as exc:  # noqa: BLE001 - closing is best effort
-            log.warning("closing the Kafka consumer failed: %s", exc)
+            pos = consumer.position(tp, timeout_ms=100)
+        except Exception:  # noqa: BLE001 - lag is best effort
+            continue
+        if pos is not None:
+            lags[(tp.topic, tp.partition)] = max(0, high - pos)
+    return lags
+
+
+def close_consumer(consumer: Any) -> None:
+    """Leave the group without committing (what is committed was stored); a failure is logged, never raised."""
+    try:
+        consumer.close(autocommit=False, timeout_ms=CONSUMER_CLOSE_TIMEOUT_MS)
+    except Exception as exc:  # noqa: BLE001 - closing is best effort
+        log.warning("closing the Kafka consumer failed: %s", exc)
 
 
 @dataclass

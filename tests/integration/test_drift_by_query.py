@@ -12,7 +12,7 @@ import pytest
 
 from ragmon.config import DriftSettings
 from ragmon.drift.check.check import DriftChecker
-from ragmon.drift.check.query import aggregate
+from ragmon.drift.check.window_queries import aggregate
 from ragmon.drift.method.features import FEATURES
 from ragmon.drift.method.windows import plan
 from ragmon.drift.simulation.by_query import adjust_by_query

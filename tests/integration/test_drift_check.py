@@ -12,7 +12,7 @@ from scipy import stats as sp
 
 from ragmon.config import DriftSettings, DriftWindowSettings
 from ragmon.drift.check.check import DriftChecker
-from ragmon.drift.check.query import aggregate, to_series
+from ragmon.drift.check.window_queries import aggregate, to_series
 from ragmon.drift.method.features import FEATURES
 from ragmon.drift.method.windows import plan
 from ragmon.telemetry import Telemetry

@@ -342,7 +342,7 @@ def test_sigterm_flushes_the_buffered_batch_and_commits_and_endpoints_answer(kaf
 def test_a_topic_that_does_not_exist_is_named_in_a_warning_at_start(kafka_bootstrap, new_topic, caplog):
     # a typo in kafka.topic would otherwise look like an idle topic: nothing consumed, exit 0 with --exit-when-idle
     existing = new_topic(1)
-    caplog.set_level("WARNING", logger="ragmon.ingest.source")
+    caplog.set_level("WARNING", logger="ragmon.stream.source")
     source = KafkaTraceSource(kafka_settings(kafka_bootstrap, existing, f"g-{existing}"))
     source.close()
     assert not [r for r in caplog.records if "does not exist" in r.getMessage()]

@@ -128,6 +128,17 @@ def test_reinserting_a_trace_id_with_another_token_reads_back_once_with_final(st
     assert rows == [{"source_partition": 3}]
 
 
+def test_row_count_reads_each_table_as_reads_see_it(store: ClickHouseStore):
+    """``store status`` and the demo count through ``row_count``: a re-delivered trace counts once (FINAL); every
+    table of ``TABLES`` can be counted."""
+    docs = [recent() for _ in range(4)]
+    store.insert_columns("traces", batch(docs).columns, dedup_token="rag.traces/0/0-3")
+    store.insert_columns("traces", batch(docs, partition=2).columns, dedup_token="rag.traces/2/7-10")
+    assert count(store, final=False) == 8
+    assert store.row_count("traces") == 4
+    assert {name: store.row_count(name) for name in TABLES} == {name: 4 if name == "traces" else 0 for name in TABLES}
+
+
 def test_a_token_is_per_batch_not_per_table(store: ClickHouseStore):
     first, second = [recent() for _ in range(3)], [recent() for _ in range(3)]
     store.insert_columns("traces", batch(first).columns, dedup_token="p0/0-2")

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ragmon.drift.check.check import DriftChecker
-from ragmon.drift.check.query import Group
 from ragmon.drift.check.replay import ZReuse
 from ragmon.drift.check.result import DriftResult
+from ragmon.drift.check.window_queries import Group
 
 #: the times listed per feature (the counts are complete)
 MAX_TIMES = 20

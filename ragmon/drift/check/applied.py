@@ -9,8 +9,8 @@ explicitly (the YAML file or a ``RAGMON_DRIFT__*`` variable) still wins — that
 ``drift.alpha`` — and is named. With no stored check, or one stored before settings were recorded, the command's
 own configuration applies.
 
-Owns choosing the settings and saying where they came from; reads ``drift_checks`` through the store, nothing
-else. Must not print.
+Owns choosing the settings and saying where they came from; reads the latest check's through
+``queries.latest_settings``, nothing else. Must not print.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check.query import QueryStore
+from ragmon.drift.check.queries import DriftStore, latest_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +56,12 @@ def record(settings: DriftSettings) -> str:
     return json.dumps(settings.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
-def applied_settings(store: QueryStore, own: DriftSettings) -> Applied:
+def applied_settings(store: DriftStore, own: DriftSettings) -> Applied:
     """The settings a re-evaluating command applies: the latest stored check's, overridden by what ``own`` sets
     explicitly. Raises ``StoreError`` when the store cannot be read."""
-    table = store.table("drift_checks")
-    rows = store.query_rows(
-        f"SELECT check_id, checked_at, settings FROM {table} "
-        f"WHERE checked_at = (SELECT max(checked_at) FROM {table}) LIMIT 1")
-    if not rows or not rows[0]["settings"]:
+    row = latest_settings(store)
+    if row is None or not row["settings"]:
         return Applied(own)
-    row = rows[0]
     try:
         stored = DriftSettings.model_validate(json.loads(str(row["settings"])))
     except (ValueError, ValidationError):

@@ -24,11 +24,12 @@ from datetime import UTC, datetime, timedelta
 from ragmon.config import DriftSettings
 from ragmon.drift.check.applied import record
 from ragmon.drift.check.export import export
-from ragmon.drift.check.query import Group, QueryStore, Windowed, aggregate, to_series
+from ragmon.drift.check.queries import DriftStore, assessed_since, write_check
 from ragmon.drift.check.replay import ZReuse
 from ragmon.drift.check.result import CheckResult, details_json, to_result
 from ragmon.drift.check.watch import Looked
 from ragmon.drift.check.watch import look as watch_look
+from ragmon.drift.check.window_queries import Group, Windowed, aggregate, to_series
 from ragmon.drift.method.assess import Detector, Entry, assess
 from ragmon.drift.method.features import FEATURES, FeaturePlan, plan_features
 from ragmon.drift.method.windows import WindowPlan, plan
@@ -73,7 +74,7 @@ class LookResult:
 class DriftChecker:
     """Runs drift checks against a store. Not thread-safe: one check at a time."""
 
-    def __init__(self, store: QueryStore, settings: DriftSettings, telemetry: Telemetry | None = None,
+    def __init__(self, store: DriftStore, settings: DriftSettings, telemetry: Telemetry | None = None,
                  clock: Clock = utc_now):
         self.store = store
         self.settings = settings
@@ -288,15 +289,7 @@ class DriftChecker:
         waiting = families - assessed_now
         if not waiting:
             return out
-        table = self.store.table("drift_checks")
-        since = now - timedelta(seconds=4 * self.settings.blind_after_seconds)
-        rows = self.store.query_rows(
-            f"SELECT retriever_name, retriever_version, variant, category, feature, "
-            f"maxIf(checked_at, status = 'ok') AS last_ok, countIf(status = 'ok') AS n_ok, "
-            f"min(checked_at) AS first_seen FROM {table} "
-            "WHERE checked_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') "
-            "GROUP BY retriever_name, retriever_version, variant, category, feature",
-            {"since": int(since.timestamp() * 1000)})
+        rows = assessed_since(self.store, now - timedelta(seconds=4 * self.settings.blind_after_seconds))
         last_ok: dict[BlindKey, datetime] = {}
         first_seen: dict[BlindKey, datetime] = {}
         for r in rows:
@@ -313,10 +306,6 @@ class DriftChecker:
         return out
 
     def _store(self, result: CheckResult) -> None:
-        columns = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category", "feature",
-                   "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
-                   "n_reference", "n_current", "reference_start", "reference_end", "current_start", "current_end",
-                   "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent", "settings")
         settings = record(self.settings)
         rows = [[r.check_id, r.checked_at, r.group.retriever_name, r.group.retriever_version, r.group.variant,
                  r.group.stratum, r.feature, r.test, r.statistic, r.p_value, r.p_adjusted, r.effect, r.threshold,
@@ -324,7 +313,7 @@ class DriftChecker:
                  r.windows.reference.end, r.windows.current.start, r.windows.current.end, details_json(r), r.status,
                  r.pooled, r.cusum, r.cusum_threshold, int(r.persistent), settings]
                 for r in result.results]
-        self.store.insert_rows("drift_checks", rows, columns)
+        write_check(self.store, rows)  # in queries.WRITTEN's column order
 
 
 #: the tests that read only a window's count and moments (or count of events); any other reads its quantiles

@@ -14,19 +14,15 @@ a ReplacingMergeTree keyed by document and version).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+
+from ragmon.drift.check.queries import DriftStore
 
 #: longest accepted document id / version (the traces contract allows the same)
 MAX_ID_CHARS = 1024
 BATCH_ROWS = 10_000
-
-
-class CorpusStore(Protocol):
-    def insert_columns(self, table: str, columns: dict[str, Sequence[Any]], *,
-                       dedup_token: str | None = None) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +87,7 @@ def _parse(number: int, text: str) -> Version | Problem:
     return Version(values[0], values[1], when)
 
 
-def load_versions(store: CorpusStore, versions: Iterable[Version]) -> int:
+def load_versions(store: DriftStore, versions: Iterable[Version]) -> int:
     """Insert versions in batches of ``BATCH_ROWS``; return how many."""
     total = 0
     batch: list[Version] = []

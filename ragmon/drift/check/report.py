@@ -19,23 +19,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ragmon.drift.check.query import QueryStore
+from ragmon.drift.check.queries import DriftStore, check_rows
 from ragmon.drift.method.summary import LEVELS
 from ragmon.stats.shift import cdf_from_quantiles
 
-#: the columns of a stored check, as a row names them: the table's ``category`` column is the row's ``stratum``, the
-#: project's word, as in every drift output (``drift backtest``, the gauges' label)
-COLUMNS = ("check_id", "checked_at", "retriever_name", "retriever_version", "variant", "category AS stratum", "feature",
-           "test", "statistic", "p_value", "p_adjusted", "effect", "threshold", "effect_threshold", "drifted",
-           "n_reference", "n_current", "details", "status", "pooled_windows", "cusum", "cusum_threshold", "persistent")
 
-
-def load_check(store: QueryStore, check_id: str | None = None) -> list[dict[str, Any]]:
+def load_check(store: DriftStore, check_id: str | None = None) -> list[dict[str, Any]]:
     """Rows of one check (default: the latest), sorted drifted first; ``details`` parsed."""
-    table = store.table("drift_checks")
-    where = ("check_id = {id:String}" if check_id else
-             f"check_id = (SELECT argMax(check_id, checked_at) FROM {table})")
-    rows = store.query_rows(f"SELECT {', '.join(COLUMNS)} FROM {table} WHERE {where}", {"id": check_id or ""})
+    rows = check_rows(store, check_id)
     for row in rows:
         row["details"] = json.loads(row["details"] or "{}")
     return sort_rows(rows)

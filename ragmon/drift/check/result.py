@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from ragmon.drift.check.query import Group
+from ragmon.drift.check.window_queries import Group
 from ragmon.drift.method.assess import Assessed
 from ragmon.drift.method.summary import ContinuousSummary, Summary
 from ragmon.drift.method.windows import Window, WindowPlan, Windows

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check.query import QueryStore
+from ragmon.drift.check.queries import DriftStore
 from ragmon.drift.check.result import CheckResult
 from ragmon.drift.explain.explain_run import run_explain
 from ragmon.drift.method.features import FEATURES
@@ -31,7 +31,7 @@ SEGMENT_CHARS = 80
 DRAWS = 100
 
 
-def publish_hints(store: QueryStore, settings: DriftSettings, telemetry: Telemetry, result: CheckResult) -> int:
+def publish_hints(store: DriftStore, settings: DriftSettings, telemetry: Telemetry, result: CheckResult) -> int:
     """Explain every paging traces feature of ``result`` and publish the hints; return how many were published."""
     paging = sorted({(r.group, r.feature) for r in result.results
                      if r.persistent and FEATURES.get(r.feature) is not None

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ragmon.config import DriftSettings
-from ragmon.drift.check.query import Group, QueryStore
+from ragmon.drift.check.queries import DriftStore, check_of_feature
+from ragmon.drift.check.window_queries import Group
 from ragmon.drift.explain.explain import Explanation, explain
-from ragmon.drift.explain.explain_query import DIMENSIONS, summarise
+from ragmon.drift.explain.explain_queries import DIMENSIONS, summarise
 from ragmon.drift.method.features import FEATURES, plan_features
 from ragmon.drift.method.windows import WindowPlan, plan
 
@@ -46,29 +47,21 @@ class ExplainResult:
     explanation: Explanation
 
 
-def stored_check(store: QueryStore, group: Group, feature: str, at: datetime | None) -> dict[str, Any] | None:
+def stored_check(store: DriftStore, group: Group, feature: str, at: datetime | None) -> dict[str, Any] | None:
     """The latest stored check row of this group and feature at or before ``at`` (its most telling test:
     persistent, then drifted, then the largest CUSUM)."""
-    table = store.table("drift_checks")
-    rows = store.query_rows(
-        f"SELECT check_id, checked_at, test, statistic, p_value, p_adjusted, effect, threshold, drifted, persistent, "
-        f"cusum, cusum_threshold, status, n_reference, n_current, reference_start, reference_end, current_start, "
-        f"current_end FROM {table} WHERE retriever_name = {{rn:String}} AND retriever_version = {{rv:String}} "
-        f"AND variant = {{var:String}} AND category = {{cat:String}} AND feature = {{f:String}} "
-        f"AND checked_at <= fromUnixTimestamp64Milli({{at:Int64}}, 'UTC') "
-        f"ORDER BY checked_at DESC, persistent DESC, drifted DESC, cusum DESC LIMIT 1",
-        {"rn": group.retriever_name, "rv": group.retriever_version, "var": group.variant, "cat": group.stratum,
-         "f": feature, "at": int((at or datetime(9999, 1, 1, tzinfo=UTC)).timestamp() * 1000)})
-    if not rows:
+    row = check_of_feature(store, retriever_name=group.retriever_name, retriever_version=group.retriever_version,
+                           variant=group.variant, stratum=group.stratum, feature=feature,
+                           at=at or datetime(9999, 1, 1, tzinfo=UTC))
+    if row is None:
         return None
-    row = dict(rows[0])
     for key in ("checked_at", "reference_start", "reference_end", "current_start", "current_end"):
         if isinstance(row.get(key), datetime) and row[key].tzinfo is None:
             row[key] = row[key].replace(tzinfo=UTC)
     return row
 
 
-def run_explain(store: QueryStore, settings: DriftSettings, group: Group, feature: str, at: datetime | None, *,
+def run_explain(store: DriftStore, settings: DriftSettings, group: Group, feature: str, at: datetime | None, *,
                 now: datetime, seed: int = 0, draws: int | None = None) -> ExplainResult:
     """Explain ``feature``'s change in ``group`` at the stored check at or before ``at`` (or at ``at``/``now``
     when none is stored). ``ValueError`` for a feature that cannot be explained; ``StoreError`` from the store."""

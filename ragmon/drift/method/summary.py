@@ -1,7 +1,7 @@
 """Per-window summaries of one feature: what the drift tests consume.
 
 A ``ContinuousSummary`` is a count, mean, standard deviation and a quantile sketch at fixed ``LEVELS``; a
-``RateSummary`` is successes out of trials. ClickHouse computes them (``ragmon.drift.check.query``); the
+``RateSummary`` is successes out of trials. ClickHouse computes them (``ragmon.drift.check.window_queries``); the
 ``from_samples`` constructors build the same thing from raw values, for tests and the naive benchmark.
 Pure data: no I/O.
 """

@@ -26,12 +26,13 @@ from the generator passed in.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+
+from ragmon.drift.simulation.synthetic_queries import TrafficStore
 
 KINDS: dict[str, str] = {"stale_index": "index_version", "source_dropped": "source_before",
                          "new_question_type": "question_type", "model_change": "model"}
@@ -48,11 +49,6 @@ POOL = 2000         # questions per type
 DOCS = 400          # documents per source
 BASE, QUERY_SD, NOISE_SD = 0.6, 0.05, 0.05
 INDEX, MODEL, PROMPT = "idx-2026-11-30", "gpt-rag@2026-10", "answer@7"
-
-
-class ColumnStore(Protocol):
-    def insert_columns(self, table: str, columns: dict[str, Sequence[Any]], *,
-                       dedup_token: str | None = None) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +140,7 @@ class Traffic:
         }
 
 
-def insert(store: ColumnStore, cols: dict[str, list[Any]], *, retriever: str, variant: str, stratum: str,
+def insert(store: TrafficStore, cols: dict[str, list[Any]], *, retriever: str, variant: str, stratum: str,
            run_id: str) -> int:
     """Write one window's traces (and each trace's question type) into the store."""
     n = len(cols["ts"])

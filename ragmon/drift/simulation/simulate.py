@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from ragmon.drift.simulation.draw import NO_SHIFT, Draw, K, Shift
+from ragmon.drift.simulation.synthetic_queries import TrafficStore
 from ragmon.drift.simulation.traffic import Corpus, strata
 
 #: the version every document has before its first update (sorts before every ISO timestamp)
@@ -26,11 +27,6 @@ ORIGINAL_VERSION = "1970-01-01T00:00:00"
 _TRACE_COLUMNS = ("trace_id", "query_id", "ts", "retriever_name", "retriever_version", "variant", "corpus_snapshot",
                   "category", "question", "retrieved_chunk_ids", "retrieved_doc_ids", "retrieved_doc_versions",
                   "retrieved_scores", "retrieved_ranks", "behaviour", "latency_total_ms", "cost_usd", "ingested_at")
-
-
-class ColumnStore(Protocol):
-    def insert_columns(self, table: str, columns: dict[str, Sequence[Any]], *,
-                       dedup_token: str | None = None) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +58,7 @@ class ShapedSpec:
         return self.days * 24 + 1
 
 
-def insert_shaped(store: ColumnStore, spec: ShapedSpec,
+def insert_shaped(store: TrafficStore, spec: ShapedSpec,
                   progress: Callable[[int, int], None] | None = None) -> int:
     """Insert the traffic; return how many traces. ``progress(done_hours, hours)`` after each hour."""
     hours = spec.hours
@@ -125,7 +121,7 @@ def _version(start: datetime, published_day: float) -> str:
     return (start + timedelta(days=float(published_day))).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
-def _insert_corpus(store: ColumnStore, corpus: Corpus, start: datetime, end: datetime) -> None:
+def _insert_corpus(store: TrafficStore, corpus: Corpus, start: datetime, end: datetime) -> None:
     """The corpus's version feed: every update published before ``end``."""
     keep = corpus.published <= (end - start).total_seconds() / 86400
     docs, days = corpus.doc_of[keep], corpus.published[keep]

@@ -18,7 +18,7 @@ from ragmon.config import DriftSettings
 from ragmon.console.incident_page import ExplanationCache
 from ragmon.drift.check.applied import applied_settings
 from ragmon.drift.check.check import DriftChecker
-from ragmon.drift.check.query import Group
+from ragmon.drift.check.window_queries import Group
 from ragmon.drift.explain.explain_run import run_explain
 from ragmon.drift.simulation.incidents import Incident, Traffic, insert
 from ragmon.server import serve

@@ -13,7 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragmon.config import ConsoleSettings, KafkaSettings
+from ragmon.contracts import decode_trace
 from ragmon.review.selection import select_week
+from ragmon.store.trace_rows import TraceColumns
 from ragmon.stream.dead_letter import DeadLetter, KafkaDeadLetterSink
 from ragmon.stream.dead_letter_file import FileDeadLetterSink
 from tests.conftest import make_trace
@@ -275,3 +277,17 @@ def test_the_filter_forms_choices_read_per_column_when_the_combinations_are_many
     assert once["variant"] == ["production", "shadow"]
     monkeypatch.setattr(queries, "_COMBINATIONS", 2)
     assert queries.filter_choices(store, start, end) == once
+
+
+def test_a_trace_row_with_uneven_citation_arrays_still_shows(store):
+    """A row not written by ingest (SQL, a simulator) may carry fewer quotes than citations: the trace page shows
+    the row (``row_to_trace``'s rule: a missing quote is no quote) instead of failing."""
+    cited = [{"sentence": 0, "chunk_id": "policy@c41", "quote": "only this one is quoted"},
+             {"sentence": 1, "chunk_id": "policy@c42", "quote": "lost"}]
+    batch = TraceColumns()
+    batch.add(decode_trace(json.dumps(make_trace(trace_id="t-uneven", citations=cited)).encode()).trace)
+    batch.columns["citation_quotes"] = [["only this one is quoted"]]
+    store.insert_columns("traces", batch.columns)
+    page = signed_in(console_app(store)).get("/review/console/traces/t-uneven")
+    assert page.status_code == 200
+    assert "only this one is quoted" in page.text and "policy@c42" in page.text

@@ -122,7 +122,7 @@ def test_a_missing_outcome_topic_names_the_outcome_setting(caplog) -> None:
         def partitions_for_topic(self, topic: str) -> set[int]:
             return set()
 
-    with caplog.at_level("WARNING", logger="ragmon.ingest"):
+    with caplog.at_level("WARNING", logger="ragmon.stream.source"):
         warn_if_topic_missing(NoTopics(), "rag.outcomes", "b:9092", "ab.outcomes_topic (RAGMON_AB__OUTCOMES_TOPIC)")
         warn_if_topic_missing(NoTopics(), "rag.traces", "b:9092")
     first, second = (r.getMessage() for r in caplog.records)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragmon.config import DriftWindowSettings
-from ragmon.drift.check.query import adjusted_rates
+from ragmon.drift.check.window_queries import adjusted_rates
 from ragmon.drift.method.windows import plan
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)

@@ -17,8 +17,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from ragmon.drift.check.export import export
-from ragmon.drift.check.query import Group
 from ragmon.drift.check.result import DriftResult
+from ragmon.drift.check.window_queries import Group
 from ragmon.drift.method.summary import ContinuousSummary, RateSummary, Summary
 from ragmon.drift.method.windows import Window, Windows
 from ragmon.telemetry import GaugeSpec, Telemetry

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragmon.config import DriftFeatureOverride, DriftSettings, DriftWindowSettings
-from ragmon.drift.check.query import plan_parameters
+from ragmon.drift.check.window_queries import plan_parameters
 from ragmon.drift.method.features import FEATURES, plan_features
 from ragmon.drift.method.windows import plan, resolve
 from ragmon.errors import ConfigError

@@ -1,4 +1,4 @@
-"""The drift SQL: ClickHouse summarises every window of every group in one pass per source.
+"""The drift windows' SQL: ClickHouse summarises every window of every group in one pass per source.
 
 Per (group, window index) and feature it returns a count, mean, standard deviation and a t-digest quantile
 sketch at ``LEVELS`` (continuous features) or successes/trials (rates) — a few hundred numbers per window
@@ -22,23 +22,15 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from ragmon.drift.check.queries import DriftStore
 from ragmon.drift.method.features import Feature
 from ragmon.drift.method.series import Series
 from ragmon.drift.method.summary import LEVELS, ContinuousSummary, RateSummary, Summary
 from ragmon.drift.method.windows import WindowPlan
 
 _LEVELS_SQL = ",".join(f"{level:g}" for level in LEVELS)
-
-
-class QueryStore(Protocol):
-    """What the drift queries need from a store (``ClickHouseStore`` satisfies it). Every call blocks until
-    ClickHouse answers and raises ``StoreError`` (retryable or permanent) on failure."""
-
-    def table(self, name: str) -> str: ...
-    def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
-    def insert_rows(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str]) -> int: ...
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -273,7 +265,7 @@ def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
                  str(row["category"]), fingerprint)
 
 
-def aggregate(store: QueryStore, features: Sequence[Feature], p: WindowPlan, *,
+def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
               index_lag_seconds: float = 3600.0, by_query: bool = True,
               sketched: Collection[str] | None = None) -> Windowed:
     """Run the queries these features need; every (group, feature)'s summary per window index (renumbered for

@@ -12,7 +12,7 @@ formatted into SQL.
 Which traces: the group's (retriever name and version, variant, stratum), in the current window of the check's
 window plan and in its reference windows — with ``same_hours``, the windows at the current one's time of day
 (window index a multiple of the plan's period), as the check compares them; a pinned reference, its range (and
-corpus snapshot). Reads through the drift ``QueryStore``; must not decide anything.
+corpus snapshot). Reads through the drift ``DriftStore``; must not decide anything.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ragmon.drift.check.query import Group, QueryStore, plan_parameters
+from ragmon.drift.check.queries import DriftStore
+from ragmon.drift.check.window_queries import Group, plan_parameters
 from ragmon.drift.explain.explain import Moments, SegmentInput
 from ragmon.drift.method.features import Feature
 from ragmon.drift.method.windows import WindowPlan
@@ -142,7 +143,7 @@ def parameters(group: Group, p: WindowPlan) -> dict[str, Any]:
     return params
 
 
-def summarise(store: QueryStore, feature: Feature, group: Group, p: WindowPlan) -> Summaries:
+def summarise(store: DriftStore, feature: Feature, group: Group, p: WindowPlan) -> Summaries:
     """Query ClickHouse; ``StoreError`` when it cannot answer."""
     if feature.source != "traces":
         raise ValueError(f"drift explain decomposes features of the traces; {feature.name} comes from {feature.source}")
