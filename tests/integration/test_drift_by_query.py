@@ -14,6 +14,7 @@ from ragmon.config import DriftSettings
 from ragmon.drift.check.check import DriftChecker
 from ragmon.drift.check.window_queries import aggregate
 from ragmon.drift.method.features import FEATURES
+from ragmon.drift.method.summary import clustered_variance
 from ragmon.drift.method.windows import plan
 from ragmon.drift.simulation.by_query import adjust_by_query
 from ragmon.telemetry import Telemetry
@@ -81,6 +82,12 @@ def test_sql_matches_the_numpy_reference(store) -> None:
         assert got.n == want.size
         assert got.mean == pytest.approx(want.mean(), abs=1e-9) and got.std == pytest.approx(want.std(), abs=1e-9)
         assert got.quantiles[50] == pytest.approx(np.median(want), abs=0.01)
+    # the current window's mean with its questions as clusters, as the numpy twin computes it; none elsewhere
+    keys = windows[0][0][np.isfinite(expected[0])]
+    want = clustered_variance(expected[0][np.isfinite(expected[0])], keys)
+    assert by_window[0].mean_var == pytest.approx(want, rel=1e-6)
+    assert want > 1.2 * by_window[0].std ** 2 / by_window[0].n  # popular questions: the clusters count
+    assert all(by_window[w].mean_var is None for w in range(1, 30))
     # off: the scores as served
     (raw,) = aggregate(store, [FEATURES["top1_score"]], wp, by_query=False).values()
     assert raw[0].mean == pytest.approx(np.nanmean(windows[0][1]), abs=1e-9)

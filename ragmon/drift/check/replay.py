@@ -49,7 +49,9 @@ class ZReuse:
             if before is not None and _shifted(before, entry.series):
                 same.add(entry.key)
         for (key, pooled, at, test), value in self.cache.items():
-            if pooled == 1 and key in same:
+            # the current window's z holds its design effect (``window_tests._deff``), which a window past is
+            # assessed without: it is computed again, one check later, as ``drift check --at`` computes it
+            if pooled == 1 and key in same and at > 0:
                 carried[(key, 1, at + 1, test)] = value
         self.cache, self.series = carried, series
         return carried

@@ -181,6 +181,7 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     """
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
+    clustered: list[int] = []
     inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     middle = [_GROUP_KEYS, "w"]
     outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
@@ -190,6 +191,9 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
             every = sketched is None or f.name in sketched
             outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
+            if i in adjusted_at:
+                clustered.append(i)
+                outer.append(_clustered_sums(i))
         elif i in adjusted_at:
             inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
             middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_d{i} * lv_d{i} AS e{i}"])
@@ -202,9 +206,32 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
     if adjusted:
         inner.append(f"if({_ASKED}, {_question_key(f'({_INDEX} + 1) % 2')}, 0) AS question")
+        if clustered:  # a trace without a question is a cluster of its own
+            inner.append("cityHash64(trace_id) AS trace_key")
+            middle.append("if(question = 0, trace_key, question) AS cluster")
         rows = (f"SELECT {', '.join(middle)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {where}) AS t "
                 f"ALL LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
-    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
+    sql = f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
+    if not clustered:
+        return sql
+    # the per-question sums stay in the engine: each row returns the clustered variance computed from them
+    variances = ", ".join(_clustered_variance(i) for i in clustered)
+    return (f"SELECT * EXCEPT ({', '.join(f'f{i}__cm' for i in clustered)}), {variances} FROM ({sql})")
+
+
+def _clustered_sums(i: int) -> str:
+    """The current window's per-question sums of feature ``i``'s finite adjusted values and their counts (``sumMap``
+    keeps a key while one of its sums is not 0: a question with a count is kept whatever its sum)."""
+    ok = f"isFinite(v{i})"
+    return f"sumMapIf([cluster], [if({ok}, v{i}, 0.)], [toFloat64({ok})], w = 0) AS f{i}__cm"
+
+
+def _clustered_variance(i: int) -> str:
+    """``f{i}__mv``: the variance of the current window's mean with its questions as clusters, ``Σ_q (S_q − n_q x̄)²
+    / n²`` = ``(Σ S_q² − 2 x̄ Σ n_q S_q + x̄² Σ n_q²) / n²`` (``summary.clustered_variance``); NaN in other windows."""
+    m, s_, c = f"f{i}__mean", f"f{i}__cm.2", f"f{i}__cm.3"
+    return (f"if(w = 0 AND f{i}__n > 0, (arraySum(x -> x * x, {s_}) - 2 * {m} * arraySum((a, b) -> a * b, {s_}, {c}) "
+            f"+ {m} * {m} * arraySum(x -> x * x, {c})) / (f{i}__n * f{i}__n), nan) AS f{i}__mv")
 
 
 def scores_sql(scores: str, traces: str, p: WindowPlan) -> str:
@@ -256,8 +283,10 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
     if n == 0:
         return ContinuousSummary.empty()
     q = tuple(float(v) for v in row[f"{alias}__q"])
+    mv = float(row.get(f"{alias}__mv", math.nan))
     return ContinuousSummary(n, float(row[f"{alias}__mean"]), float(row[f"{alias}__std"]),
-                             q if all(math.isfinite(v) for v in q) else ())  # no sketch in this window
+                             q if all(math.isfinite(v) for v in q) else (),  # no sketch in this window
+                             mv if math.isfinite(mv) else None)
 
 
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:

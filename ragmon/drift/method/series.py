@@ -39,6 +39,9 @@ class Series:
     q: np.ndarray | None = None
     k: np.ndarray | None = None
     var: np.ndarray | None = None  # rates adjusted for the question: Σ p_q(1 − p_q) per window (``RateSummary.var``)
+    #: continuous: the window mean's sampling variance with the questions as clusters (``ContinuousSummary.mean_var``),
+    #: NaN where not computed
+    mean_var: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.n.size)
@@ -57,8 +60,10 @@ class Series:
         for i, s in enumerate(summaries):
             if s.n and len(s.quantiles) == len(LEVELS):
                 q[i] = s.quantiles
+        mean_var = (np.array([np.nan if s.mean_var is None else s.mean_var for s in summaries], dtype=float)
+                    if any(s.mean_var is not None for s in summaries) else None)
         return cls("continuous", n, np.array([s.mean if s.n else np.nan for s in summaries], dtype=float),
-                   np.array([s.std if s.n else np.nan for s in summaries], dtype=float), q)
+                   np.array([s.std if s.n else np.nan for s in summaries], dtype=float), q, mean_var=mean_var)
 
     @classmethod
     def empty(cls, kind: str, length: int) -> Series:
@@ -100,6 +105,18 @@ class Series:
         idx = np.asarray(indices, dtype=np.int64)
         idx = idx[(idx >= 0) & (idx < len(self))]
         return idx[self.n[idx] > 0]
+
+    def design_effect(self) -> np.ndarray:
+        """Per window, how much larger the variance of its mean is with its questions as clusters than with its
+        traces independent, ``mean_var / (std² / n)``, at least 1 (1 where not computed): a window whose traces
+        repeat a few questions that share a deviation (a burst of new questions) holds less information than its
+        count says. The window tests widen their sampling variance by it (Kish's design effect)."""
+        if self.mean_var is None or self.std is None:
+            return np.ones(len(self))
+        iid = self.std ** 2 / np.maximum(self.n, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = self.mean_var / iid
+        return np.where(np.isfinite(ratio), np.maximum(ratio, 1.0), 1.0)
 
     def within_variance(self, indices: np.ndarray) -> float:
         """The traces' variance around their own window's mean, pooled over ``indices`` (continuous)."""

@@ -31,6 +31,17 @@ def _quantiles(ordered: np.ndarray) -> np.ndarray:
     return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
 
 
+def clustered_variance(values: np.ndarray, keys: np.ndarray) -> float:
+    """The variance of the mean of ``values`` with the values of one key (a question) as one cluster:
+    ``Σ_q (Σ_{i∈q} (x_i − x̄))² / n²`` — for values of distinct keys the plain ``Σ (x_i − x̄)² / n²``; values of one
+    question that share a deviation (a burst of a new question the reference has no level for) count as one."""
+    if values.size == 0:
+        return float("nan")
+    _, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse, weights=values - values.mean())
+    return float(np.sum(sums * sums) / values.size ** 2)
+
+
 @dataclass(frozen=True, slots=True)
 class ContinuousSummary:
     """``n`` finite values with their mean, population standard deviation and quantiles at ``LEVELS``."""
@@ -39,17 +50,24 @@ class ContinuousSummary:
     mean: float
     std: float
     quantiles: tuple[float, ...]
+    #: the sampling variance of the window's mean with its traces' questions as clusters (``clustered_variance``);
+    #: None where not computed
+    mean_var: float | None = None
 
     @classmethod
-    def from_samples(cls, values: np.ndarray | list[float], *, quantiles: bool = True) -> ContinuousSummary:
+    def from_samples(cls, values: np.ndarray | list[float], *, quantiles: bool = True,
+                     keys: np.ndarray | None = None) -> ContinuousSummary:
         """The summary of the finite ``values``: exact quantiles (numpy's default linear interpolation) unless
-        ``quantiles`` is false (then none: for simulations whose tests do not read them)."""
+        ``quantiles`` is false (then none: for simulations whose tests do not read them); with ``keys`` (each
+        value's question), ``mean_var``."""
         a = np.asarray(values, dtype=float)
-        a = a[np.isfinite(a)]
+        finite = np.isfinite(a)
+        a = a[finite]
         if a.size == 0:
             return cls.empty()
         q = tuple(float(v) for v in _quantiles(np.sort(a))) if quantiles else ()
-        return cls(int(a.size), float(a.mean()), float(a.std()), q)
+        mean_var = clustered_variance(a, np.asarray(keys)[finite]) if keys is not None else None
+        return cls(int(a.size), float(a.mean()), float(a.std()), q, mean_var)
 
     @classmethod
     def empty(cls) -> ContinuousSummary:

@@ -5,10 +5,12 @@ random-effects model of ``ragmon.drift.method.baseline``, effect size); the regi
 holds them with their default thresholds.
 
 * ``window_mean`` — a continuous feature's window mean; sampling variance = the traces' within-window
-  variance (pooled over the reference) / n. Effect: |shift| in reference standard deviations.
-* ``window_quantiles`` — its 10th, 50th and 90th percentiles (a heavier tail or a new mode that barely moves
-  the mean); sampling variance of a quantile q = q(1−q) / (n f(x_q)²) with the density f read off the
-  reference quantile function. The p-value is the smallest of the three times three (Bonferroni); a level
+  variance (pooled over the reference) / n, times the current window's design effect with its questions as
+  clusters (``Series.design_effect``: a burst of new questions, each asked many times with its own level, holds
+  less information than its count says). Effect: |shift| in reference standard deviations.
+* ``window_quantiles`` — its 10th, 50th and 90th percentiles (a heavier tail or a new mode that barely moves the
+  mean); sampling variance of a quantile q = q(1−q) / (n f(x_q)²) with the density f read off the reference quantile
+  function, times the same design effect. The p-value is the smallest of the three times three (Bonferroni); a level
   where the reference has an atom (a discrete feature: no density) is left out.
 * ``window_median`` — its median alone, as one quantile of ``window_quantiles`` (no Bonferroni): what the CUSUM
   accumulates for a continuous feature with a density at its median (``ragmon.drift.method.assess``).
@@ -41,6 +43,14 @@ class NotTestable(ValueError):
     """The comparison holds too little to run this test (the reason is the message)."""
 
 
+def _deff(c: Comparison) -> np.ndarray:
+    """Per window, the factor its sampling variance is widened by: the current window's design effect
+    (``Series.design_effect``, its questions as clusters), 1 for the reference windows, whose clustering the spread
+    between them (τ²) already holds."""
+    d = c.series.design_effect()
+    return np.where(np.arange(len(d)) == c.current, d, 1.0)
+
+
 def _baseline(c: Comparison, values: np.ndarray, variances: np.ndarray) -> Baseline:
     counted = c.counted.copy()
     counted[c.current] = c.series.n[c.current] > 0
@@ -61,7 +71,7 @@ def window_mean(c: Comparison) -> TestOutcome:
     s = c.series
     within = s.within_variance(c.reference_indices)
     n = np.maximum(s.n, 1)
-    b = _baseline(c, s.mean, within / n)  # type: ignore[arg-type]
+    b = _baseline(c, s.mean, within / n * _deff(c))  # type: ignore[arg-type]
     effect = stats.normalised_effect(abs(b.value - b.expected), c.reference_std)
     return TestOutcome(b.z, b.p_value, effect, _details(b))
 
@@ -77,7 +87,7 @@ def _quantile_baseline(c: Comparison, level: float) -> Baseline | None:
     if not (math.isfinite(width) and width > 0):
         return None
     density = (LEVELS[hi] - LEVELS[lo]) / width
-    variances = level * (1 - level) / (n * density * density)
+    variances = level * (1 - level) / (n * density * density) * _deff(c)
     band = s.q[:, lo:hi + 1].mean(axis=1)  # type: ignore[index]
     return _baseline(c, band, variances)
 

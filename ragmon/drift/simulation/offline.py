@@ -113,9 +113,10 @@ class Check:
                 level, mean = self.levels[s, name]
                 if keep is not None:
                     values, level = values[keep], level[keep]
+                keys = window.keys if keep is None else window.keys[keep]  # type: ignore[index]
                 current = (adjusted_rate(values, level, mean) if kind == "rate" else
                            ContinuousSummary.from_samples(adjusted(values, level, mean),
-                                                          quantiles=name in self.quantiles))
+                                                          quantiles=name in self.quantiles, keys=keys))
             else:
                 if keep is not None:
                     values = window.before(until).feature(name)
