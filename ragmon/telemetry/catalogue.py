@@ -274,7 +274,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
                    "RagmonDriftBlind."),
     MetricDef("drift_last_check", GAUGE, "ragmon_drift_last_check_timestamp_seconds", "drift",
               help="Unix time the last drift check completed; the drift role's start time until its first check "
-                   "completes; 0 in a process without the drift role."),
+                   "completes (a process without the drift role does not have it)."),
     MetricDef("drift_check_duration", GAUGE, "ragmon_drift_check_duration_seconds", "drift",
               help="Wall time of the last drift check."),
     MetricDef("drift_checks", COUNTER, "ragmon_drift_checks_total", "drift", labels=("outcome",),
