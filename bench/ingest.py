@@ -164,6 +164,7 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     from ragmon.daemon import tune_gc
     from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep
     from ragmon.pipeline.intake import Intake
+    from ragmon.pipeline.metrics import IngestMetrics
     from ragmon.pipeline.offsets import OffsetLedger
     from ragmon.stream.source import KafkaTraceSource
     from ragmon.telemetry import Telemetry
@@ -171,7 +172,7 @@ def python_side(bootstrap: str, topic: str, n: int) -> dict:
     settings = IngestSettings()
     source = KafkaTraceSource(KafkaSettings(bootstrap_servers=bootstrap, topic=topic,
                                             group_id=f"python-side-{uuid.uuid4().hex[:6]}"))
-    intake = Intake(settings, Telemetry(), OffsetLedger(), input_format="auto", retention_days=90,
+    intake = Intake(settings, Telemetry().use(IngestMetrics), OffsetLedger(), input_format="auto", retention_days=90,
                     clock=time.monotonic)
     limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
 

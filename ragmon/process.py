@@ -210,8 +210,8 @@ def build_process(settings: Settings, only: Iterable[str] | None = None, *, stor
     if guard is not None:
         guard.attach(telemetry)
     # where the alert rules' links point (their annotation templates read it), without credentials
-    telemetry.links_info.info(settings.console.published_links(settings.server.host, settings.server.port,
-                                                               socket.gethostname()))
+    telemetry.process.links_info.info(settings.console.published_links(settings.server.host, settings.server.port,
+                                                                       socket.gethostname()))
     parts: dict[str, RoleParts] = {}
     problems: list[str] = []
     for name in names:

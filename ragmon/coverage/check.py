@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ragmon.contracts.golden import GoldenCase
+from ragmon.coverage.metrics import CoverageMetrics
 from ragmon.coverage.queries import CoverageStore, latest_fingerprint, type_counts
 from ragmon.coverage.stats import (
     DIVERGED,
@@ -30,7 +31,6 @@ from ragmon.coverage.stats import (
     compare_stratum,
 )
 from ragmon.judge.classify import closed_list
-from ragmon.telemetry import Telemetry
 
 ALL = "all"
 #: exit codes, as ``ragmon shadow compare``'s: 0 the set describes traffic, 1 it no longer does, 4 too little data
@@ -117,16 +117,16 @@ def check_coverage(store: CoverageStore, cases: Sequence[GoldenCase], question_t
     return CoverageResult(since, until, fp, types, len(cases), untagged, tuple(strata))
 
 
-def export(result: CoverageResult, telemetry: Telemetry, now: float) -> None:
+def export(result: CoverageResult, metrics: CoverageMetrics, now: float) -> None:
     """Set the gauges: per stratum its distance and status, per under-represented type its share gap."""
-    telemetry.coverage_distance.clear()
-    telemetry.coverage_diverged.clear()
-    telemetry.coverage_under_represented.clear()
+    metrics.coverage_distance.clear()
+    metrics.coverage_diverged.clear()
+    metrics.coverage_under_represented.clear()
     for s in result.strata:
         if math.isfinite(s.distance):  # a stratum with no golden cases (or no traffic) has no distance
-            telemetry.coverage_distance.labels(s.stratum).set(s.distance)
-        telemetry.coverage_diverged.labels(s.stratum).set(1 if s.status in (DIVERGED, NO_GOLDEN) else 0)
+            metrics.coverage_distance.labels(s.stratum).set(s.distance)
+        metrics.coverage_diverged.labels(s.stratum).set(1 if s.status in (DIVERGED, NO_GOLDEN) else 0)
         for share in s.shares:
             if share.question_type in s.under_represented:
-                telemetry.coverage_under_represented.labels(s.stratum, share.question_type).set(share.gap)
-    telemetry.coverage_last_check.set(now)
+                metrics.coverage_under_represented.labels(s.stratum, share.question_type).set(share.gap)
+    metrics.coverage_last_check.set(now)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ragmon.config import CoverageSettings, Settings
 from ragmon.coverage.check import check_coverage, export
+from ragmon.coverage.metrics import CoverageMetrics
 from ragmon.coverage.stats import CoverageThresholds
 from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.errors import ConfigError, InputError
@@ -27,14 +28,14 @@ from ragmon.telemetry import Telemetry
 log = logging.getLogger("ragmon.coverage")
 
 
-def run_check(settings: CoverageSettings, store: Any, telemetry: Telemetry) -> Any:
+def run_check(settings: CoverageSettings, store: Any, metrics: CoverageMetrics) -> Any:
     """One check now: compare, export, log the diverged strata with their under-represented types."""
     assert settings.golden_path is not None
     cases = load_golden(settings.golden_path).cases
     result = check_coverage(
         store, cases, settings.question_types, until=datetime.now(UTC), window=timedelta(days=settings.window_days),
         thresholds=CoverageThresholds.of(settings))
-    export(result, telemetry, time.time())
+    export(result, metrics, time.time())
     for s in result.diverged:
         log.warning("golden set no longer describes stratum %s (%s): under-represented %s", s.stratum,
                     s.status if s.status != "diverged" else f"TVD {s.distance:.2f}",
@@ -55,7 +56,8 @@ def check(settings: Settings) -> None:
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
-    """The check every ``coverage.interval_seconds`` (the first at start-up)."""
+    """The check every ``coverage.interval_seconds`` (the first at start-up); registers the coverage gauges."""
     check(settings)
     cov = settings.coverage
-    return RoleParts(loops=(PeriodicRole("coverage", cov.interval_seconds, lambda: run_check(cov, store, telemetry)),))
+    metrics = telemetry.use(CoverageMetrics)
+    return RoleParts(loops=(PeriodicRole("coverage", cov.interval_seconds, lambda: run_check(cov, store, metrics)),))

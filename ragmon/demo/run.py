@@ -44,6 +44,7 @@ from ragmon.leaks.listing import LeakListing, list_leaks
 from ragmon.metrics.permissions import LeakRule
 from ragmon.outcomes.loop import OutcomeLoop
 from ragmon.pipeline.loop import IngestPipeline
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.writer import StoreTraceWriter
 from ragmon.review.queries import ClickHouseReviewQueries
 from ragmon.review.selection import SelectionResult, iso_week, select_week
@@ -176,7 +177,7 @@ def run_demo(settings: Settings, store: ClickHouseStore, telemetry: Telemetry, s
     timings["judge"] = time.perf_counter() - t0
     progress("judge", 1, 1)
 
-    redactions = int(sum(s.value for m in telemetry.ingest_redactions.collect() for s in m.samples
+    redactions = int(sum(s.value for m in telemetry.use(IngestMetrics).ingest_redactions.collect() for s in m.samples
                          if s.name.endswith("_total")))
     return DemoResult(scenario, now, len(messages), stored, dead, redactions, ingest_seconds, scored, score_seconds,
                       drift, review, shadow, coverage, ab, timings, leaks, triage, judge_drift)

@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ragmon.judge.metrics import JudgeMetrics
 from ragmon.telemetry import Telemetry
 
 #: share of the measured send rate kept after a 429 (Netflix concurrency-limits' AIMD backs off to 0.9 too)
@@ -205,7 +206,8 @@ class CallLimiter:
                  max_pause_seconds: float = 20.0, max_in_flight: int | None = None, adaptive_concurrency: bool = True,
                  clock: Callable[[], float] = time.monotonic, telemetry: Telemetry | None = None):
         self._clock = clock
-        self.telemetry = telemetry
+        #: the judge's metrics (in flight, limits, 429s), registered on ``telemetry`` if given
+        self.metrics = telemetry.use(JudgeMetrics) if telemetry is not None else None
         now = clock()
         #: calls at once: learnt up to ``max_in_flight`` (adaptive), exactly it, or unlimited (None)
         self.concurrency = (AdaptiveConcurrency(max_in_flight) if max_in_flight and adaptive_concurrency
@@ -265,9 +267,9 @@ class CallLimiter:
                     now = self._clock()
                     got = self._try(tokens, now) if self._waiting[0] is turn else None
                     if isinstance(got, Permit):
-                        if self.telemetry is not None:
-                            self.telemetry.judge_queue_wait.labels("rate_limit").observe(now - started)
-                            self.telemetry.judge_in_flight.inc()
+                        if self.metrics is not None:
+                            self.metrics.judge_queue_wait.labels("rate_limit").observe(now - started)
+                            self.metrics.judge_in_flight.inc()
                         return got
                     if deadline is not None and now + (got or 0.0) > deadline:
                         return None
@@ -307,13 +309,13 @@ class CallLimiter:
             if retry_after is not None and status in (429, 503):
                 self._paused_until = max(self._paused_until, now + min(retry_after, self.max_pause_seconds))
             self._lock.notify_all()
-        if self.telemetry is not None:
-            self.telemetry.judge_in_flight.dec()
-            self.telemetry.judge_adaptive_limit.set(math.inf if rate is None else rate)
+        if self.metrics is not None:
+            self.metrics.judge_in_flight.dec()
+            self.metrics.judge_adaptive_limit.set(math.inf if rate is None else rate)
             allowed = self.concurrency_limit
-            self.telemetry.judge_concurrency_limit.set(math.inf if allowed is None else allowed)
+            self.metrics.judge_concurrency_limit.set(math.inf if allowed is None else allowed)
             if status == 429:
-                self.telemetry.judge_rate_limited.inc()
+                self.metrics.judge_rate_limited.inc()
 
     def _try(self, tokens: int, now: float) -> Permit | float:
         if now < self._paused_until:

@@ -30,6 +30,7 @@ from ragmon.errors import JudgeError, RetryableJudgeError
 from ragmon.judge.base import JudgeInput, Judgement, Usage, fingerprint
 from ragmon.judge.cache import VerdictCache
 from ragmon.judge.limits import CallLimiter, Permit, estimate_tokens
+from ragmon.judge.metrics import JudgeMetrics
 from ragmon.judge.parse import MalformedOutput, parse_verdicts
 from ragmon.judge.prompt import PARSER_VERSION, render_messages, response_format, template_text
 from ragmon.metrics.verdicts import Verdicts
@@ -95,7 +96,9 @@ class OpenAIJudge:
                                               tokens_per_minute=tokens_per_minute,
                                               max_pause_seconds=backoff_max_seconds, max_in_flight=max_in_flight,
                                               adaptive_concurrency=adaptive_concurrency, telemetry=telemetry)
-        self.telemetry = telemetry
+        #: the judge's metrics (calls, tokens, spend), registered on ``telemetry`` if given; a judge without them
+        #: leaves counting its calls to the scorer (``LiveScorer``)
+        self.metrics = telemetry.use(JudgeMetrics) if telemetry is not None else None
         self._sleep, self._clock, self._jitter = sleep, clock, jitter
         self.fingerprint = fingerprint(
             judge=self.name, model=model, model_version=model_version, prompt_template=template_text(),
@@ -277,15 +280,15 @@ class OpenAIJudge:
 
     def _account(self, prompt_tokens: int, completion_tokens: int) -> float:
         cost = (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1_000_000
-        if self.telemetry is not None:
-            self.telemetry.judge_tokens.labels("prompt").inc(prompt_tokens)
-            self.telemetry.judge_tokens.labels("completion").inc(completion_tokens)
-            self.telemetry.judge_cost_usd.inc(cost)
+        if self.metrics is not None:
+            self.metrics.judge_tokens.labels("prompt").inc(prompt_tokens)
+            self.metrics.judge_tokens.labels("completion").inc(completion_tokens)
+            self.metrics.judge_cost_usd.inc(cost)
         return cost
 
     def _count(self, outcome: str) -> None:
-        if self.telemetry is not None:
-            self.telemetry.judge_calls.labels(self.name, outcome).inc()
+        if self.metrics is not None:
+            self.metrics.judge_calls.labels(self.name, outcome).inc()
 
     def _check_served_model(self, served: str) -> None:
         # a provider that silently serves another model breaks the pin; say so once, loudly

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, Future
 from typing import Any, TypeVar
 
+from ragmon.judge.metrics import JudgeMetrics
 from ragmon.telemetry import Telemetry
 
 T = TypeVar("T")
@@ -42,7 +43,8 @@ class JudgePool:
         self.max_in_flight = max_in_flight
         self.threaded = threaded
         self.name = name
-        self.telemetry = telemetry
+        #: the judge's metrics (``ragmon_judge_queue_wait_seconds{stage="pool"}``), registered on ``telemetry`` if given
+        self.metrics = telemetry.use(JudgeMetrics) if telemetry is not None else None
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -107,8 +109,8 @@ class JudgePool:
             future, fn, args, queued_at = item
             if not future.set_running_or_notify_cancel():
                 continue
-            if self.telemetry is not None:
-                self.telemetry.judge_queue_wait.labels("pool").observe(time.monotonic() - queued_at)
+            if self.metrics is not None:
+                self.metrics.judge_queue_wait.labels("pool").observe(time.monotonic() - queued_at)
             _run(future, fn, args, running=True)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from ragmon.config.drift import JudgeAgreementSettings
 from ragmon.judge.agreement_trend import AgreementTrend, agreement_trends
 from ragmon.judge.calibrate import LABEL_METRICS, Pair, binarize
+from ragmon.judge_agreement.metrics import JudgeAgreementMetrics
 from ragmon.judge_agreement.queries import labelled_scores
 from ragmon.telemetry import GaugeSpec, Telemetry
 
@@ -52,7 +53,8 @@ class JudgeAgreementJob:
                  clock: Any = lambda: datetime.now(UTC)):  # fmt: skip
         self.store = store
         self.settings = settings
-        self.telemetry = telemetry
+        #: the agreement gauges, registered on ``telemetry`` when given (None: compute only, as the CLI does)
+        self.metrics = telemetry.use(JudgeAgreementMetrics) if telemetry is not None else None
         self.clock = clock
         self.last: list[AgreementTrend] = []
 
@@ -64,8 +66,8 @@ class JudgeAgreementJob:
 
     def run_once(self) -> list[AgreementTrend]:
         self.last = trends = self.compute()
-        if self.telemetry is not None:
-            self.telemetry.judge_agreement_gauges.publish(series(self.telemetry, trends))
+        if self.metrics is not None:
+            self.metrics.judge_agreement_gauges.publish(series(self.metrics, trends))
         for t in trends:
             if t.low and t.latest is not None and t.calibrated is not None:
                 log.warning("judge agreement low: fingerprint %s, %s, stratum %s: kappa %.3f in %s vs calibrated "
@@ -74,7 +76,7 @@ class JudgeAgreementJob:
         return trends
 
 
-def series(t: Telemetry, trends: list[AgreementTrend]) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
+def series(t: JudgeAgreementMetrics, trends: list[AgreementTrend]) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
     """The gauges' series: a (fingerprint, label, stratum) appears once it has both a calibration and a later
     week with enough pairs and defined kappas (nothing to compare otherwise, and an absent series never fires)."""
     out: dict[GaugeSpec, dict[tuple[str, ...], float]] = {

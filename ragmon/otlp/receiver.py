@@ -23,6 +23,7 @@ from google.protobuf import json_format
 
 from ragmon.contracts.decode import Rejection
 from ragmon.otlp.http_source import HttpTraceSource
+from ragmon.otlp.metrics import OtlpMetrics
 from ragmon.pipeline.spans.otlp import ParsedSpans, decode_request, request_spans
 from ragmon.telemetry import Telemetry
 
@@ -37,10 +38,12 @@ class _TooLarge(Exception):
 
 
 def otlp_router(source: HttpTraceSource, *, token: str | None, max_body_bytes: int, telemetry: Telemetry) -> APIRouter:
-    """The receiver's one route; each request is offered to ``source``."""
+    """The receiver's one route; each request is offered to ``source``. Registers the receiver's metrics
+    (``OtlpMetrics``) on ``telemetry``."""
     router = APIRouter()
     expected = f"Bearer {token}".encode() if token else None
-    count: Callable[[str], None] = lambda outcome: telemetry.ingest_otlp_http_requests.labels(outcome).inc()  # noqa: E731
+    metrics = telemetry.use(OtlpMetrics)
+    count: Callable[[str], None] = lambda outcome: metrics.ingest_otlp_http_requests.labels(outcome).inc()  # noqa: E731
 
     @router.post(PATH, include_in_schema=False)
     async def traces(request: Request) -> Response:
@@ -87,7 +90,7 @@ def otlp_router(source: HttpTraceSource, *, token: str | None, max_body_bytes: i
                 return _status(503, _REFUSED.get(refused, _REFUSED["busy"]), answer_json,
                                {"Retry-After": str(RETRY_AFTER_SECONDS)})
         if parsed.rejected:
-            telemetry.ingest_otlp_http_spans_rejected.inc(parsed.rejected)
+            metrics.ingest_otlp_http_spans_rejected.inc(parsed.rejected)
         count("partial" if parsed.rejected else "accepted")
         return _response(parsed, answer_json)
 

@@ -32,6 +32,7 @@ from ragmon.contracts.decode import Rejection
 from ragmon.contracts.outcome import Outcome, decode_outcome, looks_like_a_trace
 from ragmon.daemon import ConsumerState
 from ragmon.errors import RetryableSourceError, RetryableStoreError, SourceError, StoreError
+from ragmon.outcomes.metrics import OutcomesMetrics
 from ragmon.outcomes.queries import COLUMNS, OutcomeStore, stored_event_ids, write_outcomes
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.dead_letter import DeadLetter, DeadLetterSink
@@ -78,15 +79,16 @@ class _Batch:
 
 
 class OutcomeLoop:
-    """One consumer of outcome events. Not thread-safe: ``run`` owns it. Exports its counts through ``telemetry``
-    when given (the ``outcomes`` role of ``ragmon run``: ``outcomes_role``)."""
+    """One consumer of outcome events. Not thread-safe: ``run`` owns it. Exports its counts (``OutcomesMetrics``)
+    through ``telemetry`` when given (the ``outcomes`` role of ``ragmon run``: ``outcomes_role``)."""
 
     def __init__(self, source: TraceSource, store: OutcomeStore, dead_letters: DeadLetterSink, settings: AbSettings, *,
                  clock: Callable[[], float] = time.monotonic, poll_timeout_seconds: float = 0.5,
                  max_backoff_seconds: float = 30.0, telemetry: Telemetry | None = None):
         self.source, self.store, self.sink, self.settings = source, store, dead_letters, settings
         self.stats = OutcomeStats()
-        self.telemetry = telemetry
+        #: the loop's metrics, registered on ``telemetry`` when given
+        self.metrics = telemetry.use(OutcomesMetrics) if telemetry is not None else None
         #: monotonic time of the last poll (the role's liveness)
         self.last_poll = time.monotonic()
         self._clock = clock
@@ -173,8 +175,8 @@ class OutcomeLoop:
             retryable = isinstance(exc, RetryableStoreError | RetryableSourceError)
             self.stats.retries += 1
             self.stats.last_error = str(exc)
-            if self.telemetry is not None:
-                self.telemetry.outcomes_store_retries.inc()
+            if self.metrics is not None:
+                self.metrics.outcomes_store_retries.inc()
             delay = self._backoff.failed(retryable)
             log.warning("outcome batch not stored (%s); pausing the source, retry in %.1fs", exc, delay)
             if not self._failing:
@@ -187,12 +189,12 @@ class OutcomeLoop:
         self.stats.traces += batch.traces
         self.stats.batches += 1
         self.stats.dead_letters.update(d.reason for d in sent)
-        if self.telemetry is not None:
-            self.telemetry.outcomes_consumed.inc(len(batch))
-            self.telemetry.outcomes_stored.inc(len(batch.outcomes) - old)
-            self.telemetry.outcomes_already_stored.inc(old)
+        if self.metrics is not None:
+            self.metrics.outcomes_consumed.inc(len(batch))
+            self.metrics.outcomes_stored.inc(len(batch.outcomes) - old)
+            self.metrics.outcomes_already_stored.inc(old)
             for d in sent:
-                self.telemetry.outcomes_dead_letters.labels(d.reason).inc()
+                self.metrics.outcomes_dead_letters.labels(d.reason).inc()
         self._batch = _Batch()
         self._backoff.reset()
         if self._failing:

@@ -22,10 +22,10 @@ from opentelemetry.trace import SpanKind
 
 from ragmon.errors import SourceError
 from ragmon.pipeline.batcher import Batch
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.offsets import OffsetLedger
 from ragmon.pipeline.stats import IngestStats
 from ragmon.stream.source import Partition
-from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
 log = logging.getLogger(__name__)
@@ -40,12 +40,12 @@ class Committer(Protocol):
 class CommitStep:
     """Commits for one consumer. Not thread-safe: the loop thread (the writer thread never commits)."""
 
-    def __init__(self, source: Committer, ledger: OffsetLedger, telemetry: Telemetry, stats: IngestStats, *,
+    def __init__(self, source: Committer, ledger: OffsetLedger, metrics: IngestMetrics, stats: IngestStats, *,
                  loop: str = "ingest"):
         self._source = source
         self._ledger = ledger
-        self._t = telemetry
-        self._current = telemetry.ingest_commit_current.labels(loop)  # per loop: ``ragmon run`` has two
+        self._t = metrics
+        self._current = metrics.ingest_commit_current.labels(loop)  # per loop: ``ragmon run`` has two
         self._stats = stats
         self._held = False
 

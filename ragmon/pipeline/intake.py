@@ -23,13 +23,13 @@ from ragmon.config import IngestSettings, Settings
 from ragmon.contracts.decode import DecodedTrace, Rejection, decode_trace
 from ragmon.contracts.redact import Redactor
 from ragmon.pipeline.batcher import MESSAGE, OTLP_TRACE, Produced
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.offsets import Entry, OffsetLedger, release_trace
 from ragmon.pipeline.spans.otlp import Span, detect_format, parse_otlp
 from ragmon.pipeline.spans.otlp_assembly import INCOMPLETE_OUTCOMES, Assembled, OtlpAssembler
 from ragmon.store.trace_rows import SourcePosition
 from ragmon.stream.dead_letter import DeadLetter
 from ragmon.stream.source import Partition, RawMessage
-from ragmon.telemetry import Telemetry
 
 #: the timestamps the store keeps as they are: the table's TTL and sort key compute in ClickHouse's DateTime and
 #: Date, which end at 2106-02-07 06:28:15 and start at 1970 (migration 0012); past the end they would wrap to
@@ -51,10 +51,10 @@ def redaction_problems(settings: Settings) -> list[str]:
 class Intake:
     """Per-message decoding for one consumer. Not thread-safe (the loop thread)."""
 
-    def __init__(self, settings: IngestSettings, telemetry: Telemetry, ledger: OffsetLedger, *,
+    def __init__(self, settings: IngestSettings, metrics: IngestMetrics, ledger: OffsetLedger, *,
                  input_format: str, retention_days: int, clock: Callable[[], float]):
         self.settings = settings
-        self.t = telemetry
+        self.t = metrics
         self.ledger = ledger
         self.input_format = input_format
         self.retention = timedelta(days=retention_days)

@@ -41,6 +41,7 @@ from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.pipeline.commit_step import CommitStep
 from ragmon.pipeline.faults import FaultPoints
 from ragmon.pipeline.intake import Intake
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.offsets import OffsetLedger
 from ragmon.pipeline.stats import IngestStats
 from ragmon.pipeline.write_step import WriteStep
@@ -70,23 +71,24 @@ class IngestPipeline:
         self.source = source
         self.settings = settings
         self.clock = clock
-        self._t = telemetry
+        #: the trace loop's metrics, registered on the process's telemetry when the first loop is built
+        self._t = metrics = telemetry.use(IngestMetrics)
         self._dead_letters = dead_letters
         self.stats = IngestStats()
         self.ledger = OffsetLedger()
-        self.intake = Intake(settings, telemetry, self.ledger, input_format=input_format,
+        self.intake = Intake(settings, metrics, self.ledger, input_format=input_format,
                              retention_days=retention_days, clock=clock)
-        self.commits = CommitStep(source, self.ledger, telemetry, self.stats, loop=name)
-        self._open_traces = telemetry.ingest_otlp_open_traces.labels(name)
+        self.commits = CommitStep(source, self.ledger, metrics, self.stats, loop=name)
+        self._open_traces = metrics.ingest_otlp_open_traces.labels(name)
         wait = FlushWait(settings.flush_interval_seconds, settings.freshness_target_seconds)
         self.writes = WriteStep(
-            writer, dead_letters, self.commits, telemetry=telemetry, stats=self.stats,
+            writer, dead_letters, self.commits, metrics=metrics, stats=self.stats,
             backoff=Backoff(settings.store_retry_max_seconds, clock=clock, rng=rng or random.Random()),
             faults=faults or FaultPoints(), redaction_counts=self.intake.take_redaction_counts,
             concurrent=concurrent_writes, on_insert=wait.observe)
         limits = BatchLimits(settings.max_batch_rows, settings.max_batch_bytes, settings.flush_interval_seconds)
         self.batches = BatchStep(limits, self.writes, clock, wait, leak_rule=LeakRule.sharing(settings.shared_tenants))
-        self.lag = LagReporter(source, telemetry.ingest_consumer_lag)
+        self.lag = LagReporter(source, metrics.ingest_consumer_lag)
         #: this loop's progress at the end of its last step, for ``--exit-when-idle`` (read from another thread)
         self.consumer_state = ConsumerState()
         self._paused = False

@@ -24,12 +24,12 @@ from opentelemetry.trace import SpanKind
 from ragmon.errors import RagmonError, SourceError, StoreError
 from ragmon.pipeline.batcher import Batch
 from ragmon.pipeline.faults import FaultPoints
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.stats import IngestStats
 from ragmon.pipeline.writer import TraceWriter
 from ragmon.store.trace_json import LeakRow
 from ragmon.stream.backoff import Backoff
 from ragmon.stream.dead_letter import DeadLetterSink
-from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
 log = logging.getLogger(__name__)
@@ -61,14 +61,14 @@ class WriteStep:
     """Writes batches for one consumer. Called from the loop thread; the write itself may run in the writer thread."""
 
     def __init__(self, writer: TraceWriter, dead_letters: DeadLetterSink, next_step: AcknowledgedSink, *,
-                 backoff: Backoff, telemetry: Telemetry, stats: IngestStats, faults: FaultPoints,
+                 backoff: Backoff, metrics: IngestMetrics, stats: IngestStats, faults: FaultPoints,
                  redaction_counts: Callable[[], Mapping[str, int]], concurrent: bool,
                  on_insert: Callable[[float], None] | None = None):
         self._writer = writer
         self._dead_letters = dead_letters
         self._next = next_step
         self._backoff = backoff
-        self._t = telemetry
+        self._t = metrics
         self._stats = stats
         self._faults = faults
         self._redaction_counts = redaction_counts

@@ -32,6 +32,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from ragmon.config import ReviewSettings, ReviewUser, secret_value
 from ragmon.errors import ConfigError
+from ragmon.review.metrics import ReviewMetrics
+from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.review.auth")
 #: ``reason`` label values of ``ragmon_review_signin_failures_total``
@@ -197,12 +199,12 @@ class LoginThrottle:
 class Authenticator:
     """Checks credentials and issues/reads session cookies. Thread-safe; ``clock`` is injected for tests."""
 
-    def __init__(self, settings: ReviewSettings, clock: Callable[[], float], telemetry: Any = None):
+    def __init__(self, settings: ReviewSettings, clock: Callable[[], float], telemetry: Telemetry | None = None):
         self.users = load_users(settings)
         self.max_age = settings.session_max_age_seconds
         # unset: secure (the review role resolves it from server.host before it gets here)
         self.cookie_secure = settings.cookie_secure is not False
-        self._failures = telemetry.review_signin_failures if telemetry is not None else None
+        self._failures = telemetry.use(ReviewMetrics).review_signin_failures if telemetry is not None else None
         self._clock = clock
         key = secret_value(settings.session_secret)
         if key is not None and len(key) < 32:

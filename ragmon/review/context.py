@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from ragmon.config import ReviewSettings
 from ragmon.errors import StoreError
 from ragmon.review.auth import Authenticator, Session
+from ragmon.review.metrics import ReviewMetrics
 from ragmon.review.queries import ReviewRows, ReviewStore, review_store
 from ragmon.review.queue import load_week
 from ragmon.review.sessions import SignedOut
@@ -43,10 +44,13 @@ class ReviewContext:
     telemetry: Telemetry | None
     clock: Callable[[], float]
     store: ReviewStore = field(init=False)
+    #: the review gauges, registered on ``telemetry`` when given
+    metrics: ReviewMetrics | None = field(init=False)
     signed_out: SignedOut = field(init=False)
 
     def __post_init__(self, source: ReviewStore | ReviewRows) -> None:
         self.store = review_store(source)
+        self.metrics = self.telemetry.use(ReviewMetrics) if self.telemetry is not None else None
         self.signed_out = SignedOut(self.store, self.clock)
 
     def session(self, cookie: str | None) -> Session | None:
@@ -57,11 +61,11 @@ class ReviewContext:
         return session
 
     def refresh_gauges(self) -> None:
-        if self.telemetry is None:
+        if self.metrics is None:
             return
         selected = self.store.weeks()
         week = load_week(self.store, selected[0]) if selected else None
-        due, reviewed = self.telemetry.review_items_due, self.telemetry.review_items_reviewed
+        due, reviewed = self.metrics.review_items_due, self.metrics.review_items_reviewed
         due.clear()
         reviewed.clear()
         for p in week.progress() if week else ():

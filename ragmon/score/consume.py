@@ -190,12 +190,12 @@ class ScoreLoop:
         self.flush(now=True)
 
     def gauges(self, now: float) -> None:
-        telemetry = self.scorer.telemetry
-        telemetry.score_backlog.labels("read").set(self.judging)
+        metrics = self.scorer.metrics
+        metrics.score_backlog.labels("read").set(self.judging)
         before = self.lag.last
         self.lag.maybe_update(now)
         if self.lag.last is not before:
-            telemetry.score_backlog.labels("unread").set(sum(self.lag.last.values()) * self.scorer.sampler.rate)
+            metrics.score_backlog.labels("unread").set(sum(self.lag.last.values()) * self.scorer.sampler.rate)
 
     def _finish(self, scoring: Scoring, ticket: Ticket) -> None:
         if not self._ready:

@@ -30,10 +30,12 @@ from typing import Any
 from ragmon.errors import JudgeError, RetryableStoreError
 from ragmon.judge.base import Judge, JudgeInput
 from ragmon.judge.classify import Classification, QuestionClassifier
+from ragmon.judge.metrics import JudgeMetrics
 from ragmon.judge.pool import JudgePool
 from ragmon.judge.scoring import METRICS, TraceScores, score_trace
 from ragmon.sampling.sampler import SamplingDecision, ScoreSampler
 from ragmon.score import queries
+from ragmon.score.metrics import ScoreMetrics
 from ragmon.score.queries import ScoreStore
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
@@ -101,14 +103,17 @@ class LiveScorer:
         self.judge = judge
         self.sampler = sampler
         self.telemetry = telemetry or Telemetry()
+        #: live scoring's metrics and the judge's (the fingerprint in force, calls the judge does not count itself)
+        self.metrics = self.telemetry.use(ScoreMetrics)
+        self.judge_metrics = self.telemetry.use(JudgeMetrics)
         self.pool = pool or JudgePool.for_judge(judge, max_in_flight, self.telemetry)
         self.judge_attempts = judge_attempts
         self.store_attempts = store_attempts
         self._clock = clock
         self._sleep = sleep
-        self.telemetry.judge_info.labels(judge.fingerprint, judge.name, judge.model or "-").set(1)
+        self.judge_metrics.judge_info.labels(judge.fingerprint, judge.name, judge.model or "-").set(1)
         # an HTTP judge counts its own calls (ok/retry/error per request); others are counted here per trace
-        self._count_calls = getattr(judge, "telemetry", None) is None
+        self._count_calls = getattr(judge, "metrics", None) is None
 
     def announce(self) -> str | None:
         """Log the fingerprint in force; warn when it differs from the last one this judge kind wrote (30 days).
@@ -131,7 +136,7 @@ class LiveScorer:
         estimate = getattr(self.judge, "estimate_cost_usd", None)
         decision = self.sampler.decide(item.query_id, item.retriever, item.category,
                                        cost_estimate=None if estimate is None else lambda: estimate(item))
-        self.telemetry.score_sampling_decisions.labels(decision.decision.value).inc()
+        self.metrics.score_sampling_decisions.labels(decision.decision.value).inc()
         return Scoring(item, _meta(trace), decision, datetime.fromtimestamp(self._clock(), UTC),
                        trace if decision.sampled else None)
 
@@ -206,9 +211,9 @@ class LiveScorer:
         self._insert("scores", scores, batch_key)
         if self.classifier is not None:
             self._insert("question_types", self._type_columns(done), batch_key)
-        self.telemetry.score_traces_scored.inc(result.scored)
-        self.telemetry.score_failures.inc(result.failed)
-        self.telemetry.score_last_batch.set(self._clock())
+        self.metrics.score_traces_scored.inc(result.scored)
+        self.metrics.score_failures.inc(result.failed)
+        self.metrics.score_last_batch.set(self._clock())
         return result
 
     def _type_columns(self, done: Sequence[Scoring]) -> dict[str, list[Any]]:
@@ -279,7 +284,7 @@ class LiveScorer:
 
     def _counted(self, outcome: str) -> None:
         if self._count_calls:
-            self.telemetry.judge_calls.labels(self.judge.name, outcome).inc()
+            self.judge_metrics.judge_calls.labels(self.judge.name, outcome).inc()
 
     def _insert(self, table: str, columns: dict[str, list[Any]], batch_key: str | None) -> None:
         if not columns["trace_id"]:

@@ -13,13 +13,13 @@ import logging
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from prometheus_client import Gauge
 
 from ragmon.config import Settings, ShadowComparisonSettings
 from ragmon.errors import RagmonError
 from ragmon.shadow.compare import CompareOptions, compare
+from ragmon.shadow.metrics import ShadowMetrics
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.queries import ShadowStore
 from ragmon.shadow.result import QUANTILES, ComparisonResult, StratumComparison
@@ -39,7 +39,7 @@ def options_for(c: ShadowComparisonSettings, now: datetime) -> CompareOptions:
 
 
 def run_configured_comparisons(
-    store: ShadowStore, settings: Settings, telemetry: Any, *,
+    store: ShadowStore, settings: Settings, metrics: ShadowMetrics, *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> list[ComparisonResult]:
     """Run every configured comparison once and update the gauges; return the results that succeeded."""
@@ -49,13 +49,13 @@ def run_configured_comparisons(
         try:
             result = compare(store, options_for(comparison, now))
         except RagmonError as exc:
-            telemetry.shadow_runs.labels(outcome="error").inc()
+            metrics.shadow_runs.labels(outcome="error").inc()
             log.warning("shadow comparison %s vs %s failed: %s", comparison.baseline, comparison.candidate, exc)
             continue
-        export(result, telemetry)
-        telemetry.shadow_last_run.labels(baseline=result.baseline.label, candidate=result.candidate.label).set(
+        export(result, metrics)
+        metrics.shadow_last_run.labels(baseline=result.baseline.label, candidate=result.candidate.label).set(
             now.timestamp())
-        telemetry.shadow_runs.labels(outcome="ok").inc()
+        metrics.shadow_runs.labels(outcome="ok").inc()
         results.append(result)
     return results
 
@@ -71,31 +71,31 @@ def _clear(gauge: Gauge, names: tuple[str, ...], baseline: str, candidate: str) 
                 gauge.remove(*(sample.labels[n] for n in names))
 
 
-def export(result: ComparisonResult, telemetry: Any) -> None:
+def export(result: ComparisonResult, metrics: ShadowMetrics) -> None:
     """Replace the gauges of this (baseline, candidate) pair with the values of ``result``."""
     b, c = result.baseline.label, result.candidate.label
-    for gauge, names in ((telemetry.shadow_overlap_at_k, _LABELS), (telemetry.shadow_pairs, _LABELS),
-                         (telemetry.shadow_latency_delta, (*_LABELS, "quantile")),
-                         (telemetry.shadow_quality_delta, (*_LABELS, "metric"))):
+    for gauge, names in ((metrics.shadow_overlap_at_k, _LABELS), (metrics.shadow_pairs, _LABELS),
+                         (metrics.shadow_latency_delta, (*_LABELS, "quantile")),
+                         (metrics.shadow_quality_delta, (*_LABELS, "metric"))):
         _clear(gauge, names, b, c)
     for s in [*result.strata, result.overall]:
-        _export_stratum(s, b, c, telemetry)
+        _export_stratum(s, b, c, metrics)
 
 
-def _export_stratum(s: StratumComparison, b: str, c: str, telemetry: Any) -> None:
+def _export_stratum(s: StratumComparison, b: str, c: str, metrics: ShadowMetrics) -> None:
     labels = {"baseline": b, "candidate": c, "stratum": s.stratum}
-    telemetry.shadow_pairs.labels(**labels).set(s.pairs)
+    metrics.shadow_pairs.labels(**labels).set(s.pairs)
     if s.pairs == 0:
         return
     if math.isfinite(s.agreement.mean_overlap):
-        telemetry.shadow_overlap_at_k.labels(**labels).set(s.agreement.mean_overlap)
+        metrics.shadow_overlap_at_k.labels(**labels).set(s.agreement.mean_overlap)
     delta = s.operational.latency_delta_ms()
     if delta is not None:
         for q, value in zip(QUANTILES, delta, strict=True):
-            telemetry.shadow_latency_delta.labels(**labels, quantile=str(q)).set(value / 1000.0)
+            metrics.shadow_latency_delta.labels(**labels, quantile=str(q)).set(value / 1000.0)
     best: dict[str, tuple[int, float]] = {}
     for q in s.quality:  # one value per metric: the judge fingerprint with the most pairs
         if q.result.n and (q.metric not in best or q.result.n > best[q.metric][0]):
             best[q.metric] = (q.result.n, q.result.mean_difference)
     for metric, (_, value) in best.items():
-        telemetry.shadow_quality_delta.labels(**labels, metric=metric).set(value)
+        metrics.shadow_quality_delta.labels(**labels, metric=metric).set(value)

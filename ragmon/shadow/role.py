@@ -13,6 +13,7 @@ from typing import Any
 from ragmon.config import Settings
 from ragmon.daemon import PeriodicRole, RoleParts
 from ragmon.shadow.live import run_configured_comparisons
+from ragmon.shadow.metrics import ShadowMetrics
 from ragmon.telemetry import Telemetry
 
 
@@ -21,7 +22,9 @@ def check(settings: Settings) -> None:
 
 
 def build(settings: Settings, store: Any, telemetry: Telemetry) -> RoleParts:
-    """One periodic loop; a failing comparison is logged and counted inside it, never fatal."""
+    """One periodic loop; a failing comparison is logged and counted inside it, never fatal. Registers the shadow
+    metrics."""
+    metrics = telemetry.use(ShadowMetrics)
     loop = PeriodicRole("shadow", settings.shadow.interval_seconds,
-                        lambda: run_configured_comparisons(store, settings, telemetry))
+                        lambda: run_configured_comparisons(store, settings, metrics))
     return RoleParts(loops=(loop,), service=loop)

@@ -39,7 +39,9 @@ from typing import Any, TypeVar
 from ragmon.errors import RetryableStoreError, StoreError
 from ragmon.store.disk import MIB, DiskState, FreeSpaceGuard
 from ragmon.store.integrity import PartIntegrity
+from ragmon.store.metrics import StoreMetrics
 from ragmon.store.parts import BrokenPart, DetachedBroken, qualified
+from ragmon.telemetry import Telemetry
 
 log = logging.getLogger("ragmon.store.guard")
 T = TypeVar("T")
@@ -84,7 +86,7 @@ class WriteGuard:
         self.lock = threading.RLock()
         self.state: DiskState = disk.read()
         self._merges_stopped = False
-        self._telemetry: Any = None
+        self._metrics: StoreMetrics | None = None
         self._read_errors: collections.deque[str] = collections.deque(maxlen=100)
         #: broken parts still active (could not be detached yet), by (database, table, name): reads of them fail
         self.unrepaired: dict[tuple[str, str, str], BrokenPart] = {}
@@ -194,7 +196,7 @@ class WriteGuard:
                 (log.error if low else log.warning)(
                     "%s", self.state.describe() if low else f"the store's disk has room again "
                     f"({self.state.describe()}): writes and merges resume")
-        t = self._telemetry
+        t = self._metrics
         if t is not None and not self.state.error:
             t.store_disk_free.set(self.state.free_bytes)
             t.store_writes_paused.set(1 if low else 0)
@@ -206,8 +208,8 @@ class WriteGuard:
             self.integrity.suspect_error(self._read_errors.popleft())
         found = self.integrity.look(full=full)
         failures = self.integrity.write_failures()
-        if self._telemetry is not None and failures > self._failures_reported:
-            self._telemetry.store_ignored_write_errors.inc(failures - self._failures_reported)
+        if self._metrics is not None and failures > self._failures_reported:
+            self._metrics.store_ignored_write_errors.inc(failures - self._failures_reported)
         self._failures_reported = max(failures, self._failures_reported)
         for broken in found:
             key = (broken.database, broken.table, broken.name)
@@ -236,10 +238,10 @@ class WriteGuard:
         return found
 
     def _count(self, table: str, outcome: str, rows_lost: int = 0) -> None:
-        if self._telemetry is not None:
-            self._telemetry.store_broken_parts.labels(table, outcome).inc()
+        if self._metrics is not None:
+            self._metrics.store_broken_parts.labels(table, outcome).inc()
             if rows_lost:
-                self._telemetry.store_rows_lost.labels(table).inc(rows_lost)
+                self._metrics.store_rows_lost.labels(table).inc(rows_lost)
 
     # -- start-up ----------------------------------------------------------------------------------------------
 
@@ -297,15 +299,16 @@ class WriteGuard:
 
     # -- reporting ---------------------------------------------------------------------------------------------
 
-    def attach(self, telemetry: Any) -> None:
-        """Publish the ``ragmon_store_*`` disk and part metrics on ``telemetry`` from now on."""
+    def attach(self, telemetry: Telemetry) -> None:
+        """Register the ``ragmon_store_*`` disk and part metrics (``StoreMetrics``) on ``telemetry`` and publish them
+        from now on."""
         with self.lock:
-            self._telemetry = telemetry
+            self._metrics = telemetry.use(StoreMetrics)
             self._disk_changed()
             self._publish_detached()
 
     def _publish_detached(self) -> None:
-        if self._telemetry is None:
+        if self._metrics is None:
             return
         try:
             report = self.integrity.detached_report(set())
@@ -313,7 +316,7 @@ class WriteGuard:
             return
         counts = collections.Counter(p.table for p in report)
         for table in set(counts) | {p.table for p in self.detached}:
-            self._telemetry.store_detached_broken_parts.labels(table).set(counts.get(table, 0))
+            self._metrics.store_detached_broken_parts.labels(table).set(counts.get(table, 0))
 
     def readiness(self) -> tuple[bool, str]:
         """(False, why and what to do) while the disk is below its headroom or an incomplete part is still active."""

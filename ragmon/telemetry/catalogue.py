@@ -1,7 +1,8 @@
-"""Every ``ragmon_*`` Prometheus metric, as data: one ``MetricDef`` per metric with the ``Telemetry`` attribute that
-holds it, its kind, name, owner (the role or part that moves it), label names, buckets and HELP text; and the
-gauge families published together as snapshots. ``Telemetry`` registers them; ``docs/metrics.md`` is generated
-from them (``python3 -m ragmon.telemetry.reference --write``). Owns no metric objects and no registry.
+"""Every ``ragmon_*`` Prometheus metric, as data: one ``MetricDef`` per metric with the field that holds it in its
+owner's metric set, its kind, name, owner (the part that moves it), label names, buckets and HELP text; and the gauge
+families published together as snapshots. Each owner's set (``ragmon.telemetry.instruments.MetricSet``, declared
+next to the code that moves it) is made from its entries here; ``docs/metrics.md`` is generated from them (``python3
+-m ragmon.telemetry.reference --write``). Owns no metric objects and no registry.
 
 Names follow Prometheus conventions: ``ragmon_<subsystem>_<thing>_<unit>``, counters end in ``_total``, base
 units (seconds, bytes), and label values are bounded (retriever, variant, stratum, reason, partition — never a
@@ -24,7 +25,8 @@ SERIES: Kind = "series"
 
 @dataclass(frozen=True, slots=True)
 class MetricDef:
-    """One metric: ``attr`` on ``Telemetry``, ``kind``, Prometheus ``name``, ``owner`` and the rest as registered."""
+    """One metric: ``attr`` on its owner's metric set, ``kind``, Prometheus ``name``, ``owner`` and the rest as
+    registered."""
 
     attr: str
     kind: Kind
@@ -98,6 +100,23 @@ CATALOGUE: tuple[MetricDef, ...] = (
                    "traces, by retriever (name@version), variant and stratum; checked on every trace, counted once "
                    "per trace: a trace delivered again (a retry, a replay) is not counted again. Target: zero. List "
                    "them with `ragmon leaks list`."),
+    # the ingest loop's OTLP input (assembled from spans, on the traces topic or from the otlp role's receiver)
+    MetricDef("ingest_otlp_incomplete", COUNTER, "ragmon_ingest_otlp_incomplete_traces_total", "ingest",
+              labels=("outcome",),
+              help="OTLP traces emitted or dead-lettered before all their spans arrived, and late spans "
+                   "dead-lettered, by outcome."),
+    MetricDef("ingest_otlp_skipped", COUNTER, "ragmon_ingest_otlp_traces_skipped_total", "ingest", labels=("reason",),
+              help="OTLP traces not stored because they are not RAG queries (no retriever span), by reason; counted "
+                   "when the trace's repair window closes with it still skipped."),
+    MetricDef("ingest_otlp_open_traces", GAUGE, "ragmon_ingest_otlp_open_traces", "ingest", labels=("loop",),
+              help="OTLP traces whose outcome is not final yet: assembling (waiting for their root or parent spans), "
+                   "or skipped with their repair window open. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP)."),
+    MetricDef("ingest_otlp_repaired", COUNTER, "ragmon_ingest_otlp_repaired_traces_total", "ingest",
+              help="OTLP traces stored again (a new version) because spans of theirs arrived after they were "
+                   "emitted."),
+    MetricDef("ingest_otlp_unscored", COUNTER, "ragmon_ingest_otlp_unscored_documents_total", "ingest",
+              help="Retrieved documents of OTLP traces stored without a score (the instrumentation sent none); once "
+                   "per trace, its repaired versions adding only documents it gained."),
     # -- outcomes ------------------------------------------------------------------------------------------------------
     MetricDef("outcomes_consumed", COUNTER, "ragmon_outcomes_consumed_total", "outcomes",
               help="Outcome events (schemas/outcome.v1) read and settled: stored or dead-lettered."),
@@ -112,22 +131,6 @@ CATALOGUE: tuple[MetricDef, ...] = (
     MetricDef("outcomes_store_retries", COUNTER, "ragmon_outcomes_store_retries_total", "outcomes",
               help="Outcome batches retried after a failed write or dead-letter send."),
     # -- otlp ----------------------------------------------------------------------------------------------------------
-    MetricDef("ingest_otlp_incomplete", COUNTER, "ragmon_ingest_otlp_incomplete_traces_total", "otlp",
-              labels=("outcome",),
-              help="OTLP traces emitted or dead-lettered before all their spans arrived, and late spans "
-                   "dead-lettered, by outcome."),
-    MetricDef("ingest_otlp_skipped", COUNTER, "ragmon_ingest_otlp_traces_skipped_total", "otlp", labels=("reason",),
-              help="OTLP traces not stored because they are not RAG queries (no retriever span), by reason; counted "
-                   "when the trace's repair window closes with it still skipped."),
-    MetricDef("ingest_otlp_open_traces", GAUGE, "ragmon_ingest_otlp_open_traces", "otlp", labels=("loop",),
-              help="OTLP traces whose outcome is not final yet: assembling (waiting for their root or parent spans), "
-                   "or skipped with their repair window open. By loop: ingest (Kafka, a file) or otlp (OTLP/HTTP)."),
-    MetricDef("ingest_otlp_repaired", COUNTER, "ragmon_ingest_otlp_repaired_traces_total", "otlp",
-              help="OTLP traces stored again (a new version) because spans of theirs arrived after they were "
-                   "emitted."),
-    MetricDef("ingest_otlp_unscored", COUNTER, "ragmon_ingest_otlp_unscored_documents_total", "otlp",
-              help="Retrieved documents of OTLP traces stored without a score (the instrumentation sent none); once "
-                   "per trace, its repaired versions adding only documents it gained."),
     MetricDef("ingest_otlp_http_requests", COUNTER, "ragmon_ingest_otlp_http_requests_total", "otlp",
               labels=("outcome",),
               help="OTLP/HTTP export requests on /v1/traces, by outcome (accepted, partial, invalid, unauthorized, "
@@ -271,7 +274,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
                    "RagmonDriftBlind."),
     MetricDef("drift_last_check", GAUGE, "ragmon_drift_last_check_timestamp_seconds", "drift",
               help="Unix time the last drift check completed; the drift role's start time until its first check "
-                   "completes; 0 in a process without the drift role."),
+                   "completes (a process without the drift role does not have it)."),
     MetricDef("drift_check_duration", GAUGE, "ragmon_drift_check_duration_seconds", "drift",
               help="Wall time of the last drift check."),
     MetricDef("drift_checks", COUNTER, "ragmon_drift_checks_total", "drift", labels=("outcome",),
@@ -324,7 +327,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
               help="Configured comparison runs, by outcome (ok, error)."),
 )
 
-#: the ``SERIES`` families served together, each by one ``GaugeSnapshot`` on ``Telemetry`` (attribute → members):
+#: the ``SERIES`` families served together, each by one ``GaugeSnapshot`` on their owner's set (attribute → members):
 #: a drift check publishes its results as a whole, a look at the window in progress its own, and so on
 SNAPSHOTS: dict[str, tuple[str, ...]] = {
     "drift_gauges": ("drift_statistic", "drift_p_value", "drift_effect", "drift_detected", "drift_sample_size",

@@ -1,10 +1,21 @@
-"""The metric objects of one ragmon process, made from the catalogue (``ragmon.telemetry.catalogue``) and registered
-on a ``CollectorRegistry`` passed in (a fresh one per test), never on the global default registry, so two pipelines
-in one test never share counters. Owns no names or HELP texts: the catalogue does."""
+"""The metric objects of one ragmon process, made from the catalogue (``ragmon.telemetry.catalogue``) one owner at a
+time and registered on a ``CollectorRegistry`` passed in (a fresh one per test), never on the global default
+registry, so two pipelines in one test never share counters. Owns no names or HELP texts: the catalogue does.
+
+A *metric set* is one owner's metrics as a frozen dataclass (a ``MetricSet`` with ``owner``), declared next to the
+code that moves them (``ragmon/<part>/metrics.py``); its fields are exactly the catalogue's entries of that owner
+and the snapshots serving them (``register_set`` refuses a set that differs). ``Telemetry`` is the process's
+registry and the sets registered on it so far: the part that moves a set asks for it when it is built
+(``telemetry.use(DriftMetrics)``), which registers it the first time and returns the same set after, so a process
+exposes the metrics of the parts it runs and no others, and two parts of one process (the ingest and otlp roles'
+loops) share one set. ``ProcessMetrics`` is registered by every ``Telemetry``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+import threading
+from typing import ClassVar, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
@@ -15,6 +26,21 @@ from ragmon.telemetry.snapshot import GaugeSnapshot, GaugeSpec
 _MAKERS = {"counter": Counter, "gauge": Gauge, "histogram": Histogram, "info": Info}
 
 
+class MetricSet:
+    """Base of one owner's metrics: a frozen dataclass whose fields are the catalogue's entries of ``owner``."""
+
+    owner: ClassVar[str]
+
+
+S = TypeVar("S", bound=MetricSet)
+
+
+def owner_fields(owner: str) -> list[str]:
+    """The fields a set of ``owner`` holds, in catalogue order: its entries, then the snapshots that serve them."""
+    attrs = [s.attr for s in CATALOGUE if s.owner == owner]
+    return attrs + [name for name, members in SNAPSHOTS.items() if members[0] in attrs]
+
+
 def _make(spec: MetricDef, registry: CollectorRegistry) -> object:
     if spec.kind == "series":
         return GaugeSpec(spec.name, spec.help, spec.labels)
@@ -22,127 +48,59 @@ def _make(spec: MetricDef, registry: CollectorRegistry) -> object:
     return _MAKERS[spec.kind](spec.name, spec.help, spec.labels, registry=registry, **extra)
 
 
-@dataclass
+def register_set(kind: type[S], registry: CollectorRegistry) -> S:
+    """Make every metric of ``kind.owner`` from the catalogue, register it on ``registry`` and return the set.
+    ``TypeError`` (before anything is registered) when the set's fields are not exactly its owner's entries."""
+    expected = owner_fields(kind.owner)
+    declared = [f.name for f in dataclasses.fields(kind)]  # type: ignore[arg-type]
+    if sorted(declared) != sorted(expected):
+        raise TypeError(f"{kind.__name__}: expected the fields of owner {kind.owner!r} in the catalogue "
+                        f"{sorted(expected)}, got {sorted(declared)}")
+    made: dict[str, object] = {s.attr: _make(s, registry) for s in CATALOGUE if s.owner == kind.owner}
+    for name, members in SNAPSHOTS.items():
+        if members[0] in made:
+            snapshot = GaugeSnapshot(*(made[m] for m in members))  # type: ignore[arg-type]
+            registry.register(snapshot)
+            made[name] = snapshot
+    return kind(**made)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProcessMetrics(MetricSet):
+    """What every process exposes, whatever its roles: its build and where the alerts' links point."""
+
+    owner: ClassVar[str] = "process"
+    build_info: Info
+    links_info: Info
+
+
 class Telemetry:
-    """Every metric of the catalogue as an attribute (by owner below), and the snapshots serving the series."""
+    """A process's registry and the metric sets registered on it so far (``use``); ``process`` is always there."""
 
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    # process
-    build_info: Info = field(init=False)
-    links_info: Info = field(init=False)
-    # ingest
-    ingest_messages_consumed: Counter = field(init=False)
-    ingest_traces_stored: Counter = field(init=False)
-    ingest_dead_letters: Counter = field(init=False)
-    ingest_traces_consumed: Counter = field(init=False)
-    ingest_traces_settled: Counter = field(init=False)
-    ingest_dead_letters_cut: Counter = field(init=False)
-    ingest_unknown_fields: Counter = field(init=False)
-    ingest_redactions: Counter = field(init=False)
-    ingest_batch_rows: Histogram = field(init=False)
-    ingest_write_seconds: Histogram = field(init=False)
-    ingest_store_retries: Counter = field(init=False)
-    ingest_consumer_lag: Gauge = field(init=False)
-    ingest_last_commit: Gauge = field(init=False)
-    ingest_commit_current: Gauge = field(init=False)
-    ingest_last_poll: Gauge = field(init=False)
-    ingest_paused: Gauge = field(init=False)
-    ingest_flush_failures: Counter = field(init=False)
-    permission_leaks: Counter = field(init=False)
-    # outcomes
-    outcomes_consumed: Counter = field(init=False)
-    outcomes_stored: Counter = field(init=False)
-    outcomes_already_stored: Counter = field(init=False)
-    outcomes_dead_letters: Counter = field(init=False)
-    outcomes_store_retries: Counter = field(init=False)
-    # otlp
-    ingest_otlp_incomplete: Counter = field(init=False)
-    ingest_otlp_skipped: Counter = field(init=False)
-    ingest_otlp_open_traces: Gauge = field(init=False)
-    ingest_otlp_repaired: Counter = field(init=False)
-    ingest_otlp_unscored: Counter = field(init=False)
-    ingest_otlp_http_requests: Counter = field(init=False)
-    ingest_otlp_http_spans_rejected: Counter = field(init=False)
-    # store
-    store_disk_free: Gauge = field(init=False)
-    store_writes_paused: Gauge = field(init=False)
-    store_ignored_write_errors: Counter = field(init=False)
-    store_broken_parts: Counter = field(init=False)
-    store_rows_lost: Counter = field(init=False)
-    store_detached_broken_parts: Gauge = field(init=False)
-    # review
-    review_signin_failures: Counter = field(init=False)
-    review_items_due: Gauge = field(init=False)
-    review_items_reviewed: Gauge = field(init=False)
-    # judge
-    judge_calls: Counter = field(init=False)
-    judge_info: Gauge = field(init=False)
-    judge_tokens: Counter = field(init=False)
-    judge_cost_usd: Counter = field(init=False)
-    judge_in_flight: Gauge = field(init=False)
-    judge_adaptive_limit: Gauge = field(init=False)
-    judge_concurrency_limit: Gauge = field(init=False)
-    judge_queue_wait: Histogram = field(init=False)
-    judge_rate_limited: Counter = field(init=False)
-    # score
-    score_traces_scored: Counter = field(init=False)
-    score_failures: Counter = field(init=False)
-    score_sampling_decisions: Counter = field(init=False)
-    score_last_batch: Gauge = field(init=False)
-    score_backlog: Gauge = field(init=False)
-    # drift
-    drift_statistic: GaugeSpec = field(init=False)
-    drift_p_value: GaugeSpec = field(init=False)
-    drift_effect: GaugeSpec = field(init=False)
-    drift_detected: GaugeSpec = field(init=False)
-    drift_sample_size: GaugeSpec = field(init=False)
-    drift_feature_value: GaugeSpec = field(init=False)
-    drift_cusum: GaugeSpec = field(init=False)
-    drift_persistent: GaugeSpec = field(init=False)
-    drift_pooled_windows: GaugeSpec = field(init=False)
-    drift_last_assessed: GaugeSpec = field(init=False)
-    drift_watch_alarm: GaugeSpec = field(init=False)
-    drift_watch_statistic: GaugeSpec = field(init=False)
-    drift_watch_boundary: GaugeSpec = field(init=False)
-    drift_time_to_page: GaugeSpec = field(init=False)
-    drift_watch_gauges: GaugeSnapshot = field(init=False)
-    drift_last_look: Gauge = field(init=False)
-    drift_looks: Counter = field(init=False)
-    drift_gauges: GaugeSnapshot = field(init=False)
-    drift_explain_top: GaugeSpec = field(init=False)
-    drift_explain_gauges: GaugeSnapshot = field(init=False)
-    drift_cusum_threshold: Gauge = field(init=False)
-    drift_blind_after: Gauge = field(init=False)
-    drift_last_check: Gauge = field(init=False)
-    drift_check_duration: Gauge = field(init=False)
-    drift_checks: Counter = field(init=False)
-    # judge_agreement
-    judge_agreement_kappa: GaugeSpec = field(init=False)
-    judge_agreement_calibrated_kappa: GaugeSpec = field(init=False)
-    judge_agreement_drop_interval: GaugeSpec = field(init=False)
-    judge_agreement_pairs: GaugeSpec = field(init=False)
-    judge_agreement_gauges: GaugeSnapshot = field(init=False)
-    # coverage
-    coverage_distance: Gauge = field(init=False)
-    coverage_diverged: Gauge = field(init=False)
-    coverage_under_represented: Gauge = field(init=False)
-    coverage_last_check: Gauge = field(init=False)
-    # shadow
-    shadow_overlap_at_k: Gauge = field(init=False)
-    shadow_latency_delta: Gauge = field(init=False)
-    shadow_quality_delta: Gauge = field(init=False)
-    shadow_pairs: Gauge = field(init=False)
-    shadow_last_run: Gauge = field(init=False)
-    shadow_runs: Counter = field(init=False)
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._sets: dict[str, MetricSet] = {}
+        self._lock = threading.Lock()
+        self.process = self.use(ProcessMetrics)
+        self.process.build_info.info({"version": __version__})
 
-    def __post_init__(self) -> None:
-        for spec in CATALOGUE:
-            setattr(self, spec.attr, _make(spec, self.registry))
-        for attr, members in SNAPSHOTS.items():
-            snapshot = GaugeSnapshot(*(getattr(self, m) for m in members))
-            self.registry.register(snapshot)
-            setattr(self, attr, snapshot)
-        self.build_info.info({"version": __version__})
+    def use(self, kind: type[S]) -> S:
+        """The process's set of ``kind``, registered on the registry the first time it is asked for. Thread-safe.
+        ``TypeError`` when another set of the same owner was registered."""
+        with self._lock:
+            found = self._sets.get(kind.owner)
+            if found is None:
+                found = self._sets[kind.owner] = register_set(kind, self.registry)
+        if not isinstance(found, kind):
+            raise TypeError(f"owner {kind.owner!r}: expected a {kind.__name__}, got a {type(found).__name__} "
+                            "registered already")
+        return found
+
+    @property
+    def owners(self) -> list[str]:
+        """The owners whose sets are registered, in the order they were (``process`` first)."""
+        with self._lock:
+            return list(self._sets)
 
     def counter_totals(self, *prefixes: str) -> dict[str, float]:
         """The current value of every counter whose name starts with one of ``prefixes``, one entry per labelled

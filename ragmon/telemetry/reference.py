@@ -1,6 +1,6 @@
-"""``docs/metrics.md``, every metric of the catalogue by owner, rendered from the catalogue: ``python3 -m
-ragmon.telemetry.reference`` prints it, ``--write`` writes it, ``--check`` exits 1 when the file differs (CI's unit
-test does the same). Owns the page's layout only."""
+"""``docs/metrics.md``, every metric of the catalogue by owner (and where each owner's set is registered), rendered
+from the catalogue: ``python3 -m ragmon.telemetry.reference`` prints it, ``--write`` writes it, ``--check`` exits 1
+when the file differs (CI's unit test does the same). Owns the page's layout only."""
 
 from __future__ import annotations
 
@@ -14,25 +14,31 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 #: the Prometheus type of each kind, and the series names it exposes
 _TYPE = {"counter": "counter", "gauge": "gauge", "histogram": "histogram", "info": "info", "series": "gauge"}
 _OWNERS = {
-    "process": "every process (`ragmon.process`)",
-    "ingest": "the `ingest` role: the Kafka and file loop",
-    "outcomes": "the `outcomes` role: user outcome events (docs/ab.md)",
-    "otlp": "OTLP input: `/v1/traces` and OTLP on the traces topic (docs/otlp.md)",
-    "store": "the embedded store's disk and parts (docs/operations.md, \"The disk\")",
+    "process": "every process (`ragmon.process`), whatever its roles",
+    "ingest": "the trace loop (`ragmon.pipeline`), in a process running the `ingest` or `otlp` role (one set for both "
+              "loops: the `loop` label tells them apart where it matters), and in `ragmon ingest --file` and the demo; "
+              "its `ragmon_ingest_otlp_*` series count traces assembled from OTLP spans, read from the traces topic or "
+              "taken by the OTLP/HTTP receiver (docs/otlp.md)",
+    "outcomes": "the `outcomes` role and `ragmon ingest --outcomes`: user outcome events (docs/ab.md)",
+    "otlp": "the `otlp` role: its OTLP/HTTP receiver on `/v1/traces` (docs/otlp.md)",
+    "store": "the embedded store's disk and parts, in every process on the embedded store (docs/operations.md, "
+             "\"The disk\"); a ClickHouse server has none",
     "review": "the `review` role: sign-in and the weekly queue (docs/review.md)",
-    "judge": "the judge, wherever it runs (docs/judges.md)",
-    "score": "the `score` role: live scoring (docs/judges.md)",
+    "judge": "the judge, in a process that scores: the `score` role, `ragmon score` and the demo (docs/judges.md)",
+    "score": "the `score` role and `ragmon score`: live scoring (docs/judges.md)",
     "drift": "the `drift` role: checks and looks (docs/drift.md)",
-    "judge_agreement": "judge agreement with human labels (docs/review.md)",
-    "coverage": "golden-set coverage of live traffic (docs/coverage.md)",
+    "judge_agreement": "the `judge_agreement` role: judge agreement with human labels (docs/review.md)",
+    "coverage": "the `coverage` role: golden-set coverage of live traffic (docs/coverage.md)",
     "shadow": "the `shadow` role: shadow comparisons (docs/shadow.md)",
 }
 
-_INTRO = """Every `ragmon_*` series a ragmon process exposes on `/metrics`, by the part that moves it. Generated from
-the catalogue (`ragmon/telemetry/catalogue.py`) by `python3 -m ragmon.telemetry.reference --write`; a
-unit test fails when this page and the catalogue differ. A process registers every metric whatever its
-roles: a role that does not run leaves its metrics at zero (or without series). Gauges marked *snapshot*
-are replaced as a whole at each check or look: a series the last one did not name is gone."""
+_INTRO = """Every `ragmon_*` series a ragmon process can expose on `/metrics`, by the part that moves it (its owner).
+Generated from the catalogue (`ragmon/telemetry/catalogue.py`) by `python3 -m ragmon.telemetry.reference --write`;
+a unit test fails when this page and the catalogue differ. Each owner's metrics are one set, declared next to the
+code that moves them (`ragmon/<part>/metrics.py`) and registered when that code is built: a process exposes the
+`process` set and the sets of the parts it runs, where each section below says, and no others (a process running
+only `drift` has no `ragmon_ingest_*` series). A registered metric shows zero, or no series, until it moves. Gauges
+marked *snapshot* are replaced as a whole at each check or look: a series the last one did not name is gone."""
 
 
 def _series(spec: MetricDef) -> str:

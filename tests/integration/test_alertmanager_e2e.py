@@ -45,6 +45,7 @@ import yaml
 
 from ragmon.config import DriftSettings, Settings
 from ragmon.drift.check.check import DriftChecker
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.process import Process as RagmonProcess
 from ragmon.process import build_process
 from tests.integration.review.support import PASSWORDS, csrf_of, review_settings
@@ -316,9 +317,10 @@ def test_drift_reaches_the_ticket_receiver_grouped_by_stratum_with_its_links(ale
 
 def test_a_stalled_ingest_pages_and_inhibits_the_drift_alerts(alert_path: AlertPath) -> None:
     # what a stuck ingest loop leaves in its gauges: nothing committed for an hour, messages waiting
-    telemetry = alert_path.ragmon.telemetry
-    telemetry.ingest_commit_current.labels(loop="ingest").set(time.time() - 3600)
-    telemetry.ingest_consumer_lag.labels(topic="ragmon.traces", partition="0").set(250)
+    # the trace loop's gauges, registered here (this process runs no ingest role), as a stuck loop leaves them
+    ingest = alert_path.ragmon.telemetry.use(IngestMetrics)
+    ingest.ingest_commit_current.labels(loop="ingest").set(time.time() - 3600)
+    ingest.ingest_consumer_lag.labels(topic="ragmon.traces", partition="0").set(250)
     _, page, stalled = alert_path.receiver.wait(f"{STALLED} at the page receiver",
                                                 lambda: alert_path.receiver.alerts(STALLED), 60)[0]
     assert page["receiver"] == "ragmon-page"  # critical pages

@@ -14,6 +14,7 @@ from ragmon.cli.app import app as cli
 from ragmon.config import DEFAULT_QUESTION_TYPES
 from ragmon.contracts.golden import GoldenCase
 from ragmon.coverage.check import EXIT_DIVERGED, EXIT_MATCHES, check_coverage, export
+from ragmon.coverage.metrics import CoverageMetrics
 from ragmon.coverage.queries import types_of_traces
 from ragmon.coverage.stats import DIVERGED, CoverageThresholds
 from ragmon.errors import RetryableJudgeError
@@ -105,7 +106,7 @@ def test_check_names_the_new_type_and_exports_gauges(store):
     assert by["billing"].status == "matches"
     assert result.exit_code == EXIT_DIVERGED and result.under_represented() == ("table-number",)
     telemetry = Telemetry()
-    export(result, telemetry, 1.0)
+    export(result, telemetry.use(CoverageMetrics), 1.0)
     text = generate_latest(telemetry.registry).decode()
     assert 'ragmon_golden_coverage_diverged{stratum="consent"} 1.0' in text
     assert 'ragmon_golden_coverage_diverged{stratum="billing"} 0.0' in text

@@ -33,6 +33,7 @@ from ragmon.drift.check.window_queries import Group, Windowed, aggregate, to_ser
 from ragmon.drift.method.assess import Detector, Entry, assess
 from ragmon.drift.method.features import FEATURES, FeaturePlan, plan_features
 from ragmon.drift.method.windows import WindowPlan, plan
+from ragmon.drift.metrics import DriftMetrics
 from ragmon.telemetry import Telemetry
 from ragmon.tracing import span
 
@@ -80,13 +81,14 @@ class DriftChecker:
         self.settings = settings
         self.plans = plan_features(settings)  # ConfigError at start-up, not mid-check
         self.clock = clock
-        self.telemetry = telemetry
+        #: drift's metrics, registered on ``telemetry`` when given (None: a check that exports nothing)
+        self.metrics = telemetry.use(DriftMetrics) if telemetry is not None else None
         #: features paging now, with when and how the page was raised (the watch's until the next check)
         self._pages: dict[tuple[Group, str], Page] = {}
         #: the last look's results (cleared by a check)
         self._watched: dict[object, Looked] = {}
-        if telemetry is not None:
-            telemetry.drift_blind_after.set(settings.blind_after_seconds)
+        if self.metrics is not None:
+            self.metrics.drift_blind_after.set(settings.blind_after_seconds)
 
     def run_once(self) -> CheckResult:
         with span("ragmon.drift.check.check") as current:
@@ -114,16 +116,16 @@ class DriftChecker:
             self._store(result)
             self._after_check(result)
         except Exception:
-            if self.telemetry is not None:
-                self.telemetry.drift_checks.labels(outcome="error").inc()
+            if self.metrics is not None:
+                self.metrics.drift_checks.labels(outcome="error").inc()
             raise
-        if self.telemetry is not None:
-            export(self.telemetry, result.results, result.last_assessed)
+        if self.metrics is not None:
+            export(self.metrics, result.results, result.last_assessed)
             cusums = [r.cusum_threshold for r in result.results if math.isfinite(r.cusum_threshold)]
-            self.telemetry.drift_cusum_threshold.set(cusums[0] if cusums else math.nan)
-            self.telemetry.drift_last_check.set(result.checked_at.timestamp())
-            self.telemetry.drift_check_duration.set(result.duration_seconds)
-            self.telemetry.drift_checks.labels(outcome="ok").inc()
+            self.metrics.drift_cusum_threshold.set(cusums[0] if cusums else math.nan)
+            self.metrics.drift_last_check.set(result.checked_at.timestamp())
+            self.metrics.drift_check_duration.set(result.duration_seconds)
+            self.metrics.drift_checks.labels(outcome="ok").inc()
         return result
 
     def detector(self, wp: WindowPlan) -> Detector:
@@ -199,17 +201,17 @@ class DriftChecker:
         try:
             result = self.look(since, at)
         except Exception:
-            if self.telemetry is not None:
-                self.telemetry.drift_looks.labels(outcome="error").inc()
+            if self.metrics is not None:
+                self.metrics.drift_looks.labels(outcome="error").inc()
             raise
         self._watched = {x.key: x for x in result.looked}
         for x in result.looked:
             if x.alarm and x.key not in self._pages:
                 self._pages[x.key] = Page(at, since, "watch")  # type: ignore[index]
-        if self.telemetry is not None:
+        if self.metrics is not None:
             self._publish_watch(at)
-            self.telemetry.drift_last_look.set(at.timestamp())
-            self.telemetry.drift_looks.labels(outcome="ok").inc()
+            self.metrics.drift_last_look.set(at.timestamp())
+            self.metrics.drift_looks.labels(outcome="ok").inc()
         return result
 
     def _after_check(self, result: CheckResult) -> None:
@@ -230,12 +232,12 @@ class DriftChecker:
             pages[key] = page
         self._pages = pages  # type: ignore[assignment]
         self._watched = {x.key: x for x in result.looked}
-        if self.telemetry is not None:
+        if self.metrics is not None:
             self._publish_watch(result.checked_at)
 
     def _publish_watch(self, now: datetime) -> None:
-        assert self.telemetry is not None
-        t = self.telemetry
+        assert self.metrics is not None
+        t = self.metrics
         series: dict = {t.drift_watch_alarm: {}, t.drift_watch_statistic: {}, t.drift_watch_boundary: {},
                         t.drift_time_to_page: {}}
         for (group, feature), x in self._watched.items():  # type: ignore[misc]

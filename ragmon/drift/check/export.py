@@ -4,7 +4,7 @@ Labels: ``retriever`` = ``<name>@<version>``, ``variant``, ``stratum`` (the trac
 ``test`` or ``window``; when a group was last assessed, per feature ``family`` (``features.FAMILIES``). A
 judge-score feature gets its judge fingerprint's first 8 characters appended (``faithfulness[1a2b3c4d]``) only
 when one check sees several fingerprints for it, so series of different judges never merge. Each export publishes
-the whole check at once (``Telemetry.drift_gauges``, a collector): a group the check no longer produced is gone
+the whole check at once (``DriftMetrics.drift_gauges``, a collector): a group the check no longer produced is gone
 from the next scrape, and no scrape sees a gap.
 Must not keep label sets of its own, or write anything but the gauges.
 """
@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from ragmon.drift.check.result import DriftResult
-from ragmon.telemetry import GaugeSpec, Telemetry
+from ragmon.drift.metrics import DriftMetrics
+from ragmon.telemetry import GaugeSpec
 
 
 def feature_labels(results: Sequence[DriftResult]) -> dict[int, str]:
@@ -34,13 +35,13 @@ def feature_labels(results: Sequence[DriftResult]) -> dict[int, str]:
     return out
 
 
-def drift_series(telemetry: Telemetry, results: Sequence[DriftResult],
+def drift_series(metrics: DriftMetrics, results: Sequence[DriftResult],
                  last_assessed: Mapping[tuple[str, str, str, str, str], datetime] | None = None,
                  ) -> dict[GaugeSpec, dict[tuple[str, ...], float]]:
     """The series of one check: per result its test gauges, and both windows' sample size and feature value
     (set once per feature, whatever the number of tests); per feature its CUSUM, persistence and pooling; per
     group and feature family when it was last assessed. A non-finite value is exported as NaN."""
-    t = telemetry
+    t = metrics
     series: dict[GaugeSpec, dict[tuple[str, ...], float]] = {
         spec: {} for spec in (t.drift_statistic, t.drift_p_value, t.drift_effect, t.drift_detected,
                               t.drift_sample_size, t.drift_feature_value, t.drift_cusum, t.drift_persistent,
@@ -69,7 +70,7 @@ def drift_series(telemetry: Telemetry, results: Sequence[DriftResult],
     return series
 
 
-def export(telemetry: Telemetry, results: Sequence[DriftResult],
+def export(metrics: DriftMetrics, results: Sequence[DriftResult],
            last_assessed: Mapping[tuple[str, str, str, str, str], datetime] | None = None) -> None:
     """Publish one check's results as the drift gauges, replacing the previous check's."""
-    telemetry.drift_gauges.publish(drift_series(telemetry, results, last_assessed))
+    metrics.drift_gauges.publish(drift_series(metrics, results, last_assessed))

@@ -81,10 +81,10 @@ class DriftRole:
     def run(self, stop: threading.Event) -> None:
         due = self.checker.clock()
         look: datetime | None = None
-        if self.checker.telemetry is not None:
-            # a role that never completes a check still alerts (RagmonDriftCheckStale), and a process without the
-            # drift role keeps 0, which the rule ignores
-            self.checker.telemetry.drift_last_check.set(due.timestamp())
+        if self.checker.metrics is not None:
+            # a role that never completes a check still alerts (RagmonDriftCheckStale); a process without the drift
+            # role does not have the gauge (the rule also ignores 0: a checker built and never run)
+            self.checker.metrics.drift_last_check.set(due.timestamp())
         while not stop.is_set():
             now = self.checker.clock()
             if now >= due:

@@ -20,6 +20,7 @@ from ragmon.drift.check.queries import DriftStore
 from ragmon.drift.check.result import CheckResult
 from ragmon.drift.explain.explain_run import run_explain
 from ragmon.drift.method.features import FEATURES
+from ragmon.drift.metrics import DriftMetrics
 from ragmon.errors import RagmonError
 from ragmon.telemetry import Telemetry
 
@@ -52,7 +53,8 @@ def publish_hints(store: DriftStore, settings: DriftSettings, telemetry: Telemet
             continue
         dimension, segment, share = top
         series[(group.retriever, group.variant, group.stratum, feature, dimension, segment)] = share
-    telemetry.drift_explain_gauges.publish({telemetry.drift_explain_top: series})
+    metrics = telemetry.use(DriftMetrics)
+    metrics.drift_explain_gauges.publish({metrics.drift_explain_top: series})
     return len(series)
 
 

@@ -14,6 +14,7 @@ from ragmon.config import Settings
 from ragmon.demo.traffic import HOSTILE_TEXT, RetrieverProfile, generate_golden, generate_traces
 from ragmon.shadow.compare import CompareOptions, compare
 from ragmon.shadow.live import run_configured_comparisons
+from ragmon.shadow.metrics import ShadowMetrics
 from ragmon.shadow.pairs import RetrieverRef
 from ragmon.shadow.report import render
 from ragmon.telemetry import Telemetry
@@ -154,7 +155,8 @@ def test_live_gauges(store):
         {"baseline": "hybrid@v1", "candidate": "dense@v9", "window_seconds": 86400},  # emits nothing yet
     ]})
     telemetry = Telemetry()
-    results = run_configured_comparisons(store, settings, telemetry)
+    metrics = telemetry.use(ShadowMetrics)
+    results = run_configured_comparisons(store, settings, metrics)
     assert len(results) == 2 and results[1].pairs == 0
     get = telemetry.registry.get_sample_value
     labels = {"baseline": "hybrid@v1", "candidate": "dense@v2"}
@@ -170,12 +172,12 @@ def test_live_gauges(store):
     assert get("ragmon_shadow_last_run_timestamp_seconds", labels) > 0
     # a stratum that leaves the window stops being reported
     store.command(f"ALTER TABLE {store.table('traces')} DELETE WHERE category = 'billing' SETTINGS mutations_sync = 1")
-    run_configured_comparisons(store, settings, telemetry)
+    run_configured_comparisons(store, settings, metrics)
     assert get("ragmon_shadow_overlap_at_k", {**labels, "stratum": "billing"}) is None
     assert get("ragmon_shadow_pairs", {**labels, "stratum": "all"}) == 300
     # a failing store is counted per comparison and never raised out of the periodic job
     store.command(f"DROP TABLE {store.table('scores')}")
-    assert run_configured_comparisons(store, settings, telemetry) == []
+    assert run_configured_comparisons(store, settings, metrics) == []
     assert get("ragmon_shadow_runs_total", {"outcome": "error"}) == 2
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ragmon.config import IngestSettings
 from ragmon.pipeline.batcher import Batch, BatchLimits, BatchStep, FlushWait
 from ragmon.pipeline.intake import Intake
+from ragmon.pipeline.metrics import IngestMetrics
 from ragmon.pipeline.offsets import OffsetLedger
 from ragmon.stream.backoff import FIRST_SECONDS, Backoff
 from ragmon.stream.lag import LagReporter
@@ -78,8 +79,8 @@ class Writes:
 
 
 def intake(ledger: OffsetLedger | None = None) -> Intake:
-    return Intake(IngestSettings(), Telemetry(), ledger or OffsetLedger(), input_format="auto", retention_days=90,
-                  clock=FakeClock())
+    return Intake(IngestSettings(), Telemetry().use(IngestMetrics), ledger or OffsetLedger(), input_format="auto",
+                  retention_days=90, clock=FakeClock())
 
 
 def messages(n: int, bad_every: int = 0) -> list[RawMessage]:
@@ -193,7 +194,7 @@ def test_lag_is_read_at_most_every_interval_and_caught_up_needs_every_assigned_p
     source, t = InMemoryTraceSource(), Telemetry()
     source.append(T, 0, [b"a", b"b"])
     source.append(T, 1, [b"c"])
-    lag = LagReporter(source, t.ingest_consumer_lag, interval_seconds=2.0)
+    lag = LagReporter(source, t.use(IngestMetrics).ingest_consumer_lag, interval_seconds=2.0)
     lag.maybe_update(100.0)
     assert lag_samples(t) == {"0": 2, "1": 1} and not lag.caught_up()
     source.poll(0, 10)
@@ -207,7 +208,7 @@ def test_a_partition_given_away_loses_its_series_and_caught_up_is_false_with_not
     source, t = InMemoryTraceSource(), Telemetry()
     source.append(T, 0, [b"a"])
     source.append(T, 1, [b"b"])
-    lag = LagReporter(source, t.ingest_consumer_lag)
+    lag = LagReporter(source, t.use(IngestMetrics).ingest_consumer_lag)
     lag.update()
     lag.drop({(T, 1)})
     assert set(lag_samples(t)) == {"0"}

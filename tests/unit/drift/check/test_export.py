@@ -21,6 +21,7 @@ from ragmon.drift.check.result import DriftResult
 from ragmon.drift.check.window_queries import Group
 from ragmon.drift.method.summary import ContinuousSummary, RateSummary, Summary
 from ragmon.drift.method.windows import Window, Windows
+from ragmon.drift.metrics import DriftMetrics
 from ragmon.telemetry import GaugeSpec, Telemetry
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -96,11 +97,13 @@ def golden(name: str) -> str:
 
 def test_scrape_text_is_unchanged_for_a_fixed_input() -> None:
     telemetry = Telemetry(CollectorRegistry())
+    assert drift_text(telemetry.registry) == ""  # no drift set registered: no drift family at all
+    drift = telemetry.use(DriftMetrics)  # registered: the families, without series until the first check
     assert drift_text(telemetry.registry) == "".join(line + "\n" for line in golden("drift_gauges_one_check.prom")
                                                      .splitlines() if line.startswith("#"))
-    export(telemetry, fixed_results())
+    export(drift, fixed_results())
     assert drift_text(telemetry.registry) == golden("drift_gauges_one_check.prom")
-    export(telemetry, next_results())
+    export(drift, next_results())
     # sample order within a family carries no meaning to Prometheus: compared as sorted lines
     assert sorted(drift_text(telemetry.registry).splitlines()) == golden("drift_gauges_next_check.prom").splitlines()
 
@@ -111,7 +114,7 @@ def _labels(group: Group, feature: str, **extra: str) -> dict[str, str]:
 
 def test_values_after_one_check() -> None:
     telemetry = Telemetry(CollectorRegistry())
-    export(telemetry, fixed_results())
+    export(telemetry.use(DriftMetrics), fixed_results())
     value = telemetry.registry.get_sample_value
     assert value("ragmon_drift_detected", _labels(BILLING, "top1_score", test="ks")) == 1.0
     assert value("ragmon_drift_p_value", _labels(BILLING, "top1_score", test="psi")) == 0.01
@@ -123,8 +126,8 @@ def test_values_after_one_check() -> None:
 
 def test_a_group_gone_from_the_next_check_is_gone_from_the_scrape() -> None:
     telemetry = Telemetry(CollectorRegistry())
-    export(telemetry, fixed_results())
-    export(telemetry, next_results())
+    export(telemetry.use(DriftMetrics), fixed_results())
+    export(telemetry.use(DriftMetrics), next_results())
     value = telemetry.registry.get_sample_value
     for name, extra in (("ragmon_drift_detected", {"test": "ks"}), ("ragmon_drift_sample_size", {"window": "current"})):
         assert value(name, _labels(CONSENT, "top1_score", **extra)) is None
@@ -132,17 +135,18 @@ def test_a_group_gone_from_the_next_check_is_gone_from_the_scrape() -> None:
         assert value(name, _labels(BILLING, "faithfulness", **extra)) is not None
     assert value("ragmon_drift_detected", _labels(Group("hybrid", "v2", "canary", "billing"), "top1_score",
                                                   test="ks")) == 1.0
-    export(telemetry, ())
+    export(telemetry.use(DriftMetrics), ())
     assert {s.name for m in telemetry.registry.collect() for s in m.samples if s.name in DRIFT_FAMILIES} == set()
 
 
 def test_the_snapshot_refuses_series_that_do_not_fit_and_a_second_metric_of_its_names() -> None:
     telemetry = Telemetry(CollectorRegistry())
+    drift = telemetry.use(DriftMetrics)
     with pytest.raises(ValueError, match="expected values for"):
-        telemetry.drift_gauges.publish({telemetry.drift_detected: {("hybrid@v1", "production"): 1.0}})
+        drift.drift_gauges.publish({drift.drift_detected: {("hybrid@v1", "production"): 1.0}})
     stray = GaugeSpec("ragmon_other", "Other.", ())
     with pytest.raises(ValueError, match="got gauge ragmon_other"):
-        telemetry.drift_gauges.publish({stray: {(): 1.0}})
+        drift.drift_gauges.publish({stray: {(): 1.0}})
     with pytest.raises(ValueError, match="ragmon_drift_detected"):
         Gauge("ragmon_drift_detected", "A second one.", registry=telemetry.registry)
     assert telemetry.registry.get_sample_value("ragmon_drift_detected", _labels(BILLING, "top1_score", test="ks")) \
@@ -163,7 +167,7 @@ def test_persistence_pooling_and_last_assessed_series() -> None:
     assessed = {("hybrid", "v1", "production", "billing", "traces"): NOW,
                 ("hybrid", "v1", "production", "consent", "traces"): NOW - timedelta(hours=7),
                 ("hybrid", "v1", "production", "consent", "versions"): NOW}
-    export(telemetry, rows, assessed)
+    export(telemetry.use(DriftMetrics), rows, assessed)
     value = telemetry.registry.get_sample_value
     assert value("ragmon_drift_cusum", _labels(BILLING, "top1_score")) == 5.5
     assert value("ragmon_drift_persistent", _labels(BILLING, "top1_score")) == 1.0
@@ -176,6 +180,6 @@ def test_persistence_pooling_and_last_assessed_series() -> None:
                  {**last, "stratum": "consent"}) == (NOW - timedelta(hours=7)).timestamp()
     assert value("ragmon_drift_last_assessed_timestamp_seconds",
                  {**last, "stratum": "consent", "family": "versions"}) == NOW.timestamp()
-    export(telemetry, rows[:1])  # the next check: consent gone, no assessment times
+    export(telemetry.use(DriftMetrics), rows[:1])  # the next check: consent gone, no assessment times
     assert value("ragmon_drift_persistent", _labels(CONSENT, "top1_score")) is None
     assert value("ragmon_drift_last_assessed_timestamp_seconds", {**last, "stratum": "consent"}) is None
