@@ -149,6 +149,13 @@ class DriftSettings(Section):
         "text), so a popular question with its own habits trending from hour to hour does not read as drift. Off: "
         "the values as served.",
     )
+    questions_as_clusters: bool = Field(
+        True,
+        description="With by_query: widen the current window's tests of a continuous feature by its design effect "
+        "with the questions as clusters, so a burst of a few new questions asked many times does not read as "
+        "drift (docs/drift.md, 'Questions as clusters'). Costs a per-question sum of the current window's "
+        "traces in the traces query. Off: the window's traces count as independent.",
+    )
     index_lag_seconds: float = Field(
         3600.0, ge=0, le=30 * 86400,
         description="newest_version_share: how long a new document version may take to reach the index before "

@@ -156,6 +156,7 @@ class DriftChecker:
                 wp = plan(windows, since + timedelta(seconds=windows.current_seconds), lookback=0, until=now)
             windowed = aggregate(self.store, [p.feature for p in feature_plans], wp,
                                  index_lag_seconds=self.settings.index_lag_seconds, by_query=self.settings.by_query,
+                                 clusters=self.settings.questions_as_clusters,
                                  sketched=sketched(feature_plans))
             windowed, dropped = self._cap_groups(windowed)
             dropped_total = max(dropped_total, dropped)

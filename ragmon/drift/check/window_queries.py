@@ -160,7 +160,7 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
 
 
 def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True,
-               sketched: Collection[str] | None = None) -> str:
+               sketched: Collection[str] | None = None, clusters: bool = True) -> str:
     """One aggregation over ``traces`` for every traces-sourced feature, per group and window.
 
     With ``by_query``, a ``Feature.by_query`` feature is summarised as each trace's value less its question's level
@@ -191,7 +191,7 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
             every = sketched is None or f.name in sketched
             outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
-            if i in adjusted_at:
+            if i in adjusted_at and clusters:
                 clustered.append(i)
                 outer.append(_clustered_sums(i))
         elif i in adjusted_at:
@@ -207,8 +207,8 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     if adjusted:
         inner.append(f"if({_ASKED}, {_question_key(f'({_INDEX} + 1) % 2')}, 0) AS question")
         if clustered:  # a trace without a question is a cluster of its own
-            inner.append("cityHash64(trace_id) AS trace_key")
-            middle.append("if(question = 0, trace_key, question) AS cluster")
+            inner.append("if(w = 0 AND question = 0, cityHash64(trace_id), question) AS cluster")
+            middle.append("cluster")
         rows = (f"SELECT {', '.join(middle)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {where}) AS t "
                 f"ALL LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
     sql = f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
@@ -223,7 +223,8 @@ def _clustered_sums(i: int) -> str:
     """The current window's per-question sums of feature ``i``'s finite adjusted values and their counts (``sumMap``
     keeps a key while one of its sums is not 0: a question with a count is kept whatever its sum)."""
     ok = f"isFinite(v{i})"
-    return f"sumMapIf([cluster], [if({ok}, v{i}, 0.)], [toFloat64({ok})], w = 0) AS f{i}__cm"
+    return (f"sumMap(if(w = 0, [cluster], []), if(w = 0, [if({ok}, v{i}, 0.)], []), "
+            f"if(w = 0, [toFloat64({ok})], [])) AS f{i}__cm")
 
 
 def _clustered_variance(i: int) -> str:
@@ -296,7 +297,7 @@ def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
 
 def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
               index_lag_seconds: float = 3600.0, by_query: bool = True,
-              sketched: Collection[str] | None = None) -> Windowed:
+              sketched: Collection[str] | None = None, clusters: bool = True) -> Windowed:
     """Run the queries these features need; every (group, feature)'s summary per window index (renumbered for
     a pinned reference). ``by_query``: summarise ``Feature.by_query`` features per question (``traces_sql``);
     ``sketched``: the features whose every window needs a quantile sketch (None: all)."""
@@ -313,7 +314,8 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
         rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
-        for row in store.query_rows(traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched), params):
+        sql = traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched, clusters=clusters)
+        for row in store.query_rows(sql, params):
             g, w = _group(row), int(row["w"])
             for i, f in enumerate(on_traces):
                 if f.kind == "continuous":
