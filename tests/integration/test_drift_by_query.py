@@ -198,6 +198,10 @@ def test_sql_matches_the_numpy_reference_for_rates_counts_and_latency(store) -> 
             assert got[name][w].n == want.n
             assert got[name][w].k == pytest.approx(want.k, abs=1e-9)
             assert got[name][w].var == pytest.approx(want.var, rel=1e-9)
+    # both continuous features' clustered variances of the current window, from one per-question sum in the SQL
+    for name, want in (("latency_ms", latency[0]), ("n_results", n_results[0])):
+        assert got[name][0].mean_var == pytest.approx(clustered_variance(want, windows[0]["keys"]), rel=1e-6)
+    assert got["refusal_rate"][0].var is not None  # rates keep their own per-question variance
     # a question that is always refused adds nothing to the sampling variance of a refusal count
     raw = np.mean([w["refused"].mean() for w in windows[1:25]])
     assert got["refusal_rate"][0].var < 0.9 * 120 * raw * (1 - raw)
