@@ -22,7 +22,7 @@ def test_the_drift_role_publishes_the_top_cause_of_each_paging_group(store) -> N
     traffic = Traffic(np.random.default_rng(8))
     for day in range(7, -1, -1):
         cols = traffic.window(400, now - timedelta(hours=1, days=day), 3600,
-                              Incident("model_change", 0.6, 0.2) if day == 0 else None)
+                              Incident("model_change", 0.6, 0.3) if day == 0 else None)
         insert(store, cols, retriever="hybrid@v1", variant="production", stratum="billing", run_id=f"d{day}")
     telemetry = Telemetry()
     parts = build(Settings(drift={"features": ["top1_score", "latency_ms"]}), store, telemetry)
