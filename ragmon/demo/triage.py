@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from ragmon.demo.scenario import Scenario
+from ragmon.review.queries import ReviewRows
 from ragmon.review.records import parse_week
 from ragmon.review.triage import TriageWeek, select_triage
-from ragmon.review.triage_queries import TriageStore
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TriageDemo:
         return sorted(set(self.burst) | set(self.background) | set(self.queued))
 
 
-def run_triage(store: TriageStore, scenario: Scenario, traces: Iterable[Mapping[str, Any]],
+def run_triage(store: ReviewRows, scenario: Scenario, traces: Iterable[Mapping[str, Any]],
                now: datetime) -> TriageDemo:
     """Select the triage queue of the week the burst falls in, and count what was injected into that week."""
     week = scenario.triage_week(now)

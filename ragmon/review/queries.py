@@ -93,7 +93,9 @@ class ReviewStore(Protocol):
 
 
 class ReviewRows(Protocol):
-    """What ``ClickHouseReviewQueries`` needs from the store (``ClickHouseStore`` satisfies it)."""
+    """The review role's one store seam: what ``ClickHouseReviewQueries`` and triage (``triage_queries``) need from
+    the store (``ClickHouseStore`` satisfies it). Blocking; raises ``StoreError`` (``retryable`` for an outage);
+    thread-safe (the pages call it from worker threads)."""
 
     def table(self, name: str) -> str: ...
     def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...

@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 
 from ragmon.errors import InputError
 from ragmon.review import triage_queries as tq
+from ragmon.review.queries import ReviewRows
 from ragmon.review.records import parse_week
-from ragmon.review.triage_queries import TriageStore
 
 #: the failure taxonomy a thumbs-down is triaged against (docs/review.md), in the order the form lists it
 CAUSES: Mapping[str, str] = {
@@ -104,7 +104,7 @@ def selection_warning(week: str, now: datetime) -> str | None:
             "run` do it (it runs every hour and makes the queue final after then).")
 
 
-def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX_ITEMS, seed: str | None = None,
+def select_triage(store: ReviewRows, week: str, *, max_items: int = DEFAULT_MAX_ITEMS, seed: str | None = None,
                   now: datetime, selected_by: str = "cli") -> TriageWeek:  # fmt: skip
     """Queue the week's thumbs-down production traces; on a provisional queue, add the ones that arrived since
     (with the seed recorded first); on a final one, change nothing (see the module docstring)."""
@@ -134,7 +134,7 @@ def select_triage(store: TriageStore, week: str, *, max_items: int = DEFAULT_MAX
                       selected_at=now if items else None)
 
 
-def load_triage(store: TriageStore, week: str) -> TriageWeek | None:
+def load_triage(store: ReviewRows, week: str) -> TriageWeek | None:
     """The week's triage queue with each item's current cause, or None when the week was not selected (or had no
     thumbs-down traffic)."""
     rows = tq.queue_with_causes(store, week)
@@ -151,7 +151,7 @@ def load_triage(store: TriageStore, week: str) -> TriageWeek | None:
                       final_after=until, selected_at=last)
 
 
-def triage_weeks(store: TriageStore) -> list[str]:
+def triage_weeks(store: ReviewRows) -> list[str]:
     """Weeks with a triage queue, newest first."""
     return tq.queued_weeks(store)
 
@@ -171,7 +171,7 @@ def check_label(cause: str, note: str) -> tuple[str, str]:
     return cause, note
 
 
-def save_triage_label(store: TriageStore, week: str, trace_id: str, reviewer: str, cause: str, note: str,
+def save_triage_label(store: ReviewRows, week: str, trace_id: str, reviewer: str, cause: str, note: str,
                       at: datetime) -> None:  # fmt: skip
     """Record ``reviewer``'s cause for a queued trace (``InputError`` when it is not in the week's queue)."""
     cause, note = check_label(cause, note)

@@ -19,6 +19,7 @@ from ragmon.errors import InputError
 from ragmon.review.api import BODY_ERRORS, WEEK_PATTERN, caller_dependency
 from ragmon.review.context import ApiRoute, ReviewContext
 from ragmon.review.models import ErrorOut
+from ragmon.review.queries import ReviewRows
 from ragmon.review.records import parse_week
 from ragmon.review.triage import (
     CAUSES,
@@ -28,7 +29,6 @@ from ragmon.review.triage import (
     save_triage_label,
     triage_weeks,
 )
-from ragmon.review.triage_queries import TriageStore
 from ragmon.review.triage_report import triage_report
 
 WeekParam = Annotated[str, Path(pattern=WEEK_PATTERN, description="ISO week, e.g. 2026-W49.")]
@@ -106,7 +106,7 @@ def _utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
-def triage_api_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
+def triage_api_router(ctx: ReviewContext, store: ReviewRows) -> APIRouter:
     router = APIRouter(prefix="/review/api/v1/triage", tags=["triage"], responses=_ERRORS,
                        route_class=ApiRoute)
     Who = caller_dependency(ctx)

@@ -15,9 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from ragmon.review import triage_queries as tq
+from ragmon.review.queries import ReviewRows
 from ragmon.review.records import iso_week, parse_week
 from ragmon.review.triage import CAUSES
-from ragmon.review.triage_queries import TriageStore
 
 ALL = "ALL"
 
@@ -50,7 +50,7 @@ def report_weeks(week: str, n: int) -> tuple[str, ...]:
     return tuple(iso_week(start - timedelta(weeks=i)) for i in range(n - 1, -1, -1))
 
 
-def triage_report(store: TriageStore, week: str, n_weeks: int = 4) -> TriageReport:
+def triage_report(store: ReviewRows, week: str, n_weeks: int = 4) -> TriageReport:
     weeks = report_weeks(week, max(1, n_weeks))
     sizes = tq.queue_sizes(store, weeks)
     counted = tq.cause_counts(store, weeks)

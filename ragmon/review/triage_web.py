@@ -21,14 +21,15 @@ from ragmon.errors import InputError
 from ragmon.review.auth import SESSION_COOKIE, Session, csrf_ok
 from ragmon.review.context import ReviewContext, StoreAwareRoute
 from ragmon.review.item_view import build_item_view
+from ragmon.review.queries import ReviewRows
 from ragmon.review.records import parse_week
 from ragmon.review.triage import CAUSES, TriageWeek, load_triage, save_triage_label, triage_weeks
-from ragmon.review.triage_queries import TriageStore, stored_trace_row
+from ragmon.review.triage_queries import stored_trace_row
 from ragmon.review.web import SECURITY_HEADERS, _environment
 from ragmon.store.trace_rows import row_to_trace
 
 
-def triage_router(ctx: ReviewContext, store: TriageStore) -> APIRouter:
+def triage_router(ctx: ReviewContext, store: ReviewRows) -> APIRouter:
     router = APIRouter(prefix="/review/triage", include_in_schema=False, route_class=StoreAwareRoute)
     env = _environment()
 
