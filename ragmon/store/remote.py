@@ -59,9 +59,11 @@ class RemoteReadStore:
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                   timeout=settings.read_api.timeout_seconds, transport=transport)
 
-    # the same identifier check and readiness rule as the local store (they need only ``database`` and ``ping``)
+    # the same identifier check, readiness rule and row count as the local store (they need only ``database``,
+    # ``ping`` and ``command``)
     table = ClickHouseStore.table
     readiness = ClickHouseStore.readiness
+    row_count = ClickHouseStore.row_count  # one read through ``command``: ``ragmon store status`` while the daemon runs
 
     def ping(self) -> None:
         self.command("SELECT 1")

@@ -79,3 +79,20 @@ def test_without_an_announcement_or_settings_it_says_which_settings(tmp_path) ->
     (tmp_path / "ragmon-read-api.json").write_text("{broken")
     with pytest.raises(PermanentStoreError, match="cannot read"):
         connect_remote(settings)
+
+
+def test_store_status_counts_rows_through_the_daemon() -> None:
+    """``ragmon store status`` while the daemon holds the embedded store counts each table through the read API
+    (the remote store had no ``row_count``: the runbook command failed with AttributeError while the daemon ran)."""
+    seen = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append((body["op"], body["sql"]))
+        return httpx.Response(200, json={"value": wire.encode([7])[0]})
+
+    store = _store(answer)
+    assert store.row_count("traces") == 7 and store.row_count("drift_checks") == 7
+    assert [sql for _, sql in seen] == [f"SELECT count() FROM {store.database}.traces FINAL",
+                                        f"SELECT count() FROM {store.database}.drift_checks"]
+    assert all(op == "command" for op, _ in seen), seen
