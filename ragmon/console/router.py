@@ -51,7 +51,7 @@ def console_router(settings: Settings, store: ConsoleReads, review: ReviewContex
                    clock: Callable[[], float] = time.time,
                    comparisons: shadow_page.ComparisonCache | None = None) -> APIRouter:
     """The console's pages; ``comparisons`` is the Shadow page's cache, shared with the daemon's warm-up loop
-    (``shadow_warm_loop``) when one runs."""
+    (``console-shadow-warm``, built by ``ragmon.process``) when one runs."""
     router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=StoreAwareRoute)
     pages = ConsolePages(review)
 

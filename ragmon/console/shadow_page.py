@@ -130,15 +130,13 @@ class ComparisonCache:
                 self._derived = (now, derived(store, now))
             return self._derived[1]
 
-    def warm(self, store: Any, settings: Settings, now: datetime) -> int:
+    def warm(self, store: Any, settings: Settings, now: datetime) -> None:
         """Compute what the Shadow page shows unasked (the configured comparisons, else the derived ones) for the
         latest shadow check at ``now``, unless it is cached: the console's warm-up loop calls this every few
         seconds, so the first view after a check is a cache hit rather than a comparison of 24 hours of pairs
-        (5 s on 10 M traces). Returns how many comparisons are ready for that check."""
+        (5 s on 10 M traces)."""
         checked = check_time(now, settings.shadow.interval_seconds)
-        no_ask = dict.fromkeys(("baseline", "candidate", "baseline_variant", "candidate_variant", "since"), "")
-        chosen = options(settings, no_ask, checked, lambda at: self.derived(store, at))
-        return len(self.run(store, chosen))
+        self.run(store, options(settings, asked({}), checked, lambda at: self.derived(store, at)))
 
     def run(self, store: Any, chosen: list[tuple[str, CompareOptions, str]]) -> list[Shown]:
         out = []

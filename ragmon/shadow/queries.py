@@ -63,11 +63,16 @@ _COLUMNS = {
 }
 
 
-def grouped_sql(traces_table: str, *, where: str = "") -> str:
-    """One row per query_id seen on either side in the window: n_b/n_c and each side's earliest trace."""
+#: the comparison's window (``since`` inclusive, ``until`` exclusive)
+_WINDOW = "ts >= {since:DateTime64(3, 'UTC')} AND ts < {until:DateTime64(3, 'UTC')}"
+
+
+def grouped_sql(traces_table: str, *, where: str = "", columns: dict[str, str] = _COLUMNS) -> str:
+    """One row per query_id seen on either side in the window: n_b/n_c and, of each side's earliest trace, the
+    ``columns`` (``_COLUMNS``: all a pair needs)."""
     picks = ",\n        ".join(
         f"argMinIf({expr}, (ts, cityHash64(trace_id)), side = {i}) AS {p}_{col}"
-        for i, p in ((1, "b"), (2, "c")) for col, expr in _COLUMNS.items()
+        for i, p in ((1, "b"), (2, "c")) for col, expr in columns.items()
     )
     return f"""
     SELECT query_id, countIf(side = 1) AS n_b, countIf(side = 2) AS n_c,
@@ -77,8 +82,7 @@ def grouped_sql(traces_table: str, *, where: str = "") -> str:
             latency_total_ms, error, context_tokens, cost_usd, retriever_params,
             multiIf({_side('b')}, 1, {_side('c')}, 2, 0) AS side
         FROM {traces_table} FINAL
-        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
-          AND ({_side('b')} OR {_side('c')}) {where}
+        WHERE {_WINDOW} AND ({_side('b')} OR {_side('c')}) {where}
     )
     GROUP BY query_id"""
 
@@ -127,26 +131,14 @@ def _on_both_sides(traces_table: str) -> str:
     """A filter keeping the traces of queries seen on both sides in the window, before they are grouped: pairing
     groups only those (41,452 of 829,429 queries in ``bench/console.py``'s store), not every query of the busier
     side, whose picks (question, lists, latencies) would be built and thrown away."""
-    seen = (f"SELECT query_id FROM {traces_table} WHERE ts >= {{{{since:DateTime64(3, 'UTC')}}}} "
-            "AND ts < {{until:DateTime64(3, 'UTC')}} AND {side}")
-    return (f"AND query_id IN ({seen.format(side=_side('b'))}) "
-            f"AND query_id IN ({seen.format(side=_side('c'))})")
+    seen = [f"query_id IN (SELECT query_id FROM {traces_table} WHERE {_WINDOW} AND {_side(p)})" for p in "bc"]
+    return f"AND {seen[0]} AND {seen[1]}"
 
 
 def _per_query_sql(traces_table: str) -> str:
     """One row per query_id seen on either side: how many traces each side has and each side's stratum (of its
     earliest trace) — what the summary needs of the queries that are not paired."""
-    key = "(ts, cityHash64(trace_id))"
-    return f"""
-    SELECT query_id, countIf(side = 1) AS n_b, countIf(side = 2) AS n_c,
-        argMinIf(category, {key}, side = 1) AS b_category, argMinIf(category, {key}, side = 2) AS c_category
-    FROM (
-        SELECT query_id, ts, trace_id, category, multiIf({_side('b')}, 1, {_side('c')}, 2, 0) AS side
-        FROM {traces_table} FINAL
-        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
-          AND ({_side('b')} OR {_side('c')})
-    )
-    GROUP BY query_id"""
+    return grouped_sql(traces_table, columns={"category": "category"})
 
 
 def summary_sql(traces_table: str, *, seed: int = 0, lowest: int = 5) -> str:
@@ -212,7 +204,7 @@ def sides_sql(traces_table: str) -> str:
         SELECT multiIf({_side('b')}, 1, {_side('c')}, 2, 0) AS side, n_results, error,
                JSONExtractInt(retriever_params, 'k') AS pk
         FROM {traces_table} FINAL
-        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
+        WHERE {_WINDOW}
           AND ({_side('b')} OR {_side('c')})
     )"""
 
@@ -223,8 +215,7 @@ def judged_sql(traces_table: str, scores_table: str) -> str:
     Only queries with at least one score in the window are paired (live scoring samples a fraction of the
     traffic), and both twins of such a query are kept, so one-sided judging is seen and reported.
     """
-    judged_queries = (f"SELECT query_id FROM {scores_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
-                      "AND ts < {until:DateTime64(3, 'UTC')} AND status = 'ok'")
+    judged_queries = f"SELECT query_id FROM {scores_table} WHERE {_WINDOW} AND status = 'ok'"
     return f"""
     SELECT p.query_id AS query_id, p.stratum AS stratum, p.side AS side, s.metric AS metric,
            s.judge_fingerprint AS fingerprint, s.latest AS value
@@ -235,7 +226,7 @@ def judged_sql(traces_table: str, scores_table: str) -> str:
     INNER JOIN (
         SELECT trace_id, metric, judge_fingerprint, argMax(value, scored_at) AS latest
         FROM {scores_table} FINAL
-        WHERE ts >= {{since:DateTime64(3, 'UTC')}} AND ts < {{until:DateTime64(3, 'UTC')}}
+        WHERE {_WINDOW}
           AND status = 'ok' AND isFinite(value)
         GROUP BY trace_id, metric, judge_fingerprint
     ) AS s ON s.trace_id = p.trace_id"""
@@ -246,8 +237,7 @@ def canary_sql(traces_table: str) -> str:
 
     The query_ids are found first with a plain scan of the baseline side, so only canary queries are paired.
     """
-    matching = (f"SELECT query_id FROM {traces_table} WHERE ts >= {{since:DateTime64(3, 'UTC')}} "
-                "AND ts < {until:DateTime64(3, 'UTC')} AND retriever_name = {b_name:String} "
+    matching = (f"SELECT query_id FROM {traces_table} WHERE {_WINDOW} AND retriever_name = {{b_name:String}} "
                 f"AND {NORMALIZED_QUESTION_SQL.replace('b_question', 'question')} IN {{questions:Array(String)}}")
     return f"""
     SELECT query_id, stratum, b_question AS question, {NORMALIZED_QUESTION_SQL} AS key, b_ids, c_ids
@@ -265,8 +255,7 @@ def _details_sql(traces_table: str) -> str:
 def _seen_sql(traces_table: str) -> str:
     """The ten retrievers with the most traces in the window, to explain an empty comparison."""
     return (f"SELECT retriever_name AS n, retriever_version AS v, variant, count() AS c FROM {traces_table} FINAL "
-            "WHERE ts >= {since:DateTime64(3, 'UTC')} AND ts < {until:DateTime64(3, 'UTC')} "
-            "GROUP BY n, v, variant ORDER BY c DESC LIMIT 10")
+            f"WHERE {_WINDOW} GROUP BY n, v, variant ORDER BY c DESC LIMIT 10")
 
 
 # -- the questions ``compare`` asks; ``params`` come from ``pairs.parameters`` ----------------------------------
