@@ -473,26 +473,40 @@ def test_any_accepted_trace_round_trips_through_the_table(store: ClickHouseStore
     check()
 
 
+#: the engine's start-up options as it reports them: server settings, and query defaults set at start-up
+ENGINE_SETTINGS_SQL = ("SELECT name, value FROM system.server_settings WHERE name IN {names:Array(String)} "
+                       "UNION ALL SELECT name, value FROM system.settings WHERE name IN {names:Array(String)}")
+
+
 def test_embedded_engine_is_sized_for_a_process_not_a_server(store: ClickHouseStore):
     """Merge threads and caches of the embedded engine are capped (EMBEDDED_ENGINE_OPTIONS), not ClickHouse's
     server defaults (16 merge threads, 5 GiB per cache), which grew the ingest process's memory with its data."""
     from ragmon.store.client import EMBEDDED_ENGINE_OPTIONS
 
-    rows = store.query_rows(
-        "SELECT name, value FROM system.server_settings WHERE name IN {names:Array(String)}",
-        {"names": list(EMBEDDED_ENGINE_OPTIONS)},
-    )
+    rows = store.query_rows(ENGINE_SETTINGS_SQL, {"names": list(EMBEDDED_ENGINE_OPTIONS)})
     assert {r["name"]: int(r["value"]) for r in rows} == EMBEDDED_ENGINE_OPTIONS
     assert EMBEDDED_ENGINE_OPTIONS["mark_cache_size"] < 5 << 30
 
 
+def test_a_query_on_the_embedded_engine_reads_on_every_core(store: ClickHouseStore):
+    """ClickHouse gives a query one thread for each GiB free under the engine's limit
+    (``max_threads_min_free_memory_per_thread``), so under the default 1 GiB budget every query read its table on
+    one thread (``ReadPoolInOrder``), and a drift check over 10 M traces took 11 s instead of 7. The embedded
+    engine asks an eighth of its budget a thread."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: one reading thread is all there is")
+    rows = store.query_rows("EXPLAIN PIPELINE SELECT sum(number) FROM numbers_mt(10000000)")
+    pipeline = [str(next(iter(r.values()))).strip() for r in rows]
+    assert any(line.startswith("NumbersRange × ") for line in pipeline), pipeline  # one source per thread
+
+
 MEMORY_PROBE = """
 import json
+ENGINE_SETTINGS_SQL = ENGINE_SQL
 from ragmon.config import load_settings
 from ragmon.store import ClickHouseStore
 store = ClickHouseStore.open(load_settings().store)
-rows = store.query_rows("SELECT name, value FROM system.server_settings WHERE name IN {names:Array(String)}",
-                        {"names": NAMES})
+rows = store.query_rows(ENGINE_SETTINGS_SQL, {"names": NAMES})
 print(json.dumps({r["name"]: int(r["value"]) for r in rows}))
 """
 
@@ -505,7 +519,9 @@ def test_the_memory_setting_reaches_the_embedded_engine(tmp_path: Path):
     expected = embedded_engine_options(256)
     clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("RAGMON_")}
     out = subprocess.run(
-        [sys.executable, "-c", MEMORY_PROBE.replace("NAMES", repr(sorted(expected)))], capture_output=True, text=True,
+        [sys.executable, "-c",
+         MEMORY_PROBE.replace("NAMES", repr(sorted(expected))).replace("ENGINE_SQL", repr(ENGINE_SETTINGS_SQL))],
+        capture_output=True, text=True,
         timeout=120, env={**clean, "PYTHONPATH": str(ROOT), "RAGMON_STORE__DSN": f"chdb://{tmp_path / 'chdb'}",
                           "RAGMON_STORE__EMBEDDED_MEMORY_MB": "256"})
     assert out.returncode == 0, out.stderr[-2000:]
