@@ -502,11 +502,10 @@ def test_a_query_on_the_embedded_engine_reads_on_every_core(store: ClickHouseSto
 
 MEMORY_PROBE = """
 import json
-ENGINE_SETTINGS_SQL = ENGINE_SQL
 from ragmon.config import load_settings
 from ragmon.store import ClickHouseStore
 store = ClickHouseStore.open(load_settings().store)
-rows = store.query_rows(ENGINE_SETTINGS_SQL, {"names": NAMES})
+rows = store.query_rows(ENGINE_SQL, {"names": NAMES})
 print(json.dumps({r["name"]: int(r["value"]) for r in rows}))
 """
 
