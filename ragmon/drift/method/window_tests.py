@@ -195,6 +195,12 @@ def _beta_binomial(k: float, n: int, mean: float, between_var: float) -> tuple[f
     return z, float(p)
 
 
+#: ``_count_tails`` sums a beta-binomial's pmf within this many standard deviations ...
+TAIL_SPAN_SD = 40
+#: ... unless the mass beyond them may exceed this
+TAIL_SPAN_SLACK = 1e-9
+
+
 def _count_tails(ks: tuple[int, ...], n: int, mu: float, size: float) -> list[tuple[float, float, float]]:
     """(P(K < k), P(K = k), P(K > k)) for each k of ``ks``, of a beta-binomial count of ``n`` trials whose share is
     Beta(mu·size, (1 − mu)·size), binomial(n, mu) when ``size`` is infinite — what ``scipy.stats.betabinom`` gives,
@@ -222,12 +228,6 @@ def _count_tails(ks: tuple[int, ...], n: int, mu: float, size: float) -> list[tu
     if (a < 1 and lo > 0) or (b < 1 and hi < n) or outside > TAIL_SPAN_SLACK:
         lo, pmf = 0, _beta_binomial_pmf(np.arange(0, n + 1), n, a, b)
     return [(float(pmf[:k - lo].sum()), float(pmf[k - lo]), float(pmf[k - lo + 1:].sum())) for k in ks]
-
-
-#: ``_count_tails`` sums a beta-binomial's pmf within this many standard deviations ...
-TAIL_SPAN_SD = 40
-#: ... unless the mass beyond them may exceed this
-TAIL_SPAN_SLACK = 1e-9
 
 
 def _beta_binomial_pmf(j: np.ndarray, n: int, a: float, b: float) -> np.ndarray:
