@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from ragmon.drift.method import window_tests
 from ragmon.drift.method.window_tests import _count_tails
 
 
@@ -29,7 +30,18 @@ def test_the_tails_are_the_whole_pmfs_in_the_bulk_and_far_out(n: int, mu: float,
     mean, sd = dist.mean(), dist.std()
     ks = sorted({0, max(0, int(mean - 5 * sd)), int(mean), min(n, int(mean + 8 * sd)), min(n, int(mean + 100 * sd)),
                  n})
-    for k, got in zip(ks, _count_tails(tuple(ks), n, mu, size), strict=True):
-        for value, expected in zip(got, _whole(n, mu, size, k), strict=True):
-            assert value == pytest.approx(expected, rel=1e-6, abs=1e-300)
-        assert sum(got) == pytest.approx(1.0, abs=1e-8)
+    for k in ks:  # one count a call, as a check asks (asking for 0 and n together would span every count)
+        for got in (_count_tails((k,), n, mu, size)[0], _count_tails((k, min(k + 1, n)), n, mu, size)[0]):
+            for value, expected in zip(got, _whole(n, mu, size, k), strict=True):
+                assert value == pytest.approx(expected, rel=1e-6, abs=1e-300)
+            assert sum(got) == pytest.approx(1.0, abs=1e-8)
+
+
+def test_a_count_near_the_mean_of_a_million_trials_reads_a_span_not_every_count(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the span: the pmf of an adjusted count at 10 M traces is not computed over a million counts."""
+    sizes: list[int] = []
+    real = window_tests._beta_binomial_pmf
+    monkeypatch.setattr(window_tests, "_beta_binomial_pmf", lambda j, *rest: (sizes.append(j.size), real(j, *rest))[1])
+    _count_tails((10_000, 10_001), 1_000_000, 0.01, 1e5)
+    assert sizes and max(sizes) < 100_000
