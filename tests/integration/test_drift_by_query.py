@@ -24,10 +24,11 @@ QUESTIONS = 300
 
 
 def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift: float = 0.0,
-            last_hours_shift: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+            last_hours_shift: int = 0, unasked: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``hours`` hourly windows ending at NOW, newest first in the result: (question keys, top-1 scores). Each
     hour its own few questions are popular (a fresh Zipf order every hour), each question scores near its level;
-    ``shift`` is added to the last ``last_hours_shift`` hours."""
+    ``shift`` is added to the last ``last_hours_shift`` hours. A share ``unasked`` of the traces has no question (an
+    empty text): each is keyed apart (a negative key), as the SQL treats it."""
     windows = []
     rows: dict[str, list] = {k: [] for k in ("trace_id", "query_id", "ts", "question", "retrieved_scores",
                                              "retrieved_ranks", "retrieved_chunk_ids", "retrieved_doc_ids",
@@ -40,13 +41,15 @@ def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift:
         top1 = levels[asked] + rng.normal(0, 0.01, per_hour) + (shift if back < last_hours_shift else 0.0)
         empty = rng.random(per_hour) < 0.02
         top1 = np.where(empty, np.nan, top1)
-        windows.append((asked.astype(np.int64), top1))
+        no_question = rng.random(per_hour) < unasked
+        keys = np.where(no_question, -1 - back * per_hour - np.arange(per_hour), asked)
+        windows.append((keys.astype(np.int64), top1))
         for j in range(per_hour):
             tid = f"t{back}-{j}"
             scores = [] if empty[j] else [float(top1[j]), float(top1[j]) - 0.05]
             # the same question typed three ways: ragmon keys it by its trimmed, lower-cased text
-            text = (f"How do I rotate key {asked[j]}?", f"  how do I rotate KEY {asked[j]}?",
-                    f"HOW DO I ROTATE KEY {asked[j]}?  ")[j % 3]
+            text = "" if no_question[j] else (f"How do I rotate key {asked[j]}?", f"  how do I rotate KEY {asked[j]}?",
+                                              f"HOW DO I ROTATE KEY {asked[j]}?  ")[j % 3]
             for key, value in (("trace_id", tid), ("query_id", tid),
                                ("ts", start + timedelta(seconds=float(rng.random() * 3599))), ("question", text),
                                ("retrieved_scores", scores), ("retrieved_ranks", list(range(1, len(scores) + 1))),
@@ -92,6 +95,26 @@ def test_sql_matches_the_numpy_reference(store) -> None:
     (raw,) = aggregate(store, [FEATURES["top1_score"]], wp, by_query=False).values()
     assert raw[0].mean == pytest.approx(np.nanmean(windows[0][1]), abs=1e-9)
     assert raw[0].std > 1.5 * by_window[0].std  # the question mix is much of an hour's spread
+
+
+def test_traces_without_a_question_are_clusters_of_their_own(store) -> None:
+    """A trace with an empty question has no level (its score is summarised as served) and counts as a cluster of
+    its own in the current window's variance, whatever else shares its (empty) text."""
+    rng = np.random.default_rng(15)
+    windows = _insert(store, rng, _levels(rng), hours=30, per_hour=120, unasked=0.25)
+    wp = plan(DriftSettings().windows.model_copy(update={"reference_days": 1}), NOW, lookback=5)
+    (by_window,) = aggregate(store, [FEATURES["top1_score"]], wp).values()
+    expected = adjust_by_query(windows, list(range(1, wp.reference + 1)))
+    for w in (0, 1, 7):
+        want = expected[w][np.isfinite(expected[w])]
+        assert by_window[w].n == want.size and by_window[w].mean == pytest.approx(want.mean(), abs=1e-9)
+        assert by_window[w].std == pytest.approx(want.std(), abs=1e-9)
+    finite = np.isfinite(expected[0])
+    keys, values = windows[0][0][finite], expected[0][finite]
+    assert (keys < 0).sum() > 15  # enough question-less traces in the current window to matter
+    assert by_window[0].mean_var == pytest.approx(clustered_variance(values, keys), rel=1e-6)
+    # keyed together (one cluster for the empty text) they would give another variance
+    assert clustered_variance(values, np.where(keys < 0, -1, keys)) != pytest.approx(by_window[0].mean_var, rel=1e-3)
 
 
 def test_trending_questions_are_not_drift_and_a_shift_is(store) -> None:

@@ -19,6 +19,7 @@ distribution, and FINAL would multiply the cost of a scan over days of traffic.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -131,11 +132,15 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
     least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's level less its group's mean (0 where the
     question has fewer than ``MIN_ASKS`` finite values of that feature); a rate's level is shrunk towards the group's
     share by ``RATE_PRIOR_ASKS`` asks. The group means join the levels, not the traces: one join of the traces instead
-    of two (0.2–0.3 s of 6 at 10 M traces)."""
+    of two (0.2–0.3 s of 6 at 10 M traces).
+
+    Each parity is aggregated apart, on one thread (``_PARITY_SETTINGS``), the two side by side. Aggregated together
+    on two threads, each thread's hash table held nearly every (group, question, parity) key: at 10 M traces (2 M keys)
+    the aggregation needed about 700 MB, past half the default 1 GiB budget, and spilled to disk (2.5 s of a 7 s
+    check). Apart, the keys of the two aggregations are disjoint: about 350 MB, no spill, for a second read of the
+    reference's rows (0.3–0.5 s)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
     rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
-    question = (rows.replace("{key}", f"{_question_key(f'{_INDEX} % 2')} AS key,")
-                + f" AND {_ASKED}")
     group = rows.replace("{key}", "")
     # a value that is always finite (a count, a rate, latency, cost) needs no count of its own: one count() serves
     means = ", ".join(f"avg(r{i}) AS gm{i}" if f.always_finite else f"avgIf(r{i}, isFinite(r{i})) AS gm{i}"
@@ -153,10 +158,20 @@ def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str
             deltas.append(f"if({c} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
         else:
             deltas.append(f"if({c} >= {MIN_ASKS}, s{i} / {c} - gm{i}, 0) AS lv_d{i}")
+
+    def parity(p: int) -> str:
+        question = (rows.replace("{key}", f"{_question_key(str(p))} AS key,")
+                    + f" AND {_ASKED} AND {_INDEX} % 2 = {p}")
+        return f"SELECT any(g) AS g, key, {sums} FROM ({question}) GROUP BY key HAVING {keep} {_PARITY_SETTINGS}"
+
     # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
-    return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM (SELECT any(g) AS g, key, {sums} FROM ({question}) "
-            f"GROUP BY key HAVING {keep}) AS l ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m "
-            f"USING g")
+    return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM ({parity(0)} UNION ALL {parity(1)}) AS l "
+            f"ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m USING g")
+
+
+#: the settings of each parity's aggregation of the question levels (``_levels_sql``): a subquery's SETTINGS apply to
+#: that subquery only
+_PARITY_SETTINGS = "SETTINGS max_threads = 1"
 
 
 def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True,
@@ -181,18 +196,18 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     """
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
-    clustered: list[int] = []
+    clustered = [i for i, f in adjusted if f.kind == "continuous"] if clusters else []
     inner = [_INNER_GROUP, f"{_INDEX} AS w"]
     middle = [_GROUP_KEYS, "w"]
     outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
-            middle.append(f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
+            # a cluster row's value is its sum of m{i} values, each less the same level (m{i} = 1 on a trace's row)
+            middle.append(f"v{i} - lv_d{i} * m{i} AS v{i}" if i in clustered else
+                          f"v{i} - lv_d{i} AS v{i}" if i in adjusted_at else f"v{i}")
             every = sketched is None or f.name in sketched
             outer.extend(_sketch_columns(f"f{i}", f"v{i}", "" if every else _display_windows(p)))
-            if i in adjusted_at and clusters:
-                clustered.append(i)
         elif i in adjusted_at:
             inner.append(f"toFloat64(toUInt8({f.expr})) AS v{i}")
             middle.extend([f"v{i} AS x{i}", f"v{i} - lv_d{i} AS a{i}", f"lv_d{i} * lv_d{i} AS e{i}"])
@@ -205,37 +220,67 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
     if adjusted:
         inner.append(f"if({_ASKED}, {_question_key(f'({_INDEX} + 1) % 2')}, 0) AS question")
-        if clustered:  # a trace without a question is a cluster of its own
-            inner.append("if(question = 0, cityHash64(trace_id), question) AS cluster")
-            middle.append("cluster")
-        rows = (f"SELECT {', '.join(middle)} FROM (SELECT {', '.join(inner)} FROM {traces} WHERE {where}) AS t "
+        rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
+        if clustered:
+            rows = _with_cluster_rows(traces, rows, inner, features, adjusted_at, clustered, where)
+            middle.extend(f"m{i}" for i in clustered)
+            outer.extend(_cluster_sums(clustered))
+        rows = (f"SELECT {', '.join(middle)} FROM ({rows}) AS t "
                 f"ALL LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
-    if clustered:
-        outer.append(_clustered_sums(clustered))
-    sql = f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
-    if not clustered:
-        return sql
-    # the per-question sums stay in the engine: each row returns the clustered variance computed from them
-    variances = ", ".join(_clustered_variance(i, k, len(clustered)) for k, i in enumerate(clustered))
-    return f"SELECT * EXCEPT (clusters__sums), {variances} FROM ({sql})"
+    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
 
 
-def _clustered_sums(features: Sequence[int]) -> str:
-    """The current window's per-question sums of each clustered feature's finite adjusted values, then their counts,
-    in one ``sumMap`` (one map update a trace: a ``sumMap`` per feature cost three times as much at 10 M traces).
-    ``sumMap`` keeps a key while one of its sums is not 0, so a question with a count is kept whatever its sum."""
-    sums = [f"[if(isFinite(v{i}), v{i}, 0.)]" for i in features]
-    counts = [f"[toFloat64(isFinite(v{i}))]" for i in features]
-    return f"sumMapIf([cluster], {', '.join(sums + counts)}, w = 0) AS clusters__sums"
+#: the window index of the rows that carry the current window's clusters (``_with_cluster_rows``)
+CLUSTER_ROWS = -1
 
 
-def _clustered_variance(i: int, k: int, of: int) -> str:
-    """``f{i}__mv``: the variance of the current window's mean with its questions as clusters, ``Σ_q (S_q − n_q x̄)²
-    / n²`` = ``(Σ S_q² − 2 x̄ Σ n_q S_q + x̄² Σ n_q²) / n²`` (``summary.clustered_variance``), from the ``k``-th of
-    ``of`` features' sums and counts in ``clusters__sums``; NaN in other windows."""
-    m, s_, c = f"f{i}__mean", f"clusters__sums.{k + 2}", f"clusters__sums.{of + k + 2}"
-    return (f"if(w = 0 AND f{i}__n > 0, (arraySum(x -> x * x, {s_}) - 2 * {m} * arraySum((a, b) -> a * b, {s_}, {c}) "
-            f"+ {m} * {m} * arraySum(x -> x * x, {c})) / (f{i}__n * f{i}__n), nan) AS f{i}__mv")
+def _with_cluster_rows(table: str, rows: str, inner: Sequence[str], features: Sequence[Feature],
+                       adjusted: Collection[int], clustered: Sequence[int], where: str) -> str:
+    """The traces' rows and, with window index ``CLUSTER_ROWS``, one row per (group, cluster) of the current window
+    for the clustered variance: a cluster is a question (a trace without one is a cluster of its own), its row
+    carries the sum ``v{i}`` of its finite values of each clustered feature and their count ``m{i}`` (NaN and 0 for
+    the other features). The level join then adjusts a cluster's sum as it adjusts its traces (``traces_sql``).
+
+    Summed per question in the engine's hash aggregation: a ``sumMap`` over the current window's rows (an ordered
+    map of generic values) took 1.1–1.7 s of a check over 10 M traces; this, about 0.3 s."""
+    names = [*(c.rsplit(" AS ", 1)[1] for c in _INNER_GROUP.split(", ")), "w",
+             *(f"v{i}" for i in range(len(features))), "question"]
+    traces = [*names, *(f"toFloat64(1) AS m{i}" for i in clustered)]
+    clusters = [*names[:4], f"toInt64({CLUSTER_ROWS}) AS w"]
+    for i, f in enumerate(features):
+        if i in clustered:
+            clusters.append(f"c_v{i} AS v{i}")
+        elif f.kind == "continuous":
+            clusters.append(f"nan AS v{i}")
+        else:  # a rate: as its traces' column is typed (``traces_sql``)
+            clusters.append(f"toFloat64(0) AS v{i}" if i in adjusted else f"toUInt8(0) AS v{i}")
+    clusters.extend(["c_question AS question", *(f"toFloat64(c_m{i}) AS m{i}" for i in clustered)])
+    sums = [*(f"sumIf(v{i}, isFinite(v{i})) AS c_v{i}, countIf(isFinite(v{i})) AS c_m{i}" for i in clustered),
+            "any(question) AS c_question"]
+    current = (f"SELECT {', '.join(inner)}, if(question = 0, cityHash64(trace_id), question) AS cluster "
+               f"FROM {table} WHERE {where} AND {_CURRENT}")
+    return (f"SELECT {', '.join(traces)} FROM ({rows}) UNION ALL "
+            f"SELECT {', '.join(clusters)} FROM (SELECT {_GROUP_KEYS}, {', '.join(sums)} FROM ({current}) "
+            f"GROUP BY {_GROUP_KEYS}, cluster)")
+
+
+def _cluster_sums(clustered: Sequence[int]) -> list[str]:
+    """Per clustered feature, over the cluster rows of the current window (``_with_cluster_rows``), each with the
+    adjusted sum ``S_q`` and count ``n_q`` of its question's finite values: ``Σ S_q²``, ``Σ n_q S_q`` and ``Σ n_q²``,
+    from which ``clustered_mean_variance`` computes the variance of the window's mean."""
+    on = f"w = {CLUSTER_ROWS}"
+    return [column for i in clustered for column in (
+        f"sumIf(v{i} * v{i}, {on}) AS f{i}__ss", f"sumIf(m{i} * v{i}, {on}) AS f{i}__ns",
+        f"sumIf(m{i} * m{i}, {on}) AS f{i}__nn")]
+
+
+def clustered_mean_variance(n: int, mean: float, ss: float, ns: float, nn: float) -> float:
+    """The variance of a window's mean with its questions as clusters, ``Σ_q (S_q − n_q x̄)² / n²`` =
+    ``(Σ S_q² − 2 x̄ Σ n_q S_q + x̄² Σ n_q²) / n²`` (``summary.clustered_variance``), from the sums ``_cluster_sums``
+    returns; NaN for an empty window."""
+    if n <= 0:
+        return math.nan
+    return max(0.0, (ss - 2 * mean * ns + mean * mean * nn) / (n * n))
 
 
 def scores_sql(scores: str, traces: str, p: WindowPlan) -> str:
@@ -287,10 +332,8 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
     if n == 0:
         return ContinuousSummary.empty()
     q = tuple(float(v) for v in row[f"{alias}__q"])
-    mv = float(row.get(f"{alias}__mv", math.nan))
     return ContinuousSummary(n, float(row[f"{alias}__mean"]), float(row[f"{alias}__std"]),
-                             q if all(math.isfinite(v) for v in q) else (),  # no sketch in this window
-                             mv if math.isfinite(mv) else None)
+                             q if all(math.isfinite(v) for v in q) else ())  # no sketch in this window
 
 
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
@@ -317,9 +360,13 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
     on_traces = [f for f in features if f.source == "traces"]
     if on_traces:
         rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
+        cluster_rows: list[dict[str, Any]] = []
         sql = traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched, clusters=clusters)
         for row in store.query_rows(sql, params):
             g, w = _group(row), int(row["w"])
+            if w == CLUSTER_ROWS:
+                cluster_rows.append(row)
+                continue
             for i, f in enumerate(on_traces):
                 if f.kind == "continuous":
                     put(g, f.name, w, _continuous(row, f"f{i}"))
@@ -331,6 +378,8 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
         for (g, name), by_w in rates.items():
             for w, summary in adjusted_rates(by_w, p).items():
                 put(g, name, w, summary)
+        for row in cluster_rows:
+            _put_mean_variances(acc, _group(row), row, on_traces)
     chunk_features = [f for f in features if f.source == "chunks"]
     if chunk_features:
         sql = chunks_sql(traces, store.table("corpus_versions"), p)
@@ -343,6 +392,18 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
             put(_group(row, str(row["judge_fingerprint"])), on_scores[str(row["metric"])], int(row["w"]),
                 _continuous(row, "s"))
     return acc
+
+
+def _put_mean_variances(acc: Windowed, group: Group, row: dict[str, Any], features: Sequence[Feature]) -> None:
+    """Give the current window's summary of each clustered feature (``_cluster_sums`` in ``row``) its clustered
+    ``mean_var``."""
+    for i, f in enumerate(features):
+        current = acc.get((group, f.name), {}).get(0)
+        if f"f{i}__ss" not in row or not isinstance(current, ContinuousSummary) or current.n == 0:
+            continue
+        mv = clustered_mean_variance(current.n, current.mean, float(row[f"f{i}__ss"]), float(row[f"f{i}__ns"]),
+                                     float(row[f"f{i}__nn"]))
+        acc[(group, f.name)][0] = dataclasses.replace(current, mean_var=mv if math.isfinite(mv) else None)
 
 
 def adjusted_rates(by_w: dict[int, tuple[int, float, float, float]], p: WindowPlan) -> dict[int, RateSummary]:
