@@ -26,6 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmon.drift.check.queries import DriftStore
+from ragmon.drift.check.question_queries import (
+    ASKED,
+    CLUSTER_ROWS,
+    cluster_sums,
+    clustered_mean_variance,
+    levels_sql,
+    question_key,
+    with_cluster_rows,
+)
+from ragmon.drift.check.window_sql import CURRENT, GROUP_KEYS, INDEX, INNER_GROUP, OUTER_GROUP, REFERENCE_RANGE, SPAN
 from ragmon.drift.method.features import Feature
 from ragmon.drift.method.series import Series
 from ragmon.drift.method.summary import LEVELS, ContinuousSummary, RateSummary, Summary
@@ -64,30 +74,17 @@ def plan_parameters(p: WindowPlan) -> dict[str, Any]:
             "re": ms(ref.end), "snapshot": ref.corpus_snapshot or ""}
 
 
-_INDEX = "intDiv({end:Int64} - 1 - toUnixTimestamp64Milli(ts), {win:Int64})"
-_SPAN = "ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')"
-_CURRENT = "ts >= fromUnixTimestamp64Milli({cs:Int64}, 'UTC')"
-#: the reference's time range (a pinned reference's rows; a trailing reference's question levels)
-_REFERENCE_RANGE = ("ts >= fromUnixTimestamp64Milli({rs:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({re:Int64}, "
-                    "'UTC')")
-# Grouping by four LowCardinality columns took 3× longer in chDB than grouping by their String values
-# (0.9 s vs 0.3 s for 2.3 M rows), so the inner queries cast them and the outer ones rename them back.
-_INNER_GROUP = ("toString(retriever_name) AS g_rn, toString(retriever_version) AS g_rv, toString(variant) AS g_var, "
-                "toString(category) AS g_cat")
-_OUTER_GROUP = "g_rn AS retriever_name, g_rv AS retriever_version, g_var AS variant, g_cat AS category"
-_GROUP_KEYS = "g_rn, g_rv, g_var, g_cat"
-
 
 def span_condition(traces: str, p: WindowPlan, *, has_snapshot: bool) -> str:
     """Which rows a check reads: the whole history (trailing), or the current window and the pinned range."""
     if not p.pinned:
-        return _SPAN
-    pinned = _REFERENCE_RANGE
+        return SPAN
+    pinned = REFERENCE_RANGE
     if p.windows.reference.corpus_snapshot:
         pinned += (" AND corpus_snapshot = {snapshot:String}" if has_snapshot else
                    f" AND trace_id IN (SELECT trace_id FROM {traces} WHERE corpus_snapshot = {{snapshot:String}} "
-                   f"AND {_REFERENCE_RANGE})")
-    return f"{_SPAN} AND ({_CURRENT} OR ({pinned}))"
+                   f"AND {REFERENCE_RANGE})")
+    return f"{SPAN} AND ({CURRENT} OR ({pinned}))"
 
 
 def _sketch_columns(alias: str, value: str, sketch_windows: str = "") -> list[str]:
@@ -108,70 +105,6 @@ def _display_windows(p: WindowPlan) -> str:
     the reference windows at its slot — what a report overlays (``Comparison.reference_summary``). A t-digest per
     row of every window cost about as much as the question adjustment at 10 M traces."""
     return f"(w % {p.period} = 0)" if p.period > 1 else ""
-
-
-#: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
-MIN_ASKS = 2
-#: a rate's question level is shrunk towards its group's share by this many asks (``by_query.RATE_PRIOR_ASKS``)
-RATE_PRIOR_ASKS = 0.5
-#: a trace without a question (an empty one, e.g. a span that did not record its input) has no level
-_ASKED = "question_hash != cityHash64('')"
-
-
-def _question_key(parity: str) -> str:
-    """The 64-bit join key of a (drift group, question, window parity): both hashes are already uniform 64-bit
-    (cityHash64 at insert), so their XOR, shifted to make room for the parity bit, keys them as well as hashing the
-    three again would (two (group, question) pairs share a key with probability 2⁻⁶³, as with any 64-bit hash), and
-    costs less: 0.3 s of a check over 10 M traces, where each trace is keyed once for the levels and once for the
-    lookup."""
-    return f"bitXor(question_hash, drift_group) * 2 + toUInt64({parity})"
-
-
-def _levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str) -> str:
-    """The reference levels as one row set to join, per (group, question, window parity) for questions asked at
-    least ``MIN_ASKS`` times: ``lv_key`` and ``lv_d{i}``, the question's level less its group's mean (0 where the
-    question has fewer than ``MIN_ASKS`` finite values of that feature); a rate's level is shrunk towards the group's
-    share by ``RATE_PRIOR_ASKS`` asks. The group means join the levels, not the traces: one join of the traces instead
-    of two (0.2–0.3 s of 6 at 10 M traces).
-
-    Each parity is aggregated apart, on one thread (``_PARITY_SETTINGS``), the two side by side. Aggregated together
-    on two threads, each thread's hash table held nearly every (group, question, parity) key: at 10 M traces (2 M keys)
-    the aggregation needed about 700 MB, past half the default 1 GiB budget, and spilled to disk (2.5 s of a 7 s
-    check). Apart, the keys of the two aggregations are disjoint: about 350 MB, no spill, for a second read of the
-    reference's rows (0.3–0.5 s)."""
-    values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
-    rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {_REFERENCE_RANGE}"
-    group = rows.replace("{key}", "")
-    # a value that is always finite (a count, a rate, latency, cost) needs no count of its own: one count() serves
-    means = ", ".join(f"avg(r{i}) AS gm{i}" if f.always_finite else f"avgIf(r{i}, isFinite(r{i})) AS gm{i}"
-                      for i, f in features)
-    sums = ", ".join(["count() AS c_all", *(f"sum(r{i}) AS s{i}" if f.always_finite else
-                                            f"countIf(isFinite(r{i})) AS c{i}, sumIf(r{i}, isFinite(r{i})) AS s{i}"
-                                            for i, f in features)])
-    counts = {i: "c_all" if f.always_finite else f"c{i}" for i, f in features}
-    keep = " OR ".join(sorted({f"{counts[i]} >= {MIN_ASKS}" for i, _ in features}))
-    deltas = []
-    for i, f in features:
-        c = counts[i]
-        if f.kind == "rate":
-            level = f"((s{i} + {RATE_PRIOR_ASKS!r} * gm{i}) / ({c} + {RATE_PRIOR_ASKS!r}))"
-            deltas.append(f"if({c} >= {MIN_ASKS}, {level} - gm{i}, 0) AS lv_d{i}")
-        else:
-            deltas.append(f"if({c} >= {MIN_ASKS}, s{i} / {c} - gm{i}, 0) AS lv_d{i}")
-
-    def parity(p: int) -> str:
-        question = (rows.replace("{key}", f"{_question_key(str(p))} AS key,")
-                    + f" AND {_ASKED} AND {_INDEX} % 2 = {p}")
-        return f"SELECT any(g) AS g, key, {sums} FROM ({question}) GROUP BY key HAVING {keep} {_PARITY_SETTINGS}"
-
-    # ALL, not ANY: an ANY INNER JOIN keeps one left row per key (here: one question per group)
-    return (f"SELECT key AS lv_key, {', '.join(deltas)} FROM ({parity(0)} UNION ALL {parity(1)}) AS l "
-            f"ALL INNER JOIN (SELECT g, {means} FROM ({group}) GROUP BY g) AS m USING g")
-
-
-#: the settings of each parity's aggregation of the question levels (``_levels_sql``): a subquery's SETTINGS apply to
-#: that subquery only
-_PARITY_SETTINGS = "SETTINGS max_threads = 1"
 
 
 def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_query: bool = True,
@@ -197,9 +130,9 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
     clustered = [i for i, f in adjusted if f.kind == "continuous"] if clusters else []
-    inner = [_INNER_GROUP, f"{_INDEX} AS w"]
-    middle = [_GROUP_KEYS, "w"]
-    outer = [_OUTER_GROUP, "w", "count() AS n_rows"]
+    inner = [INNER_GROUP, f"{INDEX} AS w"]
+    middle = [GROUP_KEYS, "w"]
+    outer = [OUTER_GROUP, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
@@ -219,79 +152,26 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     where = span_condition(traces, p, has_snapshot=True)
     rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
     if adjusted:
-        inner.append(f"if({_ASKED}, {_question_key(f'({_INDEX} + 1) % 2')}, 0) AS question")
+        inner.append(f"if({ASKED}, {question_key(f'({INDEX} + 1) % 2')}, 0) AS question")
         rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
         if clustered:
-            rows = _with_cluster_rows(traces, rows, inner, features, adjusted_at, clustered, where)
+            rows = with_cluster_rows(traces, rows, inner, features, adjusted_at, clustered, where)
             middle.extend(f"m{i}" for i in clustered)
-            outer.extend(_cluster_sums(clustered))
+            outer.extend(cluster_sums(clustered))
         rows = (f"SELECT {', '.join(middle)} FROM ({rows}) AS t "
-                f"ALL LEFT JOIN ({_levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
-    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {_GROUP_KEYS}, w"
-
-
-#: the window index of the rows that carry the current window's clusters (``_with_cluster_rows``)
-CLUSTER_ROWS = -1
-
-
-def _with_cluster_rows(table: str, rows: str, inner: Sequence[str], features: Sequence[Feature],
-                       adjusted: Collection[int], clustered: Sequence[int], where: str) -> str:
-    """The traces' rows and, with window index ``CLUSTER_ROWS``, one row per (group, cluster) of the current window
-    for the clustered variance: a cluster is a question (a trace without one is a cluster of its own), its row
-    carries the sum ``v{i}`` of its finite values of each clustered feature and their count ``m{i}`` (NaN and 0 for
-    the other features). The level join then adjusts a cluster's sum as it adjusts its traces (``traces_sql``).
-
-    Summed per question in the engine's hash aggregation: a ``sumMap`` over the current window's rows (an ordered
-    map of generic values) took 1.1–1.7 s of a check over 10 M traces; this, about 0.3 s."""
-    names = [*(c.rsplit(" AS ", 1)[1] for c in _INNER_GROUP.split(", ")), "w",
-             *(f"v{i}" for i in range(len(features))), "question"]
-    traces = [*names, *(f"toFloat64(1) AS m{i}" for i in clustered)]
-    clusters = [*names[:4], f"toInt64({CLUSTER_ROWS}) AS w"]
-    for i, f in enumerate(features):
-        if i in clustered:
-            clusters.append(f"c_v{i} AS v{i}")
-        elif f.kind == "continuous":
-            clusters.append(f"nan AS v{i}")
-        else:  # a rate: as its traces' column is typed (``traces_sql``)
-            clusters.append(f"toFloat64(0) AS v{i}" if i in adjusted else f"toUInt8(0) AS v{i}")
-    clusters.extend(["c_question AS question", *(f"toFloat64(c_m{i}) AS m{i}" for i in clustered)])
-    sums = [*(f"sumIf(v{i}, isFinite(v{i})) AS c_v{i}, countIf(isFinite(v{i})) AS c_m{i}" for i in clustered),
-            "any(question) AS c_question"]
-    current = (f"SELECT {', '.join(inner)}, if(question = 0, cityHash64(trace_id), question) AS cluster "
-               f"FROM {table} WHERE {where} AND {_CURRENT}")
-    return (f"SELECT {', '.join(traces)} FROM ({rows}) UNION ALL "
-            f"SELECT {', '.join(clusters)} FROM (SELECT {_GROUP_KEYS}, {', '.join(sums)} FROM ({current}) "
-            f"GROUP BY {_GROUP_KEYS}, cluster)")
-
-
-def _cluster_sums(clustered: Sequence[int]) -> list[str]:
-    """Per clustered feature, over the cluster rows of the current window (``_with_cluster_rows``), each with the
-    adjusted sum ``S_q`` and count ``n_q`` of its question's finite values: ``Σ S_q²``, ``Σ n_q S_q`` and ``Σ n_q²``,
-    from which ``clustered_mean_variance`` computes the variance of the window's mean."""
-    on = f"w = {CLUSTER_ROWS}"
-    return [column for i in clustered for column in (
-        f"sumIf(v{i} * v{i}, {on}) AS f{i}__ss", f"sumIf(m{i} * v{i}, {on}) AS f{i}__ns",
-        f"sumIf(m{i} * m{i}, {on}) AS f{i}__nn")]
-
-
-def clustered_mean_variance(n: int, mean: float, ss: float, ns: float, nn: float) -> float:
-    """The variance of a window's mean with its questions as clusters, ``Σ_q (S_q − n_q x̄)² / n²`` =
-    ``(Σ S_q² − 2 x̄ Σ n_q S_q + x̄² Σ n_q²) / n²`` (``summary.clustered_variance``), from the sums ``_cluster_sums``
-    returns; NaN for an empty window."""
-    if n <= 0:
-        return math.nan
-    return max(0.0, (ss - 2 * mean * ns + mean * mean * nn) / (n * n))
+                f"ALL LEFT JOIN ({levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
+    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {GROUP_KEYS}, w"
 
 
 def scores_sql(scores: str, traces: str, p: WindowPlan) -> str:
     """One aggregation over ``scores`` (status ok) for the listed metrics, per judge fingerprint and window."""
     where = span_condition(traces, p, has_snapshot=False)
     return (
-        f"SELECT {_OUTER_GROUP}, g_fp AS judge_fingerprint, g_metric AS metric, w, count() AS n_rows, "
+        f"SELECT {OUTER_GROUP}, g_fp AS judge_fingerprint, g_metric AS metric, w, count() AS n_rows, "
         f"{', '.join(_sketch_columns('s', 'value'))} "
-        f"FROM (SELECT {_INNER_GROUP}, toString(judge_fingerprint) AS g_fp, toString(metric) AS g_metric, value, "
-        f"{_INDEX} AS w FROM {scores} WHERE {where} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
-        f"GROUP BY {_GROUP_KEYS}, g_fp, g_metric, w"
+        f"FROM (SELECT {INNER_GROUP}, toString(judge_fingerprint) AS g_fp, toString(metric) AS g_metric, value, "
+        f"{INDEX} AS w FROM {scores} WHERE {where} AND status = 'ok' AND metric IN {{metrics:Array(String)}}) "
+        f"GROUP BY {GROUP_KEYS}, g_fp, g_metric, w"
     )
 
 
@@ -309,7 +189,7 @@ def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
              f"SELECT doc_id AS doc, doc_version AS ver, published_at AS since FROM {corpus} "
              f"WHERE published_at < fromUnixTimestamp64Milli({{hi:Int64}}, 'UTC') "
              f"UNION ALL SELECT doc, ver, ts AS since FROM {traces} ARRAY JOIN retrieved_doc_ids AS doc, "
-             f"retrieved_doc_versions AS ver WHERE {_SPAN}) GROUP BY doc, ver")
+             f"retrieved_doc_versions AS ver WHERE {SPAN}) GROUP BY doc, ver")
     superseded = (
         f"SELECT (groupArray(key), groupArray(at)) FROM ("
         f"SELECT concat(doc, '\\0', v.1) AS key, v.2 AS at FROM ("
@@ -319,11 +199,11 @@ def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
         f"range(i + 1, length(vs) + 1)))), range(1, length(vs))) AS v)")
     return (
         f"WITH ({superseded}) AS superseded "
-        f"SELECT {_OUTER_GROUP}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
+        f"SELECT {OUTER_GROUP}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
         f"sum(arrayCount((d, v) -> t - {{lag:Int64}} < transform(concat(d, '\\0', v), superseded.1, superseded.2, "
         f"toInt64(9223372036854775807)), retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
-        f"FROM (SELECT {_INNER_GROUP}, {_INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
-        f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY {_GROUP_KEYS}, w"
+        f"FROM (SELECT {INNER_GROUP}, {INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
+        f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY {GROUP_KEYS}, w"
     )
 
 
@@ -395,7 +275,7 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
 
 
 def _put_mean_variances(acc: Windowed, group: Group, row: dict[str, Any], features: Sequence[Feature]) -> None:
-    """Give the current window's summary of each clustered feature (``_cluster_sums`` in ``row``) its clustered
+    """Give the current window's summary of each clustered feature (``cluster_sums`` in ``row``) its clustered
     ``mean_var``."""
     for i, f in enumerate(features):
         current = acc.get((group, f.name), {}).get(0)
