@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
-from ragmon.drift.check.window_sql import CURRENT, GROUP_KEYS, INDEX, INNER_GROUP, REFERENCE_RANGE
+from ragmon.drift.check.window_sql import CURRENT, GROUP_KEYS, INDEX, REFERENCE_RANGE
 from ragmon.drift.method.features import Feature
 
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
@@ -36,9 +36,10 @@ def levels_sql(traces: str, features: Sequence[tuple[int, Feature]], where: str)
 
     Each parity is aggregated apart, on one thread (``PARITY_SETTINGS``), the two side by side. Aggregated together
     on two threads, each thread's hash table held nearly every (group, question, parity) key: at 10 M traces (2 M keys)
-    the aggregation needed about 700 MB, past half the default 1 GiB budget, and spilled to disk (2.5 s of a 7 s
-    check). Apart, the keys of the two aggregations are disjoint: about 350 MB, no spill, for a second read of the
-    reference's rows (0.3–0.5 s)."""
+    the levels needed 650–700 MiB, past half the default 1 GiB budget, and their aggregation spilled to disk (2.5 s of
+    a 7 s check). Apart, the keys of the two aggregations are disjoint: 450–500 MiB, just under the spill point at
+    that size, for a second read of the reference's rows (about 0.5 s). Beyond it they spill again unless the budget
+    grows (``store.embedded_memory_mb``)."""
     values = ", ".join(f"toFloat64({f.expr}) AS r{i}" for i, f in features)
     rows = f"SELECT drift_group AS g, {{key}} {values} FROM {traces} WHERE {where} AND {REFERENCE_RANGE}"
     group = rows.replace("{key}", "")
@@ -88,10 +89,9 @@ def with_cluster_rows(table: str, rows: str, inner: Sequence[str], features: Seq
 
     Summed per question in the engine's hash aggregation: a ``sumMap`` over the current window's rows (an ordered
     map of generic values) took 1.1–1.7 s of a check over 10 M traces; this, about 0.3 s."""
-    names = [*(c.rsplit(" AS ", 1)[1] for c in INNER_GROUP.split(", ")), "w",
-             *(f"v{i}" for i in range(len(features))), "question"]
+    names = [*GROUP_KEYS.split(", "), "w", *(f"v{i}" for i in range(len(features))), "question"]
     traces = [*names, *(f"toFloat64(1) AS m{i}" for i in clustered)]
-    clusters = [*names[:4], f"toInt64({CLUSTER_ROWS}) AS w"]
+    clusters = [*GROUP_KEYS.split(", "), f"toInt64({CLUSTER_ROWS}) AS w"]
     for i, f in enumerate(features):
         if i in clustered:
             clusters.append(f"c_v{i} AS v{i}")
