@@ -150,10 +150,10 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             middle.append(f"v{i}")
             outer.append(f"sum(v{i}) AS f{i}__k")
     where = span_condition(traces, p, has_snapshot=True)
-    rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
     if adjusted:
         inner.append(f"if({ASKED}, {question_key(f'({INDEX} + 1) % 2')}, 0) AS question")
-        rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
+    rows = f"SELECT {', '.join(inner)} FROM {traces} WHERE {where}"
+    if adjusted:
         if clustered:
             rows = with_cluster_rows(traces, rows, inner, features, adjusted_at, clustered, where)
             middle.extend(f"m{i}" for i in clustered)
