@@ -10,7 +10,8 @@ activates them again; ``old_parts_lifetime``, migration 0020, keeps them two min
 
 ``PartIntegrity`` watches that counter. When it rises, the parts committed since the parts were last read, and the
 merges under way (whose result commits later), are suspects; so is a part named by a failed read. Each suspect is
-checked with ``CHECK TABLE … PART`` once active. For a part that fails, hard-linked copies of the parts it replaced are
+checked with ``CHECK TABLE … PART`` once active, and the three small files CHECK does not read by their format
+(``ragmon.store.part_files``). For a part that fails, hard-linked copies of the parts it replaced are
 kept in ``detached/`` at once (remembered until used: detaching may have to wait for room, while the engine removes
 replaced parts after ``old_parts_lifetime``); then it is detached (kept as ``broken_<name>``, which ``ATTACH PARTITION``
 never attaches), and the copies are attached. ``attach_kept`` attaches, at start-up, the copies a process kept before it
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmon.errors import StoreError
+from ragmon.store.part_files import unchecked_files_problem
 from ragmon.store.parts import (
     BROKEN,
     BROKEN_ON_START,
@@ -149,7 +151,7 @@ class PartIntegrity:
                     del self._suspects[key]
                 continue
             try:
-                problem = self._check(*key)
+                problem = self._check(*key) or unchecked_files_problem(Path(parts[key].path))
             except StoreError as exc:
                 self._suspects[key] -= 1
                 if self._suspects[key] <= 0:

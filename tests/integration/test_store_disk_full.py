@@ -10,7 +10,8 @@ Two more keep the disk full longer than the table keeps the parts a merge replac
 with the process running on or ending meanwhile: without the guard's copies of the replaced parts, all 24,000 rows
 are gone.
 
-Needs root to mount the tmpfs: skipped otherwise, failed under CI=true (CI runs as root).
+Needs root to mount the tmpfs: skipped otherwise, failed under CI=true (CI runs as root). The last test cuts a small
+file of a part by hand instead (no tmpfs, no root).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 
 def run(scenario: str, mount: Path) -> dict:
-    done = subprocess.run([sys.executable, str(SCENARIO), scenario, str(mount)], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+    done = subprocess.run([sys.executable, str(SCENARIO), *scenario.split(), str(mount)], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -69,9 +70,9 @@ def test_an_insert_that_runs_into_a_full_disk_is_acknowledged_only_once_whole(tm
     assert out["ignored_writes"] > 0, out  # the fault happened while the insert's part was written
     # the insert was written again (by the guard, or by the caller after a retryable error), never acknowledged
     # with its part incomplete: every row readable, once
-    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 20_000, out
+    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 60_000, out
     again = run("count", tmpfs)
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 20_000, again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 60_000, again
     assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again
 
 
@@ -94,3 +95,17 @@ def test_a_process_that_ends_before_it_could_detach_the_broken_merge_loses_nothi
     again = run("count", tmpfs)
     assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
     assert [d[2] for d in again["broken_detached"]] == ["broken-on-start"], again
+
+
+@pytest.mark.parametrize("name", ["default_compression_codec.txt", "metadata_version.txt", "columns_substreams.txt"])
+def test_an_insert_whose_part_has_a_file_cut_that_check_table_does_not_read_is_written_again(tmp_path, name):
+    # CHECK TABLE passes such a part and reads work, but the next start detaches it as broken-on-start, every row of
+    # it gone (seen once in CI: the disk filled as the engine wrote one of these files last). Without the guard's
+    # look at these files: acknowledged, then 0 rows after the restart
+    out = run(f"cut {name}", tmp_path)
+    assert out["cut"] and out["read_error"] is None, out
+    assert out["rows"] == out["unique"] == out["acked"] == 2_000, out
+    assert [d[1:] for d in out["broken_detached"]] == [[f"broken_{out['cut'][0]}", "broken"]], out
+    again = run("count", tmp_path)
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 2_000, again
+    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again

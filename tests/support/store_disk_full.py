@@ -1,5 +1,5 @@
 """A store whose disk fills while the embedded engine writes a part, as a process of its own (chDB allows one engine
-per process): ``python tests/support/store_disk_full.py SCENARIO MOUNT`` prints one JSON line.
+per process): ``python tests/support/store_disk_full.py SCENARIO [FILE] MOUNT`` prints one JSON line.
 
 ``MOUNT`` is a size-limited tmpfs (the caller mounts it); the store is ``MOUNT/chdb``. Scenarios:
 
@@ -10,8 +10,13 @@ per process): ``python tests/support/store_disk_full.py SCENARIO MOUNT`` prints 
 - ``merge-killed``: as ``merge-held``, but the disk stays full and the process ends (``os._exit``) once the engine
   removed the replaced parts, the incomplete part still active; the caller deletes ``MOUNT/ballast`` and runs
   ``count``.
-- ``insert``: one large insert of scores rows, the disk filled the same way as soon as its part's directory appears;
+- ``insert``: one insert of 60,000 scores rows (~120 MB, so that it writes for a while), the disk filled before it
+  but for ~20 MB more than the part needs (the engine reserves that much before it writes), then filled the same way
+  as soon as its part's directory appears;
   an insert that fails as retryable is tried again once the disk is free, as ingest and score do.
+- ``cut FILE``: one insert whose part has ``FILE`` cut to half its size just after the engine wrote it, standing
+  for a disk that filled as the engine wrote that file last, and the engine's count of ignored writes stepped back by
+  one, standing for the write it ignored then (a real full disk lands on a given small file too rarely to test).
 - ``count``: open the store (a restart) and read.
 
 Each prints what was acknowledged (``acked``: rows), how many writes the engine ignored (``ignored_writes``: the fault
@@ -43,20 +48,23 @@ READ = "SELECT count(), sum(length(details)), uniqExact(trace_id) FROM {t} FINAL
 HELD_LIFETIME = 3
 #: ... while the disk stays full this long
 HELD_SECONDS = 12
+#: insert: rows in the one insert (2 KB of hex each)
+INSERT_ROWS = 60_000
 IGNORED = "SELECT sum(value) FROM system.events WHERE event = 'WriteBufferFromFileDescriptorWriteFailed'"
 
 
-def fill(mount: Path) -> Path:
-    """Take every free block of ``mount`` with a ballast file; delete the file to give them back."""
+def fill(mount: Path, leave: int = 0) -> Path:
+    """Take every free block of ``mount`` but ``leave`` bytes with a ballast file (grown when it exists); delete the
+    file to give them back."""
     ballast = mount / "ballast"
     fd = os.open(ballast, os.O_CREAT | os.O_WRONLY, 0o600)
     try:
         for _ in range(20):  # the engine frees and takes blocks meanwhile: until nothing is left
             st = os.statvfs(mount)
-            if st.f_bavail == 0:
+            if st.f_bavail * st.f_frsize <= leave:
                 break
             try:
-                os.posix_fallocate(fd, os.fstat(fd).st_size, st.f_bavail * st.f_frsize)
+                os.posix_fallocate(fd, os.fstat(fd).st_size, st.f_bavail * st.f_frsize - leave)
             except OSError:
                 continue
     finally:
@@ -130,8 +138,28 @@ def report(store: ClickHouseStore, acked: int, **extra: Any) -> None:
                       **extra}), flush=True)
 
 
+def cut(store: ClickHouseStore, name: str) -> None:
+    """The ``cut`` scenario: the first write of the insert leaves its part with ``name`` cut short."""
+    guard, cuts = store.guard, []
+    rose = guard.integrity.rose
+
+    def cut_then_rose() -> bool:
+        if not cuts:  # once: the part of the first write
+            part = max((p for p in table_dir(store).iterdir() if _BLOCK_PART.match(p.name)),
+                       key=lambda p: p.stat().st_mtime)
+            with open(part / name, "r+b") as f:
+                f.truncate(f.seek(0, os.SEEK_END) // 2)
+            cuts.append(part.name)
+            guard.integrity._counter -= 1  # the write the engine ignored as it cut the file
+        return rose()
+
+    guard.integrity.rose = cut_then_rose
+    acked = store.insert_columns("scores", rows(0, 2000), dedup_token="cut-0")
+    report(store, acked, cut=cuts)
+
+
 def main() -> None:
-    scenario, mount = sys.argv[1], Path(sys.argv[2])
+    scenario, args, mount = sys.argv[1], sys.argv[2:-1], Path(sys.argv[-1])
     store = ClickHouseStore.open(StoreSettings(dsn=SecretStr(f"chdb://{mount / 'chdb'}")))
     if scenario == "count":
         report(store, 0)
@@ -169,9 +197,12 @@ def main() -> None:
         report(store, acked)
         return
     if scenario == "insert":
+        # an insert that takes a while to write (~120 MB), and a disk filled but for ~20 MB more than it needs: the
+        # engine reserves the room it expects and starts, and the ballast takes the rest while it writes
+        batch, retried = rows(0, INSERT_ROWS), 0
+        fill(mount, leave=(2 * 1024 + 64) * INSERT_ROWS + (20 << 20))
         watcher = when_written(table_dir(store), "tmp_insert_", mount, started)
         started.set()
-        batch, retried = rows(0, 20000), 0
         while True:
             try:
                 acked += store.insert_columns("scores", batch, dedup_token="insert-0")
@@ -182,6 +213,9 @@ def main() -> None:
         watcher.join()
         settle(store)
         report(store, acked, retried=retried)
+        return
+    if scenario == "cut":
+        cut(store, *args)
         return
     raise SystemExit(f"unknown scenario {scenario!r}")
 
