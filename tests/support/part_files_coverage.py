@@ -1,0 +1,60 @@
+"""Which files of a part the write guard would not see cut short, as a process of its own (chDB allows one engine
+per process): ``python tests/support/part_files_coverage.py DIR`` prints one JSON line.
+
+Opens a store in ``DIR`` (every migration applied), writes random rows (``generateRandom``) into each MergeTree table,
+then for one part of each, cuts each of its files in turn to half its size and asks what the guard asks of a suspect
+part: ``CHECK TABLE … PART`` and ``ragmon.store.part_files.unchecked_files_problem``. A file that passes both is
+printed under its table (``missed``); the file is put back before the next. Imports only ragmon. Test plumbing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from ragmon.config import StoreSettings
+from ragmon.store import ClickHouseStore
+from ragmon.store.part_files import unchecked_files_problem
+
+ROWS = 40
+
+
+def main() -> None:
+    store = ClickHouseStore.open(StoreSettings(dsn=SecretStr(f"chdb://{Path(sys.argv[1])}")))
+    db = store.database
+    tables = [str(r[0]) for r in store.query(
+        "SELECT name FROM system.tables WHERE database = {db:String} AND engine LIKE '%MergeTree' ORDER BY name",
+        {"db": db}).result_rows]
+    missed: dict[str, list[str]] = {}
+    files = 0
+    for table in tables:
+        store.command(f"INSERT INTO {store.table(table)} SELECT * FROM generateRandom() LIMIT {ROWS} "
+                      "SETTINGS max_partitions_per_insert_block = 0, throw_on_max_partitions_per_insert_block = 0")
+        name, path = store.query(
+            "SELECT name, path FROM system.parts WHERE database = {db:String} AND table = {t:String} AND active "
+            "ORDER BY rows DESC, name LIMIT 1", {"db": db, "t": table}).result_rows[0]
+        missed[table] = []
+        for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+            raw = file.read_bytes()
+            if not raw:
+                continue
+            files += 1
+            file.write_bytes(raw[: len(raw) // 2])
+            try:
+                rows = store.query(f"CHECK TABLE {store.table(table)} PART '{name}' "
+                                   "SETTINGS check_query_single_value_result = 0").result_rows
+                passed = all(str(r[1]) in ("1", "True", "true") for r in rows)
+                if passed and unchecked_files_problem(Path(path)) is None:
+                    missed[table].append(str(file.relative_to(path)))
+            finally:
+                file.write_bytes(raw)
+    print(json.dumps({"tables": tables, "files": files, "missed": missed}), flush=True)
+    os._exit(0)  # the engine's shutdown is not what is tested
+
+
+if __name__ == "__main__":
+    main()
