@@ -47,6 +47,11 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+def shown(out: dict) -> str:
+    """The scenario's whole report (pytest shortens a dict in an assertion's message)."""
+    return json.dumps(out)
+
+
 def run(scenario: str, mount: Path) -> dict:
     done = subprocess.run([sys.executable, str(SCENARIO), *scenario.split(), str(mount)], capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
@@ -56,45 +61,45 @@ def run(scenario: str, mount: Path) -> dict:
 
 def test_a_merge_that_runs_into_a_full_disk_loses_nothing(tmpfs):
     out = run("merge", tmpfs)
-    assert out["ignored_writes"] > 0, out  # the fault happened: the engine ignored failed writes of the merge
-    assert out["read_error"] is None, out  # the incomplete part is gone from the table ...
-    assert out["rows"] == out["unique"] == out["acked"] == 24_000, out  # ... and what it replaced is back
-    assert [d[2] for d in out["broken_detached"]] == ["broken"], out  # kept aside, named as broken
+    assert out["ignored_writes"] > 0, shown(out)  # the fault happened: the engine ignored failed writes of the merge
+    assert out["read_error"] is None, shown(out)  # the incomplete part is gone from the table ...
+    assert out["rows"] == out["unique"] == out["acked"] == 24_000, shown(out)  # ... and what it replaced is back
+    assert [d[2] for d in out["broken_detached"]] == ["broken"], shown(out)  # kept aside, named as broken
     again = run("count", tmpfs)  # a restart
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
-    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, shown(again)
+    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), shown(again)
 
 
 def test_an_insert_that_runs_into_a_full_disk_is_acknowledged_only_once_whole(tmpfs):
     out = run("insert", tmpfs)
-    assert out["ignored_writes"] > 0, out  # the fault happened while the insert's part was written
+    assert out["ignored_writes"] > 0, shown(out)  # the fault happened while the insert's part was written
     # the insert was written again (by the guard, or by the caller after a retryable error), never acknowledged
     # with its part incomplete: every row readable, once
-    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 60_000, out
+    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 60_000, shown(out)
     again = run("count", tmpfs)
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 60_000, again
-    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 60_000, shown(again)
+    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), shown(again)
 
 
 def test_a_merge_broken_while_the_disk_stays_full_longer_than_replaced_parts_are_kept_loses_nothing(tmpfs):
     # the incomplete part cannot be detached while the disk is full, and the engine removes the parts it replaced
     # after old_parts_lifetime (3 s here, 12 s full): the guard's hard-linked copies of them are what is left
     out = run("merge-held", tmpfs)
-    assert out["ignored_writes"] > 0, out
-    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 24_000, out
+    assert out["ignored_writes"] > 0, shown(out)
+    assert out["read_error"] is None and out["rows"] == out["unique"] == out["acked"] == 24_000, shown(out)
     again = run("count", tmpfs)
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, shown(again)
 
 
 def test_a_process_that_ends_before_it_could_detach_the_broken_merge_loses_nothing(tmpfs):
     # the same, and the process ends with the disk still full (the part still active, the replaced parts removed
     # by the engine): at the next start the engine detaches the part as broken-on-start, and the copies come back
     out = run("merge-killed", tmpfs)
-    assert out["ignored_writes"] > 0 and out["read_error"] is not None, out  # the part was still there, broken
+    assert out["ignored_writes"] > 0 and out["read_error"] is not None, shown(out)  # the part was still there, broken
     (tmpfs / "ballast").unlink()  # the disk has room again
     again = run("count", tmpfs)
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, again
-    assert [d[2] for d in again["broken_detached"]] == ["broken-on-start"], again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, shown(again)
+    assert [d[2] for d in again["broken_detached"]] == ["broken-on-start"], shown(again)
 
 
 @pytest.mark.parametrize("name", ["default_compression_codec.txt", "metadata_version.txt", "columns_substreams.txt"])
@@ -103,9 +108,9 @@ def test_an_insert_whose_part_has_a_file_cut_that_check_table_does_not_read_is_w
     # it gone (seen once in CI: the disk filled as the engine wrote one of these files last). Without the guard's
     # look at these files: acknowledged, then 0 rows after the restart
     out = run(f"cut {name}", tmp_path)
-    assert out["cut"] and out["read_error"] is None, out
-    assert out["rows"] == out["unique"] == out["acked"] == 2_000, out
-    assert [d[1:] for d in out["broken_detached"]] == [[f"broken_{out['cut'][0]}", "broken"]], out
+    assert out["cut"] and out["read_error"] is None, shown(out)
+    assert out["rows"] == out["unique"] == out["acked"] == 2_000, shown(out)
+    assert [d[1:] for d in out["broken_detached"]] == [[f"broken_{out['cut'][0]}", "broken"]], shown(out)
     again = run("count", tmp_path)
-    assert again["read_error"] is None and again["rows"] == again["unique"] == 2_000, again
-    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), again
+    assert again["read_error"] is None and again["rows"] == again["unique"] == 2_000, shown(again)
+    assert not any(d[2] == "broken-on-start" for d in again["broken_detached"]), shown(again)
