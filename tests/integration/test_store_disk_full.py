@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -94,9 +95,16 @@ def test_a_merge_broken_while_the_disk_stays_full_longer_than_replaced_parts_are
 def test_a_process_that_ends_before_it_could_detach_the_broken_merge_loses_nothing(tmpfs):
     # the same, and the process ends with the disk still full (the part still active, the replaced parts removed
     # by the engine): at the next start the engine detaches the part as broken-on-start, and the copies come back
-    out = run("merge-killed", tmpfs)
+    for _ in range(3):
+        out = run("merge-killed", tmpfs)
+        (tmpfs / "ballast").unlink()  # the disk has room again
+        if out["read_error"] is not None:
+            break
+        # the guard found the 1 MiB a detach reserves after all and repaired the part before the process ended (about
+        # 1 run in 20, the disk full as it is): nothing lost, but not this test's case; again, on a new store
+        assert out["rows"] == out["unique"] == out["acked"] == 24_000, shown(out)
+        shutil.rmtree(tmpfs / "chdb")
     assert out["ignored_writes"] > 0 and out["read_error"] is not None, shown(out)  # the part was still there, broken
-    (tmpfs / "ballast").unlink()  # the disk has room again
     again = run("count", tmpfs)
     assert again["read_error"] is None and again["rows"] == again["unique"] == 24_000, shown(again)
     assert [d[2] for d in again["broken_detached"]] == ["broken-on-start"], shown(again)

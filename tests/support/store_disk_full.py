@@ -193,19 +193,20 @@ def main() -> None:
         # found the part broken, kept the copies and could not detach it (a detach reserves 1 MiB), the guard looks no
         # more: the process ends before it could try again. Room the engine freed meanwhile let a later look detach
         # the part in about 1 of 20 runs otherwise, which is not this scenario (and loses nothing either)
-        look, stuck = store.guard.integrity.look, []
+        look, stuck, filling = store.guard.integrity.look, [], threading.Event()
 
         def look_until_stuck(**kw: Any) -> list:
             if stuck:
                 return []
-            fill(mount)
+            if filling.is_set():  # not before the merge began: it would find no room
+                fill(mount)
             found = look(**kw)
             stuck.extend(b for b in found if not b.detached_as)
             return found
 
         store.guard.integrity.look = look_until_stuck
-        watcher = threading.Thread(target=lambda: (started.wait(), _await(where, "tmp_merge_"), keep_full(mount)),
-                                   daemon=True)
+        watcher = threading.Thread(target=lambda: (started.wait(), _await(where, "tmp_merge_"), filling.set(),
+                                                   keep_full(mount)), daemon=True)
         watcher.start()
         started.set()
         merge(store)
