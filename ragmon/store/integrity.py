@@ -151,7 +151,7 @@ class PartIntegrity:
                     del self._suspects[key]
                 continue
             try:
-                problem = self._check(*key) or unchecked_files_problem(Path(parts[key].path))
+                problem = self.problem(parts[key])
             except StoreError as exc:
                 self._suspects[key] -= 1
                 if self._suspects[key] <= 0:
@@ -186,6 +186,12 @@ class PartIntegrity:
         rows = self.store.query(f"SELECT database, table, result_part_name FROM system.merges WHERE {_USER_DATABASES}"
                                 ).result_rows
         return {(str(d), str(t), str(n)) for d, t, n in rows}
+
+    def problem(self, part: Part) -> str | None:
+        """What is wrong with an active part, or None: ``CHECK TABLE … PART``, then the files CHECK does not read
+        (``ragmon.store.part_files``). ``StoreError`` when CHECK itself fails."""
+        return (self._check(part.database, part.table, part.name)
+                or unchecked_files_problem(Path(part.path)))
 
     def _check(self, database: str, table: str, name: str) -> str | None:
         """CHECK's complaint about one active part, or None when it passes."""

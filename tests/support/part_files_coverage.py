@@ -3,7 +3,7 @@ per process): ``python tests/support/part_files_coverage.py DIR`` prints one JSO
 
 Opens a store in ``DIR`` (every migration applied), writes random rows (``generateRandom``) into each MergeTree table,
 then for one part of each, cuts each of its files in turn to half its size and asks what the guard asks of a suspect
-part: ``CHECK TABLE … PART`` and ``ragmon.store.part_files.unchecked_files_problem``. A file that passes both is
+part (``PartIntegrity.problem``: ``CHECK TABLE … PART``, then ``ragmon.store.part_files``). A file it passes is
 printed under its table (``missed``); the file is put back before the next. Imports only ragmon. Test plumbing.
 """
 
@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from ragmon.config import StoreSettings
 from ragmon.store import ClickHouseStore
-from ragmon.store.part_files import unchecked_files_problem
+from ragmon.store.parts import Part
 
 ROWS = 40
 
@@ -34,9 +34,11 @@ def main() -> None:
     for table in tables:
         store.command(f"INSERT INTO {store.table(table)} SELECT * FROM generateRandom() LIMIT {ROWS} "
                       "SETTINGS max_partitions_per_insert_block = 0, throw_on_max_partitions_per_insert_block = 0")
-        name, path = store.query(
-            "SELECT name, path FROM system.parts WHERE database = {db:String} AND table = {t:String} AND active "
-            "ORDER BY rows DESC, name LIMIT 1", {"db": db, "t": table}).result_rows[0]
+        part = Part(*store.query(
+            "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
+            "rows, path FROM system.parts WHERE database = {db:String} AND table = {t:String} AND active "
+            "ORDER BY rows DESC, name LIMIT 1", {"db": db, "t": table}).result_rows[0])
+        path = part.path
         missed[table] = []
         for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
             raw = file.read_bytes()
@@ -45,10 +47,7 @@ def main() -> None:
             files += 1
             file.write_bytes(raw[: len(raw) // 2])
             try:
-                rows = store.query(f"CHECK TABLE {store.table(table)} PART '{name}' "
-                                   "SETTINGS check_query_single_value_result = 0").result_rows
-                passed = all(str(r[1]) in ("1", "True", "true") for r in rows)
-                if passed and unchecked_files_problem(Path(path)) is None:
+                if store.guard.integrity.problem(part) is None:
                     missed[table].append(str(file.relative_to(path)))
             finally:
                 file.write_bytes(raw)
