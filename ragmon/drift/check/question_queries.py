@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
-from ragmon.drift.check.window_sql import CURRENT, GROUP_KEYS, INDEX, REFERENCE_RANGE
+from ragmon.drift.check.window_sql import CURRENT, INDEX, REFERENCE_RANGE, TRACE_ANY, TRACE_KEYS
 from ragmon.drift.method.features import Feature
 
 #: a question counts for the levels of the other parity's windows once asked this often in this parity's windows
@@ -89,9 +89,9 @@ def with_cluster_rows(table: str, rows: str, inner: Sequence[str], features: Seq
 
     Summed per question in the engine's hash aggregation: a ``sumMap`` over the current window's rows (an ordered
     map of generic values) took 1.1–1.7 s of a check over 10 M traces; this, about 0.3 s."""
-    names = [*GROUP_KEYS.split(", "), "w", *(f"v{i}" for i in range(len(features))), "question"]
+    names = [*TRACE_KEYS.split(", "), "w", *(f"v{i}" for i in range(len(features))), "question"]
     traces = [*names, *(f"toFloat64(1) AS m{i}" for i in clustered)]
-    clusters = [*GROUP_KEYS.split(", "), f"toInt64({CLUSTER_ROWS}) AS w"]
+    clusters = [*TRACE_KEYS.split(", "), f"toInt64({CLUSTER_ROWS}) AS w"]
     for i, f in enumerate(features):
         if i in clustered:
             clusters.append(f"c_v{i} AS v{i}")
@@ -105,8 +105,8 @@ def with_cluster_rows(table: str, rows: str, inner: Sequence[str], features: Seq
     current = (f"SELECT {', '.join(inner)}, if(question = 0, cityHash64(trace_id), question) AS cluster "
                f"FROM {table} WHERE {where} AND {CURRENT}")
     return (f"SELECT {', '.join(traces)} FROM ({rows}) UNION ALL "
-            f"SELECT {', '.join(clusters)} FROM (SELECT {GROUP_KEYS}, {', '.join(sums)} FROM ({current}) "
-            f"GROUP BY {GROUP_KEYS}, cluster)")
+            f"SELECT {', '.join(clusters)} FROM (SELECT dg, {TRACE_ANY}, {', '.join(sums)} FROM ({current}) "
+            f"GROUP BY dg, cluster)")
 
 
 def cluster_sums(clustered: Sequence[int]) -> list[str]:

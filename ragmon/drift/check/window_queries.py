@@ -35,7 +35,18 @@ from ragmon.drift.check.question_queries import (
     question_key,
     with_cluster_rows,
 )
-from ragmon.drift.check.window_sql import CURRENT, GROUP_KEYS, INDEX, INNER_GROUP, OUTER_GROUP, REFERENCE_RANGE, SPAN
+from ragmon.drift.check.window_sql import (
+    CURRENT,
+    GROUP_KEYS,
+    INDEX,
+    INNER_GROUP,
+    OUTER_GROUP,
+    REFERENCE_RANGE,
+    SPAN,
+    TRACE_GROUP,
+    TRACE_KEYS,
+    TRACE_OUTER,
+)
 from ragmon.drift.method.features import Feature
 from ragmon.drift.method.series import Series
 from ragmon.drift.method.summary import LEVELS, ContinuousSummary, RateSummary, Summary
@@ -130,9 +141,9 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
     adjusted = [(i, f) for i, f in enumerate(features) if by_query and f.by_query]
     adjusted_at = {i for i, _ in adjusted}
     clustered = [i for i, f in adjusted if f.kind == "continuous"] if clusters else []
-    inner = [INNER_GROUP, f"{INDEX} AS w"]
-    middle = [GROUP_KEYS, "w"]
-    outer = [OUTER_GROUP, "w", "count() AS n_rows"]
+    inner = [TRACE_GROUP, f"{INDEX} AS w"]
+    middle = [TRACE_KEYS, "w"]
+    outer = [TRACE_OUTER, "w", "count() AS n_rows"]
     for i, f in enumerate(features):
         if f.kind == "continuous":
             inner.append(f"toFloat64({f.expr}) AS v{i}")
@@ -160,7 +171,7 @@ def traces_sql(traces: str, features: Sequence[Feature], p: WindowPlan, *, by_qu
             outer.extend(cluster_sums(clustered))
         rows = (f"SELECT {', '.join(middle)} FROM ({rows}) AS t "
                 f"ALL LEFT JOIN ({levels_sql(traces, adjusted, where)}) AS lv ON question = lv_key")
-    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY {GROUP_KEYS}, w"
+    return f"SELECT {', '.join(outer)} FROM ({rows}) GROUP BY dg, w"
 
 
 def scores_sql(scores: str, traces: str, p: WindowPlan) -> str:
@@ -199,11 +210,11 @@ def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
         f"range(i + 1, length(vs) + 1)))), range(1, length(vs))) AS v)")
     return (
         f"WITH ({superseded}) AS superseded "
-        f"SELECT {OUTER_GROUP}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
+        f"SELECT {TRACE_OUTER}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
         f"sum(arrayCount((d, v) -> t - {{lag:Int64}} < transform(concat(d, '\\0', v), superseded.1, superseded.2, "
         f"toInt64(9223372036854775807)), retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
-        f"FROM (SELECT {INNER_GROUP}, {INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
-        f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY {GROUP_KEYS}, w"
+        f"FROM (SELECT {TRACE_GROUP}, {INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
+        f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY dg, w"
     )
 
 
