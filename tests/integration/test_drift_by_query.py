@@ -24,11 +24,12 @@ QUESTIONS = 300
 
 
 def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift: float = 0.0,
-            last_hours_shift: int = 0, unasked: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+            last_hours_shift: int = 0, unasked: float = 0.0,
+            category: str = "billing") -> list[tuple[np.ndarray, np.ndarray]]:
     """``hours`` hourly windows ending at NOW, newest first in the result: (question keys, top-1 scores). Each
     hour its own few questions are popular (a fresh Zipf order every hour), each question scores near its level;
     ``shift`` is added to the last ``last_hours_shift`` hours. A share ``unasked`` of the traces has no question (an
-    empty text): each is keyed apart (a negative key), as the SQL treats it."""
+    empty text): each is keyed apart (a negative key), as the SQL treats it. The traces are in stratum ``category``."""
     windows = []
     rows: dict[str, list] = {k: [] for k in ("trace_id", "query_id", "ts", "question", "retrieved_scores",
                                              "retrieved_ranks", "retrieved_chunk_ids", "retrieved_doc_ids",
@@ -45,7 +46,7 @@ def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift:
         keys = np.where(no_question, -1 - back * per_hour - np.arange(per_hour), asked)
         windows.append((keys.astype(np.int64), top1))
         for j in range(per_hour):
-            tid = f"t{back}-{j}"
+            tid = f"{category}-{back}-{j}"
             scores = [] if empty[j] else [float(top1[j]), float(top1[j]) - 0.05]
             # the same question typed three ways: ragmon keys it by its trimmed, lower-cased text
             text = "" if no_question[j] else (f"How do I rotate key {asked[j]}?", f"  how do I rotate KEY {asked[j]}?",
@@ -61,7 +62,7 @@ def _insert(store, rng, levels: np.ndarray, hours: int, per_hour: int, *, shift:
     now = datetime.now(UTC)
     store.insert_columns("traces", {
         **rows, "retriever_name": ["hybrid"] * n, "retriever_version": ["v1"] * n, "variant": ["production"] * n,
-        "category": ["billing"] * n, "corpus_snapshot": ["s"] * n, "behaviour": ["answer"] * n,
+        "category": [category] * n, "corpus_snapshot": ["s"] * n, "behaviour": ["answer"] * n,
         "latency_total_ms": [500.0] * n, "cost_usd": [0.001] * n, "ingested_at": [now] * n,
     })
     return windows
@@ -115,6 +116,26 @@ def test_traces_without_a_question_are_clusters_of_their_own(store) -> None:
     assert by_window[0].mean_var == pytest.approx(clustered_variance(values, keys), rel=1e-6)
     # keyed together (one cluster for the empty text) they would give another variance
     assert clustered_variance(values, np.where(keys < 0, -1, keys)) != pytest.approx(by_window[0].mean_var, rel=1e-3)
+
+
+def test_each_group_is_adjusted_by_its_own_levels_and_mean(store) -> None:
+    """Two strata ask the same questions, which score differently in each, and the strata's means differ: each
+    group's windows are what the numpy reference gives on that group's traffic alone. The group means come from the
+    same aggregation as the question levels (``levels_sql``), so a level or a mean crossing groups would show here."""
+    rng = np.random.default_rng(21)
+    billing = _insert(store, rng, _levels(rng), hours=30, per_hour=120, unasked=0.2)
+    security = _insert(store, rng, _levels(rng) - 0.3, hours=30, per_hour=80, unasked=0.1, category="security")
+    wp = plan(DriftSettings().windows.model_copy(update={"reference_days": 1}), NOW, lookback=5)
+    got = {group.stratum: by_w for (group, _), by_w in aggregate(store, [FEATURES["top1_score"]], wp).items()}
+    assert set(got) == {"billing", "security"}
+    reference = list(range(1, wp.reference + 1))
+    for stratum, windows in (("billing", billing), ("security", security)):
+        expected = adjust_by_query(windows, reference)
+        for w in range(30):
+            want = expected[w][np.isfinite(expected[w])]
+            assert got[stratum][w].n == want.size
+            assert got[stratum][w].mean == pytest.approx(want.mean(), abs=1e-9), (stratum, w)
+            assert got[stratum][w].std == pytest.approx(want.std(), abs=1e-9), (stratum, w)
 
 
 def test_trending_questions_are_not_drift_and_a_shift_is(store) -> None:
