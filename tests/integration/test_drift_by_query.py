@@ -121,7 +121,8 @@ def test_traces_without_a_question_are_clusters_of_their_own(store) -> None:
 def test_each_group_is_adjusted_by_its_own_levels_and_mean(store) -> None:
     """Two strata ask the same questions, which score differently in each, and the strata's means differ: each
     group's windows are what the numpy reference gives on that group's traffic alone. The group means come from the
-    same aggregation as the question levels (``levels_sql``), so a level or a mean crossing groups would show here."""
+    same aggregation as the question levels (``levels_sql``), and the current window's cluster rows are named after
+    the query (``aggregate``), so a level, a mean or a cluster crossing groups would show here."""
     rng = np.random.default_rng(21)
     billing = _insert(store, rng, _levels(rng), hours=30, per_hour=120, unasked=0.2)
     security = _insert(store, rng, _levels(rng) - 0.3, hours=30, per_hour=80, unasked=0.1, category="security")
@@ -136,6 +137,10 @@ def test_each_group_is_adjusted_by_its_own_levels_and_mean(store) -> None:
             assert got[stratum][w].n == want.size
             assert got[stratum][w].mean == pytest.approx(want.mean(), abs=1e-9), (stratum, w)
             assert got[stratum][w].std == pytest.approx(want.std(), abs=1e-9), (stratum, w)
+        # the current window's questions as clusters, each group's own (its cluster rows carry its hash alone)
+        finite = np.isfinite(expected[0])
+        want_var = clustered_variance(expected[0][finite], windows[0][0][finite])
+        assert got[stratum][0].mean_var == pytest.approx(want_var, rel=1e-6), stratum
 
 
 def test_trending_questions_are_not_drift_and_a_shift_is(store) -> None:

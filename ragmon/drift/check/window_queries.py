@@ -252,12 +252,14 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
     if on_traces:
         rates: dict[tuple[Group, str], dict[int, tuple[int, float, float, float]]] = {}
         cluster_rows: list[dict[str, Any]] = []
+        named: dict[int, Group] = {}  # a cluster row carries its group's hash, not its names (``with_cluster_rows``)
         sql = traces_sql(traces, on_traces, p, by_query=by_query, sketched=sketched, clusters=clusters)
         for row in store.query_rows(sql, params):
-            g, w = _group(row), int(row["w"])
+            w = int(row["w"])
             if w == CLUSTER_ROWS:
                 cluster_rows.append(row)
                 continue
+            g = named.setdefault(int(row["dg"]), _group(row))
             for i, f in enumerate(on_traces):
                 if f.kind == "continuous":
                     put(g, f.name, w, _continuous(row, f"f{i}"))
@@ -269,8 +271,8 @@ def aggregate(store: DriftStore, features: Sequence[Feature], p: WindowPlan, *,
         for (g, name), by_w in rates.items():
             for w, summary in adjusted_rates(by_w, p).items():
                 put(g, name, w, summary)
-        for row in cluster_rows:
-            _put_mean_variances(acc, _group(row), row, on_traces)
+        for row in cluster_rows:  # each has its group's current window among the window rows
+            _put_mean_variances(acc, named[int(row["dg"])], row, on_traces)
     chunk_features = [f for f in features if f.source == "chunks"]
     if chunk_features:
         sql = chunks_sql(traces, store.table("corpus_versions"), p)

@@ -26,8 +26,6 @@ TRACE_GROUP = ("drift_group AS dg, retriever_name AS g_rn, retriever_version AS 
                "category AS g_cat")
 #: ``TRACE_GROUP``'s columns, passed through a subquery
 TRACE_KEYS = "dg, g_rn, g_rv, g_var, g_cat"
-#: the four strings of a ``GROUP BY dg`` subquery, under their own names
-TRACE_ANY = "any(g_rn) AS g_rn, any(g_rv) AS g_rv, any(g_var) AS g_var, any(g_cat) AS g_cat"
-#: the four strings of the outer ``GROUP BY dg``, as ``window_queries._group`` reads them
-TRACE_OUTER = ("toString(any(g_rn)) AS retriever_name, toString(any(g_rv)) AS retriever_version, "
+#: the hash and the four strings of the outer ``GROUP BY dg``, as ``window_queries._group`` reads them
+TRACE_OUTER = ("dg, toString(any(g_rn)) AS retriever_name, toString(any(g_rv)) AS retriever_version, "
                "toString(any(g_var)) AS variant, toString(any(g_cat)) AS category")
