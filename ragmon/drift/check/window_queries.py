@@ -222,9 +222,11 @@ def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
     n = int(row[f"{alias}__n"])
     if n == 0:
         return ContinuousSummary.empty()
-    q = tuple(float(v) for v in row[f"{alias}__q"])
+    sketch = row[f"{alias}__q"]
+    # a window without a sketch (``_display_windows``) has NaN at every level: the first says so
+    q = tuple(map(float, sketch)) if sketch and math.isfinite(sketch[0]) else ()
     return ContinuousSummary(n, float(row[f"{alias}__mean"]), float(row[f"{alias}__std"]),
-                             q if all(math.isfinite(v) for v in q) else ())  # no sketch in this window
+                             q if all(map(math.isfinite, q)) else ())
 
 
 def _group(row: dict[str, Any], fingerprint: str = "") -> Group:
