@@ -93,7 +93,7 @@ class PartIntegrity:
         """The first look: what exists now is not suspect (a part broken before the engine opened was detached by
         it, ``detached_report``)."""
         before = self.write_failures()
-        self._seen = {key for key, p in self._parts().items() if p.active}
+        self._seen = {key for key, p in self.parts().items() if p.active}
         self._counter = before
         if self.write_failures() > before:  # a write failed while the parts were read: check them all
             self._suspects = dict.fromkeys(self._seen, _CHECK_ATTEMPTS)
@@ -115,7 +115,7 @@ class PartIntegrity:
         if match is None:
             return False
         prefix, name = match.group(1), match.group(2)
-        for key, part in self._parts().items():
+        for key, part in self.parts().items():
             if part.name == name and part.path.startswith(prefix):
                 self._suspects.setdefault(key, _CHECK_ATTEMPTS)
                 return True
@@ -136,7 +136,7 @@ class PartIntegrity:
         # failure) or is a merge still under way; one whose failure only the second reading counts is caught now or,
         # since the counter kept is the first reading, by the next look.
         merges = self._merges()
-        parts = self._parts()
+        parts = self.parts()
         after = self.write_failures()
         active = {key for key, p in parts.items() if p.active}
         if after > self._counter:
@@ -173,7 +173,8 @@ class PartIntegrity:
 
     # -- reading the engine's state --------------------------------------------------------------------------
 
-    def _parts(self) -> dict[Key, Part]:
+    def parts(self) -> dict[Key, Part]:
+        """Every part of the user databases, active or not, by (database, table, name), from ``system.parts``."""
         rows = self.store.query(
             "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
             f"rows, path FROM system.parts WHERE {_USER_DATABASES}").result_rows
@@ -282,7 +283,7 @@ class PartIntegrity:
             "database, table, name", {"a": BROKEN_ON_START, "b": BROKEN}).result_rows
         if not rows:
             return []
-        active = [p for p in self._parts().values() if p.active]
+        active = [p for p in self.parts().values() if p.active]
         report = []
         for database, table, name, reason, path, partition, low, high in rows:
             database, table, name, path = str(database), str(table), str(name), str(path)

@@ -18,7 +18,6 @@ from pydantic import SecretStr
 
 from ragmon.config import StoreSettings
 from ragmon.store import ClickHouseStore
-from ragmon.store.parts import Part
 
 ROWS = 40
 
@@ -34,10 +33,8 @@ def main() -> None:
     for table in tables:
         store.command(f"INSERT INTO {store.table(table)} SELECT * FROM generateRandom() LIMIT {ROWS} "
                       "SETTINGS max_partitions_per_insert_block = 0, throw_on_max_partitions_per_insert_block = 0")
-        part = Part(*store.query(
-            "SELECT database, table, name, active, _state, partition_id, min_block_number, max_block_number, level, "
-            "rows, path FROM system.parts WHERE database = {db:String} AND table = {t:String} AND active "
-            "ORDER BY rows DESC, name LIMIT 1", {"db": db, "t": table}).result_rows[0])
+        part = min((p for p in store.guard.integrity.parts().values() if (p.database, p.table) == (db, table)
+                    and p.active), key=lambda p: (-p.rows, p.name))  # the largest active part
         path = part.path
         missed[table] = []
         for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
