@@ -225,36 +225,30 @@ def _z_history(entry: Entry, pooled: int, comparisons: list[tuple[Planned, Compa
     planned, comparison = primary
     planned = cusum_planned(planned, comparison, entry.tests)
     steps = max(1, d.lookback // pooled)
-    zs: list[float] = []
-    persistence = 1.0
+    found: dict[int, tuple[float, float]] = {}  # back → (z, persistence)
+    pending: list[tuple[int, Hashable, Comparison]] = []
     for back in range(steps - 1, -1, -1):
         at = comparison.current + back
         if at >= len(comparison.series):
             continue
         key = (entry.key, pooled, current + back * pooled, planned.test.name)
         if cache is not None and key in cache:
-            z, r = cache[key]
+            found[back] = cache[key]
+        elif int(comparison.series.n[at]) < planned.min_samples:
+            found[back] = (math.nan, 1.0)
         else:
-            z, r = _primary_z(planned, Comparison(comparison.series, at, comparison.reference, comparison.period,
-                                                  comparison.min_window, comparison.pooled, comparison.guard))
-            if cache is not None:
-                cache[key] = (z, r)
-        zs.append(z)
-        if back == 0:
-            persistence = r
-    if not zs:
-        zs.append(math.nan)
-    return zs, persistence
-
-
-def _primary_z(planned: Planned, c: Comparison) -> tuple[float, float]:
-    if int(c.series.n[c.current]) < planned.min_samples:
-        return math.nan, 1.0
-    try:
-        outcome = planned.test.run(c)
-    except NotTestable:
-        return math.nan, 1.0
-    return outcome.statistic, float(outcome.details.get("persistence", 1.0))  # type: ignore[arg-type]
+            pending.append((back, key, Comparison(comparison.series, at, comparison.reference, comparison.period,
+                                                  comparison.min_window, comparison.pooled, comparison.guard)))
+    # the look-back's windows tested together (``DriftTest.run_rows``): one at a time, 0.35 s of a check over 10 M
+    # traces
+    for (back, _, _), outcome in zip(pending, planned.test.run_rows([c for *_, c in pending]), strict=True):
+        found[back] = (math.nan, 1.0) if isinstance(outcome, NotTestable) else (
+            outcome.statistic, float(outcome.details.get("persistence", 1.0)))  # type: ignore[arg-type]
+    if cache is not None:
+        cache.update((key, found[back]) for back, key, _ in pending)
+    backs = sorted(found, reverse=True)
+    zs = [found[back][0] for back in backs] or [math.nan]
+    return zs, found[0][1] if 0 in found else 1.0
 
 
 def _shift(series: Series, start: int) -> Series:

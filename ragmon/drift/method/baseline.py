@@ -36,6 +36,7 @@ Pure: numpy and scipy on arrays; no I/O, no clock.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,47 +71,88 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
     ``values`` and ``variances`` (the sampling variance of each window's statistic) are NaN for windows that do
     not count. Returns the reason as a string when there is not enough to test.
     """
+    return compare_rows(values[None, :], variances[None, :], [current], reference=reference, period=period,
+                        guard=guard)[0]
+
+
+def compare_rows(values: np.ndarray, variances: np.ndarray, currents: Sequence[int], *, reference: int,
+                 period: int, guard: int = 0) -> list[Baseline | str]:
+    """``compare`` for many windows at once: row ``i`` of ``values`` and ``variances`` (one series each, the same
+    length) tested at window ``currents[i]``. The CUSUM's look-back tests a day of windows of every series a check
+    assesses (``assess``): one window at a time, that was 0.35 s of a check over 10 M traces.
+
+    Every row's reference windows sit at the same offsets from its current window, so at the same seasonal slots:
+    each row is laid out over those offsets (NaN past the series' end), and each step below is one array operation
+    over every row."""
     if period < 1 or reference < 1 or guard < 0:
         raise ValueError(f"need period ≥ 1, reference ≥ 1 and guard ≥ 0, got {period}, {reference}, {guard}")
-    s0, v0 = float(values[current]), float(variances[current])
-    if not (math.isfinite(s0) and math.isfinite(v0)):
-        return "the current window has too few traces"
-    idx = np.arange(current + 1 + min(guard, reference - 1), min(current + reference + 1, values.size))
-    s, v = values[idx], variances[idx]
+    values, variances = np.asarray(values, dtype=float), np.asarray(variances, dtype=float)
+    rows, size = values.shape
+    cur = np.asarray(currents, dtype=np.int64)
+    at = np.arange(rows)
+    offsets = np.arange(1 + min(guard, reference - 1), reference + 1)  # a reference window's distance back
+    idx = cur[:, None] + offsets[None, :]
+    inside = idx < size
+    take = np.minimum(idx, size - 1)
+    s = np.where(inside, values[at[:, None], take], np.nan)
+    v = np.where(inside, variances[at[:, None], take], np.nan)
     ok = np.isfinite(s) & np.isfinite(v)
-    idx, s, v = idx[ok], s[ok], v[ok]
-    slot = (idx - current) % period
-    m = np.bincount(slot, minlength=period).astype(float)
-    same = slot == 0
-    if not same.any():
-        return "no reference window at the current window's time of day"
-    sum_s = np.bincount(slot, weights=s, minlength=period)
-    sum_v = np.bincount(slot, weights=v, minlength=period)
-    others = m[slot] - 1
-    loo = others >= 1
-    if not loo.any():
-        return "too few reference windows to measure their natural spread"
-    mean_others = (sum_s[slot][loo] - s[loo]) / others[loo]
-    vbar_others = (sum_v[slot][loo] - v[loo]) / others[loo]
-    r = s[loo] - mean_others
-    a = 1 + 1 / others[loo]
-    b = v[loo] + vbar_others / others[loo]
-    tau2 = max(0.0, float(np.sum(r * r - b) / np.sum(a)))
-    df = int(np.sum(np.maximum(m - 1, 0)))
-    d = float(m[0])
-    expected = float(sum_s[0] / d)
-    expected_var = (tau2 + float(sum_v[0] / d)) / d
+    slot = offsets % period
+    s_ok, v_ok = np.where(ok, s, 0.0), np.where(ok, v, 0.0)
+    m, sum_s, sum_v = (_by_slot(x, int(offsets[0]), period) for x in (ok.astype(float), s_ok, v_ok))
+    others = m[:, slot] - 1
+    loo = ok & (others >= 1)
+    div = np.where(loo, others, 1.0)
+    r = np.where(loo, s_ok - (sum_s[:, slot] - s_ok) / div, 0.0)
+    a = np.where(loo, 1 + 1 / div, 0.0)
+    b = np.where(loo, v_ok + (sum_v[:, slot] - v_ok) / div / div, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau2 = np.maximum(0.0, np.sum(r * r - b, axis=1) / np.sum(a, axis=1))
+        scale = np.sqrt(a * tau2[:, None] + b)
+        # a window whose value and variance equal the others' exactly (a constant feature) deviates by nothing
+        residuals = np.where(loo, np.divide(r, scale, out=np.zeros_like(r), where=scale > 0), np.nan)
+    df = np.sum(np.maximum(m - 1, 0), axis=1)
+    rho = _lag_one(residuals)
+    innovations = _whiten(residuals, np.maximum(rho, 0.0))
+    # the tested statistic is the innovation when whitened: its tails, not the residuals', set the reference
+    nu, df_eff, persistence = _tail_df(innovations, df), _effective_df(residuals, df), _persistence(innovations)
+    out: list[Baseline | str] = []
+    for i in range(rows):
+        s0, v0 = float(values[i, cur[i]]), float(variances[i, cur[i]])
+        if not (math.isfinite(s0) and math.isfinite(v0)):
+            out.append("the current window has too few traces")
+        elif m[i, 0] == 0:
+            out.append("no reference window at the current window's time of day")
+        elif not loo[i].any():
+            out.append("too few reference windows to measure their natural spread")
+        else:
+            d, t2 = float(m[i, 0]), float(tau2[i])
+            mine = ok[i] & (slot == 1 % period) & (offsets != 1)  # the previous window's slot, less that window
+            previous = _previous(values[i], variances[i], int(cur[i]), s[i], v[i], mine, t2) if rho[i] > 0 else None
+            expected, expected_var = float(sum_s[i, 0]) / d, (t2 + float(sum_v[i, 0]) / d) / d
+            out.append(_tested(s0, v0, expected, expected_var, t2, float(rho[i]), previous, float(nu[i]),
+                               float(df_eff[i]), int(ok[i].sum()), int(d), float(persistence[i])))
+    return out
+
+
+def _by_slot(x: np.ndarray, first: int, period: int) -> np.ndarray:
+    """Per row, the sums of ``x``'s columns at each seasonal slot, column j at slot ``(first + j) % period``: the
+    columns folded into rows of ``period`` and added in order, so a row's sums do not depend on the rows beside it
+    (a matrix product's would, in their last bits, with the number of rows)."""
+    rows, width = x.shape
+    folds = -(-width // period)
+    padded = np.zeros((rows, folds * period))
+    padded[:, :width] = x
+    sums = padded.reshape(rows, folds, period).sum(axis=1)
+    return np.roll(sums, first % period, axis=1)
+
+
+def _tested(s0: float, v0: float, expected: float, expected_var: float, tau2: float, rho: float,
+            previous: float | None, nu: float, df_eff: float, windows: int, same: int, persistence: float) -> Baseline:
+    """One window's test from its row's estimates: the t statistic (the innovation's when ``previous`` is known), its
+    p-value and z-score."""
     var = tau2 + v0 + expected_var
     deviation = s0 - expected
-    scale = np.sqrt(a * tau2 + b)
-    # a window whose value and variance equal the others' exactly (a constant feature) deviates by nothing
-    standardised = np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
-    rho = _lag_one(idx[loo], standardised)
-    residuals = _in_window_order(idx[loo], standardised)
-    innovations = _whiten(residuals, max(rho, 0.0))
-    # the tested statistic is the innovation when whitened: its tails, not the residuals', set the reference
-    nu, df_eff = _tail_df(innovations, df), _effective_df(residuals, df)
-    previous = _deviation(values, variances, current + 1, current, idx, s, v, slot, tau2, period) if rho > 0 else None
     if var > 0:
         t = deviation / math.sqrt(var)
         if previous is not None:  # the innovation: what the previous window's deviation does not predict
@@ -125,33 +167,25 @@ def compare(values: np.ndarray, variances: np.ndarray, *, current: int, referenc
         z = math.copysign(float(-_special.ndtri(p / 2)), sign) if p > 0 else math.copysign(math.inf, sign)
     else:
         p, z = (1.0, 0.0) if deviation == 0 else (0.0, math.copysign(math.inf, deviation))
-    return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff),
-                    int(idx.size), int(d), rho, _persistence(innovations))
+    return Baseline(s0, expected, expected_var, z, p, math.sqrt(tau2), math.sqrt(v0), min(nu, df_eff), windows, same,
+                    rho, persistence)
 
 
 #: lags over which ``_persistence`` sums the innovations' autocorrelation
 PERSISTENCE_LAGS = 24
 
 
-def _in_window_order(idx: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """The standardised residuals as a gap-filled series in window order (NaN where a window is missing)."""
-    ok = np.isfinite(z)
-    idx, z = idx[ok], z[ok]
-    if idx.size == 0:
-        return np.empty(0)
-    full = np.full(int(idx.max() - idx.min()) + 1, np.nan)
-    full[idx - idx.min()] = z
-    return full
+def _whiten(series: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Each row's innovations where its ``rho`` > 0: ``(z_w − ρ z_{w+1}) / √(1 − ρ²)`` over pairs of consecutive
+    windows (NaN where either is missing, and in the last column); the row itself otherwise. Rows in window order."""
+    rho = np.asarray(rho, dtype=float)[:, None]
+    pairs = np.full_like(series, np.nan)
+    pairs[:, :-1] = (series[:, :-1] - rho * series[:, 1:]) / np.sqrt(1 - rho * rho)
+    return np.where(rho > 0, pairs, series)
 
 
-def _whiten(series: np.ndarray, rho: float) -> np.ndarray:
-    """The innovations of a series in window order when ``rho`` > 0: ``(z_w − ρ z_{w+1}) / √(1 − ρ²)`` over pairs
-    of consecutive windows (NaN where either is missing); the series itself otherwise."""
-    return (series[:-1] - rho * series[1:]) / math.sqrt(1 - rho * rho) if rho > 0 else series
-
-
-def _persistence(innov: np.ndarray) -> float:
-    """How much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
+def _persistence(innov: np.ndarray) -> np.ndarray:
+    """Per row, how much sums of L consecutive innovations vary beyond L independent ones: the variance ratio
     ``1 + 2 Σ_{j<L} (1 − j/L) ρ_j`` (Bartlett weights), L = ``PERSISTENCE_LAGS`` (a day of hourly windows, the
     CUSUM's lookback; a sixth of the windows when there are fewer). Trending traffic whose excursions last longer
     than one lag-one correlation describes leaves innovations that still lean the same way for hours; the
@@ -160,22 +194,24 @@ def _persistence(innov: np.ndarray) -> float:
     Taken at the upper end of what the sample allows — one standard error of the Bartlett estimate above it,
     a relative ``√(4L / 3n)`` for n innovations — and between 1 and 10: a week of windows holds few of the
     excursions that make a CUSUM false alarm, so the estimate is low more often than the budget can afford.
-    ``innov`` is ``_whiten``'s series."""
-    lag, acf, _, lags = _acf(innov, PERSISTENCE_LAGS)
-    if lags < 2:
-        return 1.0
-    lrv = 1.0 + float(np.sum(2 * (1 - lag / lags) * acf))
-    n = int(np.isfinite(innov).sum())
-    return float(min(max(lrv, 1.0) * (1 + math.sqrt(4 * lags / (3 * n))), 10.0))
+    ``innov`` is ``_whiten``'s rows."""
+    acf, _, lags = _acf(innov, PERSISTENCE_LAGS)
+    lag = np.arange(1, PERSISTENCE_LAGS + 1)[None, :]
+    known = lags >= 2
+    span = np.where(known, lags, 1)[:, None]
+    lrv = 1.0 + np.sum(np.where(np.isfinite(acf), 2 * (1 - lag / span) * acf, 0.0), axis=1)
+    n = np.maximum(np.isfinite(innov).sum(axis=1), 1)
+    upper = np.minimum(np.maximum(lrv, 1.0) * (1 + np.sqrt(4 * span[:, 0] / (3 * n))), 10.0)
+    return np.where(known, upper, 1.0)
 
 
-def _deviation(values: np.ndarray, variances: np.ndarray, w: int, current: int, idx: np.ndarray, s: np.ndarray,
-               v: np.ndarray, slot: np.ndarray, tau2: float, period: int) -> float | None:
-    """The standardised deviation of window ``w`` (older than the current one) from its own seasonal baseline:
-    the mean of the other reference windows at its slot."""
+def _previous(values: np.ndarray, variances: np.ndarray, current: int, s: np.ndarray, v: np.ndarray,
+              mine: np.ndarray, tau2: float) -> float | None:
+    """The standardised deviation of the window before the current one (``current + 1``, older) from its own
+    seasonal baseline: the mean of the other reference windows at its slot (``mine``, over the row's offsets)."""
+    w = current + 1
     if w >= values.size or not (math.isfinite(values[w]) and math.isfinite(variances[w])):
         return None
-    mine = (slot == (w - current) % period) & (idx != w)
     count = int(mine.sum())
     if count == 0:
         return None
@@ -183,78 +219,94 @@ def _deviation(values: np.ndarray, variances: np.ndarray, w: int, current: int, 
     return (float(values[w]) - float(s[mine].mean())) / math.sqrt(var) if var > 0 else None
 
 
-def _effective_df(residuals: np.ndarray, df: int) -> float:
-    """Degrees of freedom the spread estimate is worth. A sample variance of n independent normal residuals has
-    ``Var(s²) = 2σ⁴/n``; of an autocorrelated series with excess kurtosis κ, about ``σ⁴ (2 Σ_j ρ_j² + κ) / n``
+def _effective_df(residuals: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Degrees of freedom the spread estimate is worth, per row. A sample variance of n independent normal residuals
+    has ``Var(s²) = 2σ⁴/n``; of an autocorrelated series with excess kurtosis κ, about ``σ⁴ (2 Σ_j ρ_j² + κ) / n``
     (the sum over every lag, both signs, ρ₀ = 1). So the windows are worth ``df · 2 / (2 Σ_j ρ_j² + κ)``: fewer
     when neighbouring windows move together — over hours, not only one (popular queries whose popularity walks
-    for half a day) — or their residuals have heavy tails. ``residuals`` are in window order (NaN: missing); the
-    autocorrelations are summed over ``PERSISTENCE_LAGS`` lags, each less the 1/pairs its square has by chance."""
+    for half a day) — or their residuals have heavy tails. ``residuals`` are rows in window order (NaN: missing);
+    the autocorrelations are summed over ``PERSISTENCE_LAGS`` lags, each less the 1/pairs its square has by chance."""
     excess = _excess_kurtosis(residuals)
-    kurtosis = max(0.0, excess) if excess is not None else 0.0
-    _, acf, pairs, _ = _acf(residuals, PERSISTENCE_LAGS)
-    squares = float(np.sum(np.maximum(acf * acf - 1 / pairs, 0.0)))
-    return max(1.0, df * 2 / (2 * (1 + 2 * squares) + kurtosis))
+    kurtosis = np.where(np.isfinite(excess), np.maximum(0.0, excess), 0.0)
+    acf, pairs, _ = _acf(residuals, PERSISTENCE_LAGS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        chance = np.where(np.isfinite(acf), np.maximum(acf * acf - 1 / pairs, 0.0), 0.0)
+    squares = np.sum(chance, axis=1)
+    return np.maximum(1.0, df * 2 / (2 * (1 + 2 * squares) + kurtosis))
 
 
-def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Autocorrelations of a zero-mean series at lags 1 … L (L = ``lags``, at most a sixth of the values present),
-    over the pairs of windows both present: (lags, autocorrelations, pairs, L); lags with fewer than 2L pairs are
-    left out. NaN marks a missing window."""
+def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, the autocorrelations of a zero-mean series at lags 1 … ``lags`` over the pairs of windows both
+    present: (autocorrelations, pairs, L), one column a lag. A row uses L = at most a sixth of its values present
+    (none when under 2, or the row has no spread: L = 0); a lag past its L, or with fewer than 2L pairs, is NaN.
+    NaN marks a missing window."""
     present = np.isfinite(series)
-    lags = min(lags, int(present.sum()) // 6)
-    var = float(np.mean(series[present] ** 2)) if present.any() else 0.0
-    if lags < 2 or var <= 0:
-        return np.empty(0), np.empty(0), np.empty(0), 0
+    count = present.sum(axis=1)
     x = np.where(present, series, 0.0)
+    var = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    use = np.minimum(lags, count // 6)
+    use = np.where((use >= 2) & (var > 0), use, 0)
     m = present.astype(float)
-    # every lag at once: sums of products over pairs of windows both present, and how many such pairs
-    products = np.correlate(x, x, "full")[x.size:x.size + lags]
-    pairs = np.rint(np.correlate(m, m, "full")[x.size:x.size + lags])
-    use = pairs >= 2 * lags
-    return np.arange(1, lags + 1)[use], products[use] / pairs[use] / var, pairs[use], lags
+    # sums of products over pairs of windows both present, and how many such pairs, every lag of every row at once
+    products, pairs = (_lagged(y, lags) for y in (x, m))
+    kept = (np.arange(1, lags + 1)[None, :] <= use[:, None]) & (pairs >= 2 * use[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acf = np.where(kept, products / pairs / var[:, None], np.nan)
+    return acf, np.where(kept, pairs, np.nan), use
 
 
-def _excess_kurtosis(z: np.ndarray) -> float | None:
-    """Sample excess kurtosis of the finite values of a zero-mean series (moments about 0); None with fewer than 20
-    or no spread."""
-    z = z[np.isfinite(z)]
-    second = float(np.mean(z * z)) if z.size else 0.0
-    if z.size < 20 or second <= 0:
-        return None
-    return float(np.mean(z ** 4)) / second ** 2 - 3
+def _lagged(x: np.ndarray, lags: int) -> np.ndarray:
+    """Per row, ``Σ_t x[t] x[t + j]`` for j = 1 … ``lags`` (one column a lag; x is 0 past its end)."""
+    rows, width = x.shape
+    padded = np.zeros((rows, width + lags))
+    padded[:, :width] = x
+    ahead = np.lib.stride_tricks.sliding_window_view(padded, lags + 1, axis=1)[:, :width, 1:]
+    return np.einsum("rt,rtj->rj", x, ahead)
 
 
-def _tail_df(z: np.ndarray, df: int) -> float:
-    """Degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z`` — taken half a standard
-    error (``√(24/n)``) above the sample's, because a sample kurtosis under-reads heavy tails: the surges of popular
-    queries that make them are in few reference weeks. ``df`` when the tails are not heavier than that (or there
-    are too few residuals to tell), else between 4.5 (below which the fourth moment does not exist) and ``df``."""
+def _excess_kurtosis(z: np.ndarray) -> np.ndarray:
+    """Per row, the sample excess kurtosis of the finite values of a zero-mean series (moments about 0); NaN with
+    fewer than 20 or no spread."""
+    present = np.isfinite(z)
+    count = present.sum(axis=1)
+    x = np.where(present, z, 0.0)
+    second = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    fourth = np.sum((x * x) ** 2, axis=1) / np.maximum(count, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((count >= 20) & (second > 0), fourth / (second * second) - 3, np.nan)
+
+
+def _tail_df(z: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Per row, the degrees of freedom of a unit-variance Student t with the excess kurtosis of ``z`` — taken half a
+    standard error (``√(24/n)``) above the sample's, because a sample kurtosis under-reads heavy tails: the surges of
+    popular queries that make them are in few reference weeks. ``df`` when the tails are not heavier than that (or
+    there are too few residuals to tell), else between 4.5 (below which the fourth moment does not exist) and
+    ``df``."""
+    df = np.asarray(df, dtype=float)
     sample = _excess_kurtosis(z)
-    if sample is None or df <= 5:
-        return float(df)
-    excess = sample + 0.5 * math.sqrt(24 / int(np.isfinite(z).sum()))
-    if excess <= 6 / (df - 4):
-        return float(df)
-    return float(max(4 + 6 / excess, 4.5))
+    n = np.maximum(np.isfinite(z).sum(axis=1), 1)
+    excess = sample + 0.5 * np.sqrt(24 / n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        heavy = np.isfinite(sample) & (df > 5) & (excess > 6 / (df - 4))
+        return np.where(heavy, np.maximum(4 + 6 / excess, 4.5), df)
 
 
 #: the largest lag-one correlation the whitening uses
 MAX_RHO = 0.99
 
 
-def _lag_one(idx: np.ndarray, z: np.ndarray) -> float:
-    """Lag-one correlation of standardised residuals over pairs of consecutive windows."""
-    ok = np.isfinite(z)
-    idx, z = idx[ok], z[ok]
-    if idx.size < 3:
-        return 0.0
-    pairs = np.flatnonzero(np.diff(idx) == 1)
-    if pairs.size < 2:
-        return 0.0
-    denom = float(np.sum(z * z)) / idx.size
-    if denom <= 0:
-        return 0.0
+def _lag_one(z: np.ndarray) -> np.ndarray:
+    """Per row, the lag-one correlation of standardised residuals (in window order, NaN: missing) over pairs of
+    consecutive windows; 0 with fewer than 3 residuals or 2 pairs."""
+    present = np.isfinite(z)
+    count = present.sum(axis=1)
+    x = np.where(present, z, 0.0)
+    pairs = present[:, :-1] & present[:, 1:]
+    npairs = pairs.sum(axis=1)
+    denom = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    known = (count >= 3) & (npairs >= 2) & (denom > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.sum(x[:, :-1] * x[:, 1:], axis=1) / npairs / denom
     # at most MAX_RHO: the whitening divides by √(1 − ρ²), and two windows that move exactly together (ρ = 1,
     # e.g. a reference of few windows that all rise) would divide by zero
-    return float(np.clip(np.mean(z[pairs] * z[pairs + 1]) / denom, -MAX_RHO, MAX_RHO))
+    return np.where(known, np.clip(rho, -MAX_RHO, MAX_RHO), 0.0)

@@ -30,7 +30,7 @@ chi_square | trace | rate | Pearson χ² on the 2×2 table | χ²(1) | Cohen's h
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,12 +62,32 @@ class DriftTest:
     default_min_samples: int
     fn: Callable[[Comparison], TestOutcome]
     description: str
+    #: the test of many comparisons of one series at once (the window tests: ``baseline.compare_rows``), if it has one
+    rows: Callable[[Sequence[Comparison]], list[TestOutcome | NotTestable]] | None = None
 
     def run(self, comparison: Comparison) -> TestOutcome:
         """Raises ``NotTestable`` (a ``ValueError``) when the comparison holds too little for this test."""
+        self._check(comparison)
+        return self.fn(comparison)
+
+    def run_rows(self, comparisons: Sequence[Comparison]) -> list[TestOutcome | NotTestable]:
+        """``run`` for each comparison — one series at several current windows, with the same reference, period and
+        guard (the CUSUM's look-back) — the ``NotTestable`` in the place of an outcome where it holds too little."""
+        for c in comparisons:
+            self._check(c)
+        if self.rows is not None:
+            return self.rows(comparisons)
+        out: list[TestOutcome | NotTestable] = []
+        for c in comparisons:
+            try:
+                out.append(self.fn(c))
+            except NotTestable as e:
+                out.append(e)
+        return out
+
+    def _check(self, comparison: Comparison) -> None:
         if comparison.kind not in self.kinds:
             raise ValueError(f"test {self.name!r} applies to {sorted(self.kinds)} features, got {comparison.kind}")
-        return self.fn(comparison)
 
 
 def _pair(fn: Callable[[Summary, Summary], TestOutcome]) -> Callable[[Comparison], TestOutcome]:
@@ -122,7 +142,8 @@ REGISTRY: dict[str, DriftTest] = {
         DriftTest("window_mean", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 30,
                   window_tests.window_mean,
                   "The current window's mean against its seasonal baseline and the natural spread between "
-                  "windows (random effects); effect = shift in reference standard deviations."),
+                  "windows (random effects); effect = shift in reference standard deviations.",
+                  rows=window_tests.window_mean_rows),
         DriftTest("window_quantiles", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 50,
                   window_tests.window_quantiles,
                   "The current window's 10th, 50th and 90th percentiles, each like window_mean; smallest "
@@ -131,11 +152,13 @@ REGISTRY: dict[str, DriftTest] = {
                   window_tests.window_median,
                   "The current window's median, like window_mean: robust to the tail of new questions and bursts "
                   "that the question adjustment cannot reach. The CUSUM accumulates it for continuous features "
-                  "with a density at their median (the mean otherwise)."),
+                  "with a density at their median (the mean otherwise).",
+                  rows=window_tests.window_median_rows),
         DriftTest("window_rate", frozenset({"rate"}), "window", 0.05, "cohens_h", 0.1, 30,
                   window_tests.window_rate,
                   "The current window's share against its seasonal baseline and the natural spread between "
-                  "windows (beta-binomial); effect = Cohen's h."),
+                  "windows (beta-binomial); effect = Cohen's h.",
+                  rows=window_tests.window_rate_rows),
         DriftTest("ks", frozenset({"continuous"}), "trace", 0.05, "wasserstein_sigma", 0.1, 100, _pair(_ks),
                   "Two-sample Kolmogorov–Smirnov; effect = Wasserstein distance in reference standard deviations. "
                   "Counts traces as independent draws."),

@@ -25,11 +25,12 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import special as _special
 
-from ragmon.drift.method.baseline import Baseline, compare
+from ragmon.drift.method.baseline import Baseline, compare_rows
 from ragmon.drift.method.comparison import Comparison, TestOutcome
 from ragmon.drift.method.summary import LEVELS
 from ragmon.stats import shift as stats
@@ -51,14 +52,64 @@ def _deff(c: Comparison) -> np.ndarray:
     return np.where(np.arange(len(d)) == c.current, d, 1.0)
 
 
-def _baseline(c: Comparison, values: np.ndarray, variances: np.ndarray) -> Baseline:
-    counted = c.counted.copy()
-    counted[c.current] = c.series.n[c.current] > 0
-    values = np.where(counted, values, np.nan)
-    result = compare(values, variances, current=c.current, reference=c.reference, period=c.period, guard=c.guard)
-    if isinstance(result, str):
-        raise NotTestable(result)
-    return result
+#: what a window test reads off a comparison: each window's statistic and its sampling variance, and anything its
+#: outcome needs besides the baseline (``_baselines``); raises ``NotTestable``
+Inputs = Callable[[Comparison], tuple[np.ndarray, np.ndarray, object]]
+#: a window test's outcome from its comparison, baseline and the inputs' third part
+Outcome = Callable[[Comparison, Baseline, object], TestOutcome]
+
+
+def _baselines(cs: Sequence[Comparison], inputs: Inputs) -> list[tuple[Baseline, object] | NotTestable]:
+    """Each comparison's baseline test of the statistic ``inputs`` reads off it, all in one ``compare_rows``: the
+    comparisons share their series' length, reference, period and guard (one series at several current windows,
+    the CUSUM's look-back: ``assess``)."""
+    out: list[tuple[Baseline, object] | NotTestable] = []
+    rows: list[tuple[int, Comparison, np.ndarray, np.ndarray, object]] = []
+    for c in cs:
+        try:
+            values, variances, extra = inputs(c)
+        except NotTestable as e:
+            out.append(e)
+            continue
+        counted = c.counted.copy()
+        counted[c.current] = c.series.n[c.current] > 0
+        rows.append((len(out), c, np.where(counted, values, np.nan), variances, extra))
+        out.append(NotTestable("not compared"))
+    if rows:
+        first = rows[0][1]
+        shape = (len(first.series), first.reference, first.period, first.guard)
+        if any((len(c.series), c.reference, c.period, c.guard) != shape for _, c, *_ in rows):
+            raise ValueError("comparisons tested together must share their series' length, reference, period and guard")
+        results = compare_rows(np.stack([r[2] for r in rows]), np.stack([r[3] for r in rows]),
+                               [r[1].current for r in rows], reference=first.reference, period=first.period,
+                               guard=first.guard)
+        for (i, *_, extra), result in zip(rows, results, strict=True):
+            out[i] = NotTestable(result) if isinstance(result, str) else (result, extra)
+    return out
+
+
+def _outcomes(cs: Sequence[Comparison], inputs: Inputs, outcome: Outcome) -> list[TestOutcome | NotTestable]:
+    return [b if isinstance(b, NotTestable) else outcome(c, *b) for c, b in zip(cs, _baselines(cs, inputs),
+                                                                               strict=True)]
+
+
+def _one(c: Comparison, inputs: Inputs) -> Baseline:
+    result = _baselines([c], inputs)[0]
+    if isinstance(result, NotTestable):
+        raise result
+    return result[0]
+
+
+def _single(rows: Callable[[Sequence[Comparison]], list[TestOutcome | NotTestable]]) -> Callable[[Comparison],
+                                                                                                  TestOutcome]:
+    """The test of one comparison, from the test of many."""
+    def run(c: Comparison) -> TestOutcome:
+        result = rows([c])[0]
+        if isinstance(result, NotTestable):
+            raise result
+        return result
+    run.__name__ = rows.__name__.removesuffix("_rows")
+    return run
 
 
 def _details(b: Baseline, **extra: object) -> dict[str, object]:
@@ -67,40 +118,52 @@ def _details(b: Baseline, **extra: object) -> dict[str, object]:
             "persistence": b.persistence, **extra}
 
 
-def window_mean(c: Comparison) -> TestOutcome:
+def _mean_inputs(c: Comparison) -> tuple[np.ndarray, np.ndarray, object]:
     s = c.series
     within = s.within_variance(c.reference_indices)
     n = np.maximum(s.n, 1)
-    b = _baseline(c, s.mean, within / n * _deff(c))  # type: ignore[arg-type]
+    return s.mean, within / n * _deff(c), None  # type: ignore[return-value]
+
+
+def _mean_outcome(c: Comparison, b: Baseline, _: object) -> TestOutcome:
     effect = stats.normalised_effect(abs(b.value - b.expected), c.reference_std)
     return TestOutcome(b.z, b.p_value, effect, _details(b))
 
 
-def _quantile_baseline(c: Comparison, level: float) -> Baseline | None:
+def window_mean_rows(cs: Sequence[Comparison]) -> list[TestOutcome | NotTestable]:
+    return _outcomes(cs, _mean_inputs, _mean_outcome)
+
+
+class _NoDensity(NotTestable):
+    """The reference has an atom at the quantile tested (a discrete feature): no density to scale its variance."""
+
+
+def _quantile_inputs(level: float) -> Inputs:
     """The window test of one quantile (its band ±``_DENSITY_SPAN``, variance q(1 − q) / (n f²) with the density
-    read off the reference quantile function); None where the reference has an atom there (no density)."""
-    s = c.series
-    q_ref = s.vincent(c.reference_indices)
-    n = np.maximum(s.n, 1)
-    lo, hi = _level_index(level - _DENSITY_SPAN), _level_index(level + _DENSITY_SPAN)
-    width = float(q_ref[hi] - q_ref[lo])
-    if not (math.isfinite(width) and width > 0):
-        return None
-    density = (LEVELS[hi] - LEVELS[lo]) / width
-    variances = level * (1 - level) / (n * density * density) * _deff(c)
-    band = s.q[:, lo:hi + 1].mean(axis=1)  # type: ignore[index]
-    return _baseline(c, band, variances)
+    read off the reference quantile function); ``_NoDensity`` where the reference has an atom there."""
+    def inputs(c: Comparison) -> tuple[np.ndarray, np.ndarray, object]:
+        s = c.series
+        q_ref = s.vincent(c.reference_indices)
+        n = np.maximum(s.n, 1)
+        lo, hi = _level_index(level - _DENSITY_SPAN), _level_index(level + _DENSITY_SPAN)
+        width = float(q_ref[hi] - q_ref[lo])
+        if not (math.isfinite(width) and width > 0):
+            at = "median" if level == 0.5 else f"{level:.0%} quantile"
+            raise _NoDensity(f"the reference has no density at its {at} (a discrete feature)")
+        density = (LEVELS[hi] - LEVELS[lo]) / width
+        variances = level * (1 - level) / (n * density * density) * _deff(c)
+        return s.q[:, lo:hi + 1].mean(axis=1), variances, None  # type: ignore[index]
+    return inputs
 
 
 def window_quantiles(c: Comparison) -> TestOutcome:
     results: list[tuple[float, Baseline]] = []
     skipped: list[float] = []
     for level in QUANTILE_LEVELS:
-        b = _quantile_baseline(c, level)
-        if b is None:
+        try:
+            results.append((level, _one(c, _quantile_inputs(level))))
+        except _NoDensity:
             skipped.append(level)
-        else:
-            results.append((level, b))
     if not results:
         raise NotTestable("the reference has no density at the 10th, 50th or 90th percentile (a discrete feature)")
     level, best = min(results, key=lambda lb: lb[1].p_value)
@@ -117,21 +180,22 @@ def has_median_density(c: Comparison) -> bool:
     return math.isfinite(width) and width > 0
 
 
-def window_median(c: Comparison) -> TestOutcome:
+def _median_outcome(c: Comparison, b: Baseline, _: object) -> TestOutcome:
+    return TestOutcome(b.z, b.p_value, stats.normalised_effect(abs(b.value - b.expected), c.reference_std),
+                       _details(b, quantile=0.5))
+
+
+def window_median_rows(cs: Sequence[Comparison]) -> list[TestOutcome | NotTestable]:
     """The window's median against its seasonal baseline and the natural spread between windows: the location
     statistic the CUSUM accumulates for a continuous feature with a density at its median (``assess``). On traffic
     that mixes recurring questions (adjusted tightly, ``drift.by_query``) with new ones and bursts (not adjustable,
     far from the bulk), the mean is carried by the tail and the median by the bulk: on composite traffic at 200 traces
     an hour the median's between-window spread was half the mean's and its z-scores for the same drop 1.5–2.5 times
     as large."""
-    b = _quantile_baseline(c, 0.5)
-    if b is None:
-        raise NotTestable("the reference has no density at its median (a discrete feature)")
-    return TestOutcome(b.z, b.p_value, stats.normalised_effect(abs(b.value - b.expected), c.reference_std),
-                       _details(b, quantile=0.5))
+    return _outcomes(cs, _quantile_inputs(0.5), _median_outcome)
 
 
-def window_rate(c: Comparison) -> TestOutcome:
+def _rate_inputs(c: Comparison) -> tuple[np.ndarray, np.ndarray, object]:
     s = c.series
     ref = c.reference_indices
     ref = ref[c.counted[ref]]
@@ -148,20 +212,34 @@ def window_rate(c: Comparison) -> TestOutcome:
     # no question level to learn from (every level is 0 or 1): the continuity share's variance applies, as unadjusted
     var = s.var if s.var is not None and not never else np.full(len(s), np.nan)
     total = np.where(np.isfinite(var), var, pbar * (1 - pbar) * n)
-    b = _baseline(c, s.k / n, total / (n * n))  # type: ignore[operator]
+    return s.k / n, total / (n * n), (pbar, float(total[c.current]))  # type: ignore[operator]
+
+
+def _rate_outcome(c: Comparison, b: Baseline, extra: object) -> TestOutcome:
+    s = c.series
+    pbar, total = extra  # type: ignore[misc]
     expected = min(max(b.expected, 0.0), 1.0)
     k, trials = float(s.k[c.current]), int(s.n[c.current])  # type: ignore[index]
     # a share never seen to move at this hour (all 0 or all 1) is taken as half an event off it
     floor = 0.5 / (float(s.n[c.same_slot_indices].sum()) + 1)  # type: ignore[index]
     # the count as a binomial whose share varies as the window's does: as many trials as that takes (the count
     # itself when not adjusted); a window of questions that always do the same is worth many trials
-    ratio = min(max(pbar * (1 - pbar) * trials / max(float(total[c.current]), 1e-12), 1e-3), 100.0)
+    ratio = min(max(pbar * (1 - pbar) * trials / max(total, 1e-12), 1e-3), 100.0)
     n_eff = max(1, int(round(trials * ratio)))
     share = min(max(k / trials, 0.0), 1.0) if trials else 0.0
     z, p = _beta_binomial(share * n_eff, n_eff, min(max(expected, floor), 1 - floor), b.tau ** 2 + b.expected_var)
     # an adjusted share can fall a little outside [0, 1]
     effect = stats.cohens_h(expected, min(max(b.value, 0.0), 1.0))
     return TestOutcome(z, p, effect, _details(b, z_normal=b.z, effective_trials=n_eff))
+
+
+def window_rate_rows(cs: Sequence[Comparison]) -> list[TestOutcome | NotTestable]:
+    return _outcomes(cs, _rate_inputs, _rate_outcome)
+
+
+window_mean = _single(window_mean_rows)
+window_median = _single(window_median_rows)
+window_rate = _single(window_rate_rows)
 
 
 def _beta_binomial(k: float, n: int, mean: float, between_var: float) -> tuple[float, float]:

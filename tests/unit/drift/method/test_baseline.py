@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp
 
-from ragmon.drift.method.baseline import MAX_RHO, _in_window_order, _lag_one, _persistence, _whiten, compare
+from ragmon.drift.method.baseline import MAX_RHO, _lag_one, _persistence, _whiten, compare, compare_rows
 
 
 def test_hand_computed_small_case() -> None:
@@ -146,9 +146,9 @@ def test_persistence_is_the_variance_of_a_day_of_innovations() -> None:
     ratios = []
     for _ in range(40):
         z = np.convolve(rng.normal(size=168 + 11), np.ones(12), "valid") / math.sqrt(12)
-        ratios.append(_persistence(_in_window_order(np.arange(168), z)))
+        ratios.append(_persistence(z[None, :])[0])
     assert np.median(ratios) > 7
-    white = [_persistence(_in_window_order(np.arange(168), rng.normal(size=168))) for _ in range(40)]
+    white = [_persistence(rng.normal(size=(1, 168)))[0] for _ in range(40)]
     assert 1.3 < np.median(white) < 1.7
 
 
@@ -201,6 +201,23 @@ def test_calibrated_when_windows_trend_for_hours(innovations: str) -> None:
 
 def test_windows_that_move_exactly_together_do_not_divide_by_zero() -> None:
     # residuals all alike over consecutive windows: a lag-one correlation of exactly 1 before the clip
-    rho = _lag_one(np.arange(6), np.ones(6))
-    assert rho == MAX_RHO < 1
-    assert np.all(np.isfinite(_whiten(np.ones(6), rho)))
+    rho = _lag_one(np.ones((1, 6)))
+    assert rho[0] == MAX_RHO < 1
+    assert np.all(np.isfinite(_whiten(np.ones((1, 6)), rho)[:, :-1]))
+
+
+def test_windows_compared_together_are_each_compared_alone() -> None:
+    """``compare_rows`` (the CUSUM's look-back, a day of windows at once) gives each row what ``compare`` gives it:
+    trending windows with gaps, a seasonal period, a guard, current windows near the series' end (fewer reference
+    windows) and ones with nothing to compare."""
+    rng = np.random.default_rng(31)
+    values, variances = _trending_windows(rng, 200, 300, 0.05, 0.9)
+    values[rng.uniform(size=200) < 0.15] = np.nan
+    currents = [0, 1, 5, 23, 24, 60, 150, 190, 199]
+    for period, guard in ((24, 0), (24, 11), (1, 3), (7, 0)):
+        rows = compare_rows(np.tile(values, (len(currents), 1)), np.tile(variances, (len(currents), 1)), currents,
+                            reference=168, period=period, guard=guard)
+        for current, row in zip(currents, rows, strict=True):
+            alone = compare(values, variances, current=current, reference=168, period=period, guard=guard)
+            assert row == alone, (period, guard, current)
+    assert any(isinstance(r, str) for r in rows) and any(not isinstance(r, str) for r in rows)
