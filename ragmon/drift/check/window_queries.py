@@ -194,16 +194,21 @@ def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
     that served it. A version is superseded from the time the next newer version became known; only documents with
     more than one known version matter, and ``transform`` looks each chunk's (document, version) up among them as a
     hash table — much faster than joining the exploded chunks back.
+
+    A (document, version) is keyed by ``cityHash64`` of its two strings (``CHUNK_KEY``), as ``question_key`` keys a
+    question: two pairs share a key with probability about 2⁻⁶⁴. Grouping the exploded chunks by that key instead of
+    the two strings, and looking it up instead of their concatenation, took the query from 4.1–4.4 s to 3.5–3.8 s at
+    10 M traces (50 M chunks).
     """
     where = span_condition(traces, p, has_snapshot=True)
-    known = (f"SELECT doc, ver, min(since) AS since FROM ("
-             f"SELECT doc_id AS doc, doc_version AS ver, published_at AS since FROM {corpus} "
-             f"WHERE published_at < fromUnixTimestamp64Milli({{hi:Int64}}, 'UTC') "
-             f"UNION ALL SELECT doc, ver, ts AS since FROM {traces} ARRAY JOIN retrieved_doc_ids AS doc, "
-             f"retrieved_doc_versions AS ver WHERE {SPAN}) GROUP BY doc, ver")
+    known = (f"SELECT any(doc) AS doc, any(ver) AS ver, min(since) AS since FROM ("
+             f"SELECT {CHUNK_KEY.format(doc='doc_id', ver='doc_version')} AS k, doc_id AS doc, doc_version AS ver, "
+             f"published_at AS since FROM {corpus} WHERE published_at < fromUnixTimestamp64Milli({{hi:Int64}}, 'UTC') "
+             f"UNION ALL SELECT {CHUNK_KEY.format(doc='doc', ver='ver')} AS k, doc, ver, ts AS since FROM {traces} "
+             f"ARRAY JOIN retrieved_doc_ids AS doc, retrieved_doc_versions AS ver WHERE {SPAN}) GROUP BY k")
     superseded = (
         f"SELECT (groupArray(key), groupArray(at)) FROM ("
-        f"SELECT concat(doc, '\\0', v.1) AS key, v.2 AS at FROM ("
+        f"SELECT {CHUNK_KEY.format(doc='doc', ver='v.1')} AS key, v.2 AS at FROM ("
         f"SELECT doc, arraySort(x -> x.1, groupArray((ver, since))) AS vs FROM ({known}) GROUP BY doc "
         f"HAVING count() > 1) "
         f"ARRAY JOIN arrayMap(i -> (vs[i].1, arrayMin(arrayMap(j -> toUnixTimestamp64Milli(vs[j].2), "
@@ -211,11 +216,15 @@ def chunks_sql(traces: str, corpus: str, p: WindowPlan) -> str:
     return (
         f"WITH ({superseded}) AS superseded "
         f"SELECT {TRACE_OUTER}, w, sum(length(retrieved_doc_ids)) AS n_rows, "
-        f"sum(arrayCount((d, v) -> t - {{lag:Int64}} < transform(concat(d, '\\0', v), superseded.1, superseded.2, "
-        f"toInt64(9223372036854775807)), retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
+        f"sum(arrayCount((d, v) -> t - {{lag:Int64}} < transform({CHUNK_KEY.format(doc='d', ver='v')}, superseded.1, "
+        f"superseded.2, toInt64(9223372036854775807)), retrieved_doc_ids, retrieved_doc_versions)) AS f0__k "
         f"FROM (SELECT {TRACE_GROUP}, {INDEX} AS w, toUnixTimestamp64Milli(ts) AS t, retrieved_doc_ids, "
         f"retrieved_doc_versions FROM {traces} WHERE {where}) GROUP BY dg, w"
     )
+
+
+#: the 64-bit key of a retrieved chunk's (document, version) in ``chunks_sql``
+CHUNK_KEY = "cityHash64({doc}, {ver})"
 
 
 def _continuous(row: dict[str, Any], alias: str) -> ContinuousSummary:
