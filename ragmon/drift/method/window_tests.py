@@ -108,7 +108,7 @@ def _single(rows: Callable[[Sequence[Comparison]], list[TestOutcome | NotTestabl
         if isinstance(result, NotTestable):
             raise result
         return result
-    run.__name__ = rows.__name__.removesuffix("_rows")
+    run.__name__, run.__doc__ = rows.__name__.removesuffix("_rows"), rows.__doc__
     return run
 
 
