@@ -240,10 +240,7 @@ def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     present: (autocorrelations, pairs, L), one column a lag. A row uses L = at most a sixth of its values present
     (none when under 2, or the row has no spread: L = 0); a lag past its L, or with fewer than 2L pairs, is NaN.
     NaN marks a missing window."""
-    present = np.isfinite(series)
-    count = present.sum(axis=1)
-    x = np.where(present, series, 0.0)
-    var = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    x, present, count, var = _filled(series)
     use = np.minimum(lags, count // 6)
     use = np.where((use >= 2) & (var > 0), use, 0)
     m = present.astype(float)
@@ -253,6 +250,15 @@ def _acf(series: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     with np.errstate(invalid="ignore", divide="ignore"):
         acf = np.where(kept, products / pairs / var[:, None], np.nan)
     return acf, np.where(kept, pairs, np.nan), use
+
+
+def _filled(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a series with NaN for its missing windows: the series with them as 0, which are present, how many,
+    and the mean square of those present (0 when none) — what every per-row moment here starts from."""
+    present = np.isfinite(z)
+    count = present.sum(axis=1)
+    x = np.where(present, z, 0.0)
+    return x, present, count, np.sum(x * x, axis=1) / np.maximum(count, 1)
 
 
 def _lagged(x: np.ndarray, lags: int) -> np.ndarray:
@@ -267,10 +273,7 @@ def _lagged(x: np.ndarray, lags: int) -> np.ndarray:
 def _excess_kurtosis(z: np.ndarray) -> np.ndarray:
     """Per row, the sample excess kurtosis of the finite values of a zero-mean series (moments about 0); NaN with
     fewer than 20 or no spread."""
-    present = np.isfinite(z)
-    count = present.sum(axis=1)
-    x = np.where(present, z, 0.0)
-    second = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    x, _, count, second = _filled(z)
     fourth = np.sum((x * x) ** 2, axis=1) / np.maximum(count, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((count >= 20) & (second > 0), fourth / (second * second) - 3, np.nan)
@@ -298,12 +301,8 @@ MAX_RHO = 0.99
 def _lag_one(z: np.ndarray) -> np.ndarray:
     """Per row, the lag-one correlation of standardised residuals (in window order, NaN: missing) over pairs of
     consecutive windows; 0 with fewer than 3 residuals or 2 pairs."""
-    present = np.isfinite(z)
-    count = present.sum(axis=1)
-    x = np.where(present, z, 0.0)
-    pairs = present[:, :-1] & present[:, 1:]
-    npairs = pairs.sum(axis=1)
-    denom = np.sum(x * x, axis=1) / np.maximum(count, 1)
+    x, present, count, denom = _filled(z)
+    npairs = (present[:, :-1] & present[:, 1:]).sum(axis=1)
     known = (count >= 3) & (npairs >= 2) & (denom > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = np.sum(x[:, :-1] * x[:, 1:], axis=1) / npairs / denom
