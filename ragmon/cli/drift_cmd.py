@@ -186,27 +186,37 @@ def report(
 
 
 @app.command("features")
-def features(output: FormatOption = "table") -> None:
-    """List the drift features and tests (names for drift.features and drift.overrides)."""
+def features(ctx: typer.Context, output: FormatOption = "table") -> None:
+    """List the drift features and tests (names for drift.features and drift.overrides), with the significance level
+    your configuration applies (drift.alpha, or a feature's drift.overrides.<feature>.threshold)."""
     from ragmon.drift.method.features import FEATURES
     from ragmon.drift.method.registry import REGISTRY
 
+    drift_settings = settings_of(ctx).drift
+    alpha = {name: (o.threshold if o.threshold is not None else drift_settings.alpha)
+             for name, o in drift_settings.overrides.items()}
     if check_format(output) == "json":
         console.print_json(json.dumps({
+            "alpha": drift_settings.alpha,
             "features": [{"feature": f.name, "kind": f.kind, "source": f.source, "default_tests": list(f.default_tests),
-                          "description": f.description} for f in FEATURES.values()],
-            "tests": [{"test": t.name, "unit": t.unit, "kinds": sorted(t.kinds), "alpha": t.default_threshold,
+                          "alpha": alpha.get(f.name, drift_settings.alpha), "description": f.description}
+                         for f in FEATURES.values()],
+            "tests": [{"test": t.name, "unit": t.unit, "kinds": sorted(t.kinds), "alpha": drift_settings.alpha,
                        "effect": t.effect_name, "effect_threshold": t.default_effect_threshold,
                        "min_samples": t.default_min_samples, "description": t.description}
                       for t in REGISTRY.values()]}))
         return
-    table = Table("feature", "kind", "source", "default tests", "description", title="drift features")
+    table = Table("feature", "kind", "source", "default tests", "α", "description", title="drift features")
     for f in FEATURES.values():
-        table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests), f.description)
+        table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests),
+                      f"{alpha.get(f.name, drift_settings.alpha):g}", f.description)
     console.print(table)
-    tests = Table("test", "unit", "kinds", "α", "effect", "effect ≥", "min n", title="drift tests (defaults)")
+    console.print(f"α: drift.alpha = {drift_settings.alpha:g} for every test, unless drift.overrides.<feature>.threshold "
+                  "sets a feature's; compared with the p-value adjusted within its stratum (docs/drift.md).",
+                  highlight=False)
+    tests = Table("test", "unit", "kinds", "effect", "effect ≥", "min n", title="drift tests (defaults)")
     for t in REGISTRY.values():
-        tests.add_row(t.name, t.unit, ", ".join(sorted(t.kinds)), f"{t.default_threshold:g}", t.effect_name,
+        tests.add_row(t.name, t.unit, ", ".join(sorted(t.kinds)), t.effect_name,
                       f"{t.default_effect_threshold:g}", str(t.default_min_samples))
     console.print(tests)
     for t in REGISTRY.values():

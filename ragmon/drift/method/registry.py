@@ -51,12 +51,12 @@ __all__ = ["CUSUM_TESTS", "DEFAULT_TESTS", "PRIMARY_TEST", "REGISTRY", "Comparis
 
 @dataclass(frozen=True, slots=True)
 class DriftTest:
-    """A drift test: where it applies, its unit of replication, its default thresholds, and its function."""
+    """A drift test: where it applies, its unit of replication, its default effect threshold and sample size, and its
+    function. Its significance level is ``drift.alpha`` (or a feature's ``drift.overrides.<feature>.threshold``)."""
 
     name: str
     kinds: frozenset[str]
     unit: Unit
-    default_threshold: float  # significance level, compared with the BH-adjusted p-value
     effect_name: str
     default_effect_threshold: float
     default_min_samples: int
@@ -139,36 +139,36 @@ def _chi_square(ref: Summary, cur: Summary) -> TestOutcome:
 REGISTRY: dict[str, DriftTest] = {
     t.name: t
     for t in (
-        DriftTest("window_mean", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 30,
+        DriftTest("window_mean", frozenset({"continuous"}), "window", "shift_sigma", 0.1, 30,
                   window_tests.window_mean,
                   "The current window's mean against its seasonal baseline and the natural spread between "
                   "windows (random effects); effect = shift in reference standard deviations.",
                   rows=window_tests.window_mean_rows),
-        DriftTest("window_quantiles", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 50,
+        DriftTest("window_quantiles", frozenset({"continuous"}), "window", "shift_sigma", 0.1, 50,
                   window_tests.window_quantiles,
                   "The current window's 10th, 50th and 90th percentiles, each like window_mean; smallest "
                   "p-value × 3. Catches a heavier tail or a new mode that barely moves the mean."),
-        DriftTest("window_median", frozenset({"continuous"}), "window", 0.05, "shift_sigma", 0.1, 30,
+        DriftTest("window_median", frozenset({"continuous"}), "window", "shift_sigma", 0.1, 30,
                   window_tests.window_median,
                   "The current window's median, like window_mean: robust to the tail of new questions and bursts "
                   "that the question adjustment cannot reach. The CUSUM accumulates it for continuous features "
                   "with a density at their median (the mean otherwise).",
                   rows=window_tests.window_median_rows),
-        DriftTest("window_rate", frozenset({"rate"}), "window", 0.05, "cohens_h", 0.1, 30,
+        DriftTest("window_rate", frozenset({"rate"}), "window", "cohens_h", 0.1, 30,
                   window_tests.window_rate,
                   "The current window's share against its seasonal baseline and the natural spread between "
                   "windows (beta-binomial); effect = Cohen's h.",
                   rows=window_tests.window_rate_rows),
-        DriftTest("ks", frozenset({"continuous"}), "trace", 0.05, "wasserstein_sigma", 0.1, 100, _pair(_ks),
+        DriftTest("ks", frozenset({"continuous"}), "trace", "wasserstein_sigma", 0.1, 100, _pair(_ks),
                   "Two-sample Kolmogorov–Smirnov; effect = Wasserstein distance in reference standard deviations. "
                   "Counts traces as independent draws."),
-        DriftTest("psi", frozenset({"continuous"}), "trace", 0.05, "psi", 0.25, 200, _pair(_psi),
+        DriftTest("psi", frozenset({"continuous"}), "trace", "psi", 0.25, 200, _pair(_psi),
                   "Population stability index over 10 reference-quantile bins; p-value from a chi-square test "
                   "on the same bins. PSI 0.1–0.25 is a moderate shift, ≥ 0.25 a major one. Counts traces as "
                   "independent draws."),
-        DriftTest("two_proportion", frozenset({"rate"}), "trace", 0.05, "cohens_h", 0.2, 100, _pair(_two_proportion),
+        DriftTest("two_proportion", frozenset({"rate"}), "trace", "cohens_h", 0.2, 100, _pair(_two_proportion),
                   "Pooled two-proportion z test; effect = Cohen's h. Counts traces as independent draws."),
-        DriftTest("chi_square", frozenset({"rate"}), "trace", 0.05, "cohens_h", 0.2, 100, _pair(_chi_square),
+        DriftTest("chi_square", frozenset({"rate"}), "trace", "cohens_h", 0.2, 100, _pair(_chi_square),
                   "Pearson chi-square on the 2×2 table (no continuity correction); effect = Cohen's h. Counts "
                   "traces as independent draws."),
     )

@@ -19,7 +19,7 @@ _PAIR = Comparison.of_pair(RateSummary(100, 5), RateSummary(100, 5))
 
 def _fixed(p: float) -> DriftTest:
     """A window test that answers ``p`` with an effect over any threshold."""
-    return DriftTest("fixed", frozenset({"rate"}), "window", ALPHA, "h", 0.1, 1,
+    return DriftTest("fixed", frozenset({"rate"}), "window", "h", 0.1, 1,
                      lambda c: comparison.TestOutcome(0.0, p, 1.0), "fixed p-value")
 
 

@@ -73,7 +73,7 @@ def test_default_plan_covers_every_feature_with_registry_defaults() -> None:
     plans = {p.feature.name: p for p in plan_features(DriftSettings())}
     assert set(plans) == set(FEATURES)
     first = plans["top1_score"].tests[0]
-    assert (first.test.name, first.threshold, first.effect_threshold, first.min_samples) == ("window_mean", 0.05,
+    assert (first.test.name, first.threshold, first.effect_threshold, first.min_samples) == ("window_mean", 0.016,
                                                                                             0.1, 30)
     assert [t.test.name for t in plans["top1_score"].tests] == ["window_mean", "window_quantiles"]
     assert [t.test.name for t in plans["latency_ms"].tests] == ["window_mean"]
