@@ -211,8 +211,9 @@ def features(ctx: typer.Context, output: FormatOption = "table") -> None:
         table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests),
                       f"{alpha.get(f.name, drift_settings.alpha):g}", f.description)
     console.print(table)
-    console.print(f"α: drift.alpha = {drift_settings.alpha:g} for every test, unless drift.overrides.<feature>.threshold "
-                  "sets a feature's; compared with the p-value adjusted within its stratum (docs/drift.md).",
+    console.print(f"α: drift.alpha = {drift_settings.alpha:g} for every test, unless "
+                  "drift.overrides.<feature>.threshold sets a feature's; compared with the p-value adjusted within its "
+                  "stratum (docs/drift.md).",
                   highlight=False)
     tests = Table("test", "unit", "kinds", "effect", "effect ≥", "min n", title="drift tests (defaults)")
     for t in REGISTRY.values():

@@ -28,7 +28,8 @@ def test_the_default_alpha_is_shown_for_every_feature_and_test() -> None:
 
 def test_the_configured_alpha_and_a_feature_override_are_shown(tmp_path: Path) -> None:
     config = tmp_path / "ragmon.yaml"
-    config.write_text("drift:\n  alpha: 0.01\n  overrides:\n    latency_ms:\n      threshold: 0.001\n", encoding="utf-8")
+    config.write_text("drift:\n  alpha: 0.01\n  overrides:\n    latency_ms:\n      threshold: 0.001\n",
+                      encoding="utf-8")
     doc = json.loads(_features("-c", str(config), json_output=True))
     alphas = {f["feature"]: f["alpha"] for f in doc["features"]}
     assert alphas.pop("latency_ms") == 0.001
