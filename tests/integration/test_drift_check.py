@@ -79,7 +79,7 @@ def test_shift_detected_only_where_injected(store) -> None:
     assert not any(r.drifted for r in result.results if r.group.stratum == "consent")
     assert not by["billing", "refusal_rate", "window_rate"].drifted
     wm = by["billing", "top1_score", "window_mean"]
-    assert (wm.threshold, wm.effect_threshold, wm.min_samples, wm.effect_name) == (0.05, 0.1, 30, "shift_sigma")
+    assert (wm.threshold, wm.effect_threshold, wm.min_samples, wm.effect_name) == (0.016, 0.1, 30, "shift_sigma")
     assert wm.details["same_slot_windows"] == 7 and wm.pooled == 1
 
     labels = dict(retriever="hybrid@v1", variant="production", stratum="billing", feature="top1_score",
@@ -95,7 +95,7 @@ def test_shift_detected_only_where_injected(store) -> None:
     assert len(rows) == len(result.results)
     stored = next(r for r in rows
                   if (r["category"], r["feature"], r["test"]) == ("billing", "top1_score", "window_mean"))
-    assert stored["drifted"] == 1 and stored["threshold"] == 0.05 and stored["n_current"] == 1000
+    assert stored["drifted"] == 1 and stored["threshold"] == 0.016 and stored["n_current"] == 1000
     assert stored["status"] == "ok" and stored["pooled_windows"] == 1 and stored["cusum_threshold"] > 0
     assert DriftSettings.model_validate_json(stored["settings"]) == _settings()  # what it ran with
     details = json.loads(stored["details"])
