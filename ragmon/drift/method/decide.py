@@ -12,9 +12,10 @@ Drift is declared for a (group, feature, test) only when all three hold:
    declares anything with probability at most α/G *whatever the other strata hold* (the Simes inequality, for the
    positively dependent tests of one stratum), so all strata without drift together at most α·(G₀/G) ≤ α — also
    the chance that a check without any drift raises an alarm; within a stratum with drift the false-discovery rate
-   is at most α/G. Benjamini–Hochberg over the whole check (until 2026-12-06) gave neither: a real incident's many
-   small p-values in one stratum raise BH's bar for every test, and healthy strata were declared drifted in 20–65 %
-   of incidents elsewhere;
+   is at most α/G; over an incident that spans H checks, the strata without drift declare anything in at most H·α
+   of incidents (the default ``drift.alpha``, 0.016, keeps a 3-hour incident's under 5 %). Benjamini–Hochberg over
+   the whole check (until 2026-12-06) gave none of these: a real incident's many small p-values in one stratum
+   raise BH's bar for every test, and healthy strata were declared drifted in 20–65 % of incidents elsewhere;
 3. **effect** — the test's effect size is at least ``effect_threshold`` (a significant but negligible shift,
    which large windows always find, is not drift).
 
