@@ -189,17 +189,16 @@ def report(
 def features(ctx: typer.Context, output: FormatOption = "table") -> None:
     """List the drift features and tests (names for drift.features and drift.overrides), with the significance level
     your configuration applies (drift.alpha, or a feature's drift.overrides.<feature>.threshold)."""
-    from ragmon.drift.method.features import FEATURES
+    from ragmon.drift.method.features import FEATURES, significance
     from ragmon.drift.method.registry import REGISTRY
 
     drift_settings = settings_of(ctx).drift
-    alpha = {name: (o.threshold if o.threshold is not None else drift_settings.alpha)
-             for name, o in drift_settings.overrides.items()}
+    alpha = {name: significance(drift_settings, name) for name in FEATURES}
     if check_format(output) == "json":
         console.print_json(json.dumps({
             "alpha": drift_settings.alpha,
             "features": [{"feature": f.name, "kind": f.kind, "source": f.source, "default_tests": list(f.default_tests),
-                          "alpha": alpha.get(f.name, drift_settings.alpha), "description": f.description}
+                          "alpha": alpha[f.name], "description": f.description}
                          for f in FEATURES.values()],
             "tests": [{"test": t.name, "unit": t.unit, "kinds": sorted(t.kinds), "alpha": drift_settings.alpha,
                        "effect": t.effect_name, "effect_threshold": t.default_effect_threshold,
@@ -209,7 +208,7 @@ def features(ctx: typer.Context, output: FormatOption = "table") -> None:
     table = Table("feature", "kind", "source", "default tests", "α", "description", title="drift features")
     for f in FEATURES.values():
         table.add_row(f.name, f.kind, f.source, ", ".join(f.default_tests),
-                      f"{alpha.get(f.name, drift_settings.alpha):g}", f.description)
+                      f"{alpha[f.name]:g}", f.description)
     console.print(table)
     console.print(f"α: drift.alpha = {drift_settings.alpha:g} for every test, unless "
                   "drift.overrides.<feature>.threshold sets a feature's; compared with the p-value adjusted within its "

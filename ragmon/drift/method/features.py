@@ -110,6 +110,13 @@ class FeaturePlan:
     windows: DriftWindowSettings
 
 
+def significance(settings: DriftSettings, name: str) -> float:
+    """The level feature ``name``'s tests are declared at: its ``drift.overrides.<name>.threshold``, else
+    ``drift.alpha``."""
+    override = settings.overrides.get(name)
+    return _pick(override and override.threshold, settings.alpha)
+
+
 def plan_features(settings: DriftSettings) -> list[FeaturePlan]:
     """Resolve the features to check, with per-feature overrides; ``ConfigError`` lists every problem."""
     problems: list[str] = []
@@ -139,7 +146,7 @@ def plan_features(settings: DriftSettings) -> list[FeaturePlan]:
                 continue
             tests.append(TestPlan(
                 test,
-                threshold=_pick(override and override.threshold, settings.alpha),
+                threshold=significance(settings, name),
                 effect_threshold=_pick(override and override.effect_threshold, test.default_effect_threshold),
                 min_samples=int(_pick(override and override.min_samples,
                                       _pick(settings.min_samples, test.default_min_samples))),
